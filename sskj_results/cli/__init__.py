@@ -1,0 +1,52 @@
+"""The `sskj-results` command line. Thin: parse options, call one library function, print.
+
+Subcommands live in their own modules and are imported only when run, so
+`sskj-results --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Optional
+
+import click
+
+from .. import __version__
+
+# name -> (module, attribute, one-line help shown by --help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "validate": ("validate_cmd", "validate", "Check results.json files and run directories against the contract."),
+    "schema": ("schema_cmd", "schema", "Print (or write) the JSON Schema of results.json."),
+    "metadata": ("metadata_cmd", "metadata", "Create or update a run's results.json metadata and config."),
+    "parse": ("import_cmd", "parse", "Import a run directory's raw_outputs/ into its results.json."),
+    "import-legacy": ("import_cmd", "import_legacy", "Import a directory of raw client outputs into run directories."),
+    "report": ("report_cmd", "report", "Write RUN_DIR/report.md (and plots) from results.json."),
+    "compare": ("report_cmd", "compare", "Compare runs side by side with statistical verdicts."),
+    "slo-next": ("slo_search_cmd", "slo_next", "Next concurrency of an SLO search (prints nothing when done)."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
+        if cmd_name not in COMMANDS:
+            return None
+        module_name, attr, _ = COMMANDS[cmd_name]
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        command: click.Command = getattr(module, attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: Any) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="sskj-results")
+def main() -> None:
+    """Results toolkit of the sskj benchmark workflow: validate, import, compare, report."""

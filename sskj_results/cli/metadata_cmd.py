@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from .common import handle_errors, slo_options
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE",
+              help="A metadata field (experiment, run_id, model, engine, chip, ...). Repeatable.")
+@click.option("--config", "config", multiple=True, metavar="KEY=VALUE",
+              help="A config key; JSON scalars become numbers/booleans. server_args values are redacted. Repeatable.")
+@click.option("--no-detect", is_flag=True, help="Do not query nvidia-smi/xpu-smi/cpuinfo for hardware and driver facts.")
+@slo_options
+@handle_errors
+def metadata(run_dir: Path, meta: tuple[str, ...], config: tuple[str, ...], no_detect: bool,
+             slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
+    """Create RUN_DIR/results.json, or update only the given keys (scenarios are kept).
+
+    Unset timestamp, host and git_commit are filled in on creation; so are
+    hardware, driver and runtime versions that nvidia-smi / xpu-smi / the CPU report.
+    """
+    from ..metadata import parse_assignments, write_metadata
+    from ..slo import resolve_slo
+
+    slo = None
+    if slo_tier or slo_ttft_p95_ms is not None or slo_tpot_mean_ms is not None:
+        slo = resolve_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms)
+    results = write_metadata(
+        run_dir,
+        parse_assignments(meta, "--meta"),
+        parse_assignments(config, "--config"),
+        slo=slo,
+        detect=not no_detect,
+    )
+    click.echo(f"{run_dir / 'results.json'}: metadata of {results.metadata.experiment} ({results.metadata.run_id}) written")

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from .common import handle_errors
+
+
+@click.command()
+@click.option("--write", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the schema to this file (atomically) instead of printing it.")
+@handle_errors
+def schema(out: Optional[Path]) -> None:
+    """Print the JSON Schema of results.json (draft 2020-12), generated from the models."""
+    from ..io import atomic_write_text
+    from ..schema import schema_text
+
+    text = schema_text()
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        atomic_write_text(out, text)
+        click.echo(f"wrote {out}")

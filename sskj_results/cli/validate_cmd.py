@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from .common import handle_errors
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: one line per problem; json: a machine-readable report.")
+@click.option("--quiet", "-q", is_flag=True, help="Print errors only (no warnings, no summary).")
+@handle_errors
+def validate(paths: tuple[Path, ...], fmt: str, quiet: bool) -> None:
+    """Check results.json files and run directories (PATH: a run directory, a directory of runs, or a results.json).
+
+    Exit 0 when everything is valid (warnings are printed), 1 when anything is invalid.
+    """
+    from ..validate import ERROR, validate_paths
+
+    reports = validate_paths(paths)
+    if fmt == "json":
+        click.echo(json.dumps({"valid": all(r.valid for r in reports), "files": [r.as_dict() for r in reports]},
+                              indent=2, ensure_ascii=False))
+    else:
+        for report in reports:
+            for problem in report.problems:
+                if quiet and problem.severity != ERROR:
+                    continue
+                click.echo(problem.line())
+            if not quiet:
+                errors = sum(p.severity == ERROR for p in report.problems)
+                warnings = len(report.problems) - errors
+                verdict = "valid" if report.valid else "invalid"
+                counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+                click.echo(f"{report.file}: {verdict} ({counts})")
+    if not all(r.valid for r in reports):
+        raise SystemExit(1)

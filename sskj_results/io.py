@@ -1,0 +1,119 @@
+"""Reading and writing results.json: typed loading and atomic saving."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Union
+
+from pydantic import ValidationError
+
+from .errors import ResultsError
+from .models import Results, dump_dict
+
+RESULTS_NAME = "results.json"
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def results_path(path: PathLike) -> Path:
+    """The results.json for a run directory, or the path itself when it is a file."""
+    p = Path(path)
+    return p / RESULTS_NAME if p.is_dir() else p
+
+
+def format_loc(loc: tuple[Any, ...] | list[Any]) -> str:
+    """Render a pydantic/jsonschema location as a JSON path: `scenarios[0].latencies.ttft_ms.p95`."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "$"
+
+
+def read_json_text(path: Path) -> Any:
+    """Parse a JSON file, raising ResultsError with line/column on bad syntax."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ResultsError(f"{path}: is a directory, expected a results.json") from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f"{path}: not UTF-8 text (byte {exc.start}); is this a results.json?") from None
+    if not text.strip():
+        raise ResultsError(f"{path}: empty file; expected a results.json object")
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    except ValueError as exc:
+        raise ResultsError(f"{path}: invalid JSON: {exc}") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON; write null for a missing value")
+
+
+def first_model_error(path: Path, exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    return f"{path}: {format_loc(err['loc'])}: {err['msg']}"
+
+
+def load_run(path: PathLike) -> Results:
+    """Load a run directory or a results.json into a typed Results.
+
+    Raises ResultsError naming the file and the JSON path of the first problem
+    (`sskj-results validate` lists them all).
+    """
+    file = results_path(path)
+    data = read_json_text(file)
+    try:
+        return Results.model_validate(data)
+    except ValidationError as exc:
+        extra = len(exc.errors()) - 1
+        more = f" (and {extra} more; run `sskj-results validate {file}`)" if extra else ""
+        raise ResultsError(first_model_error(file, exc) + more) from None
+
+
+def to_json_bytes(results: Results) -> bytes:
+    """The exact bytes save_run writes: 2-space indented, UTF-8, trailing newline."""
+    text = json.dumps(dump_dict(results), ensure_ascii=False, indent=2, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def atomic_write_bytes(file: Path, data: bytes) -> None:
+    """Write data to file via a temporary file in the same directory and a rename."""
+    file.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, file)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_text(file: Path, text: str) -> None:
+    atomic_write_bytes(file, text.encode("utf-8"))
+
+
+def save_run(results: Results, path: PathLike) -> Path:
+    """Write results.json atomically (temp file + rename); returns the file written."""
+    p = Path(path)
+    file = p / RESULTS_NAME if (p.is_dir() or not p.suffix) else p
+    atomic_write_bytes(file, to_json_bytes(results))
+    return file

@@ -1,0 +1,163 @@
+"""Creating and updating the metadata/config part of a run's results.json (called by the shell)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from pydantic import ValidationError
+
+from . import __version__
+from .errors import ResultsError, UsageError
+from .io import RESULTS_NAME, format_loc, load_run, save_run
+from .models import Config, Metadata, Results, SloSpec
+from .redact import redact
+
+META_KEYS = tuple(Metadata.model_fields)
+REQUIRED_ON_CREATE = ("experiment", "model")
+
+
+def parse_assignments(items: tuple[str, ...], option: str) -> dict[str, str]:
+    """`KEY=VALUE` strings to a dict; a malformed item is a usage error."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{option} {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def config_value(text: str) -> Any:
+    """A --config value: a JSON scalar when it is one (8, 2.5, true, null), else the string itself."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, (int, float, bool)) or value is None else text
+
+
+def now_iso() -> str:
+    """Now, ISO-8601 with the local UTC offset, to the second."""
+    return datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def _run(cmd: list[str], cwd: Optional[Path] = None) -> Optional[str]:
+    if shutil.which(cmd[0]) is None:
+        return None
+    try:
+        done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=15, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_commit(cwd: Path) -> Optional[str]:
+    """HEAD of the repository around cwd, `-dirty` when tracked files are modified."""
+    sha = _run(["git", "rev-parse", "HEAD"], cwd)
+    if not sha:
+        return None
+    status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd)
+    return f"{sha}-dirty" if status else sha
+
+
+def detect_accelerator() -> dict[str, str]:
+    """Driver/runtime/hardware facts the machine reports (nvidia-smi, xpu-smi, /proc/cpuinfo)."""
+    facts: dict[str, str] = {}
+    names = _run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"])
+    if names:
+        rows = [[c.strip() for c in line.split(",")] for line in names.splitlines() if line.strip()]
+        if rows and len(rows[0]) >= 3:
+            name, mem_mib, driver = rows[0][:3]
+            facts["driver_version"] = driver
+            try:
+                facts["hardware"] = f"{len(rows)}x {name} {round(float(mem_mib) / 1024)}GB"
+            except ValueError:
+                facts["hardware"] = f"{len(rows)}x {name}"
+        banner = _run(["nvidia-smi"]) or ""
+        cuda = re.search(r"CUDA Version:\s*([\d.]+)", banner)
+        if cuda:
+            facts["runtime_version"] = f"CUDA {cuda.group(1)}"
+        return facts
+    for tool in ("xpu-smi", "xpu_smi"):
+        banner = _run([tool])
+        if banner:
+            driver = re.search(r"Driver Version:\s*([\w.\-]+)", banner)
+            runtime = re.search(r"(?:XRE|Runtime) Version:\s*([\w.\-]+)", banner)
+            if driver:
+                facts["driver_version"] = driver.group(1)
+            if runtime:
+                facts["runtime_version"] = runtime.group(1)
+            return facts
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        text = cpuinfo.read_text(errors="replace")
+        model = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
+        facts["hardware"] = f"{os.cpu_count() or 1}x CPU core {model.group(1).strip()}" if model else f"{os.cpu_count() or 1}x CPU core"
+    return facts
+
+
+def _model_error(run_dir: Path, exc: ValidationError) -> ResultsError:
+    err = exc.errors()[0]
+    return ResultsError(f"{run_dir / RESULTS_NAME}: {format_loc(err['loc'])}: {err['msg']}")
+
+
+def write_metadata(
+    run_dir: Path,
+    meta: Mapping[str, str],
+    config: Mapping[str, str],
+    slo: Optional[SloSpec] = None,
+    detect: bool = True,
+    cwd: Optional[Path] = None,
+) -> Results:
+    """Create RUN_DIR/results.json or update the given keys; scenarios are kept as they are."""
+    unknown = sorted(set(meta) - set(META_KEYS))
+    if unknown:
+        raise UsageError(f"unknown --meta key(s) {', '.join(unknown)}; known: {', '.join(META_KEYS)}")
+    file = run_dir / RESULTS_NAME
+    existing = load_run(file) if file.exists() else None
+    meta_dict: dict[str, Any] = existing.metadata.model_dump() if existing else {}
+    meta_dict.update({k: (v if v != "" else None) for k, v in meta.items()})
+    if existing is None:
+        missing = [k for k in REQUIRED_ON_CREATE if not meta_dict.get(k)]
+        if missing:
+            raise UsageError(
+                f"{file} does not exist yet: give {' '.join(f'--meta {k}=...' for k in missing)} to create it"
+            )
+        meta_dict.setdefault("run_id", run_dir.resolve().name)
+        meta_dict.setdefault("timestamp", now_iso())
+        meta_dict.setdefault("host", socket.gethostname())
+        if not meta_dict.get("git_commit"):
+            meta_dict["git_commit"] = git_commit(cwd or Path.cwd())
+        if detect:
+            for key, value in detect_accelerator().items():
+                if not meta_dict.get(key):
+                    meta_dict[key] = value
+    meta_dict["tool_version"] = __version__
+    cfg: dict[str, Any] = existing.config.model_dump(exclude_none=False) if existing else {}
+    for key, text in config.items():
+        value = config_value(text)
+        if key.endswith("server_args") and isinstance(value, str):
+            value = redact(value.strip())
+        cfg[key] = value
+    try:
+        results = Results(
+            metadata=Metadata.model_validate(meta_dict),
+            config=Config.model_validate(cfg),
+            scenarios=existing.scenarios if existing else [],
+            slo=slo if slo is not None else (existing.slo if existing else None),
+            skipped=existing.skipped if existing else [],
+            slo_search=existing.slo_search if existing else [],
+            raw_files=existing.raw_files if existing else [],
+        )
+    except ValidationError as exc:
+        raise _model_error(run_dir, exc) from None
+    save_run(results, file)
+    return results

@@ -1,0 +1,320 @@
+"""The results.json format: one pydantic model per object, every field described.
+
+This module owns the contract between the shell experiments, the importer,
+the reports and the team's own scripts. `schema/results.schema.json` is
+generated from these models (`sskj-results schema --write`).
+
+Metric definitions used throughout (also in docs/METRICS.md):
+
+* Statistics follow the reference clients (sglang.bench_serving and
+  ``vllm bench serve``): arithmetic mean, population std (ddof 0) and
+  ``numpy.percentile`` with its default ``linear`` method, computed on
+  seconds and reported in milliseconds.
+* Only successful requests (the client's ``errors[i] == ""``) enter latency
+  statistics.
+* TTFT: time from sending the request to the first streamed token.
+* E2E: time from sending the request to the last token.
+* TPOT (per request): ``(e2e - ttft) / (output_tokens - 1)`` for requests with
+  more than one output token; scenario TPOT statistics are over requests.
+* ITL: every gap between consecutive streamed chunks of every request, pooled.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SCHEMA_VERSION = 1
+SCHEMA_ID = "https://sskj.dev/schema/results.schema.json"
+
+SloMark = Literal["✅", "⚠️", "❌"]
+
+TIMESTAMP_PATTERN = (
+    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
+)
+_TIMESTAMP_RE = re.compile(TIMESTAMP_PATTERN)
+
+NonNegInt = Annotated[int, Field(ge=0)]
+NonNegFloat = Annotated[float, Field(ge=0)]
+
+
+class _Model(BaseModel):
+    """Shared configuration: unknown keys are errors, finite floats only."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        allow_inf_nan=False,
+        validate_assignment=False,
+        populate_by_name=True,
+    )
+
+
+class Metadata(_Model):
+    """Who ran what, where, with which engine. Never inferred from paths."""
+
+    experiment: str = Field(description="Experiment name, e.g. `dsv4_h200_dspark`.")
+    run_id: str = Field(description="Run identifier, by default `YYYYMMDD-HHMMSS`.")
+    timestamp: str = Field(
+        pattern=TIMESTAMP_PATTERN,
+        description="Start of the run, ISO-8601 with a UTC offset, e.g. `2026-07-07T13:26:41+08:00`.",
+    )
+    model: str = Field(description="Model path or name served by the engine.")
+    backend: Optional[str] = Field(
+        default=None,
+        description="Serving backend, e.g. `vllm-dspark`, `sglang`. At least one of backend/engine is set.",
+    )
+    engine: Optional[str] = Field(
+        default=None,
+        description="Inference engine, e.g. `vllm`, `vllm-dspark`, `sglang`, `vllm-xpu`. At least one of backend/engine is set.",
+    )
+    hardware: Optional[str] = Field(
+        default=None, description="Human-readable hardware, e.g. `8x NVIDIA H200 143GB`."
+    )
+    accelerator: Optional[str] = Field(
+        default=None,
+        description="Accelerator family, e.g. `NVIDIA H200`, `Kunlun XPU`. At least one of accelerator/chip is set.",
+    )
+    chip: Optional[str] = Field(
+        default=None,
+        description="Chip identifier, e.g. `NVIDIA H200` or the platform's CHIP. At least one of accelerator/chip is set.",
+    )
+    script: Optional[str] = Field(default=None, description="Script that produced the run, relative to the repository.")
+    env: Optional[str] = Field(default=None, description="Python environment or container used by the engine.")
+    git_commit: Optional[str] = Field(default=None, description="Git commit of the benchmark repository.")
+    description: Optional[str] = Field(default=None, description="Free-text note.")
+    platform: Optional[str] = Field(default=None, description="Platform file used, e.g. `nvidia_h200` (platforms/<platform>.env).")
+    phase: Optional[str] = Field(default=None, description="Phase of a multi-phase experiment, e.g. `phase2_vllm_ngram`.")
+    engine_version: Optional[str] = Field(default=None, description="Version of the inference engine as it reported it.")
+    client: Optional[str] = Field(default=None, description="Benchmark client, e.g. `sglang.bench_serving` or `vllm bench serve`.")
+    client_version: Optional[str] = Field(default=None, description="Version of the benchmark client.")
+    driver_version: Optional[str] = Field(default=None, description="Accelerator driver version (nvidia-smi / xpu-smi), when found.")
+    runtime_version: Optional[str] = Field(default=None, description="Accelerator runtime version (CUDA / XPU runtime), when found.")
+    host: Optional[str] = Field(default=None, description="Host name of the machine that ran the client.")
+    tool_version: Optional[str] = Field(default=None, description="Version of sskj-results that last wrote this file.")
+
+    @field_validator("timestamp")
+    @classmethod
+    def _timestamp_has_offset(cls, value: str) -> str:
+        if not _TIMESTAMP_RE.match(value):
+            raise ValueError("timestamp must be ISO-8601 with a UTC offset, e.g. 2026-07-07T13:26:41+08:00")
+        return value
+
+
+class Config(BaseModel):
+    """Engine configuration. Known keys are typed; engines have many more, so extra keys are kept.
+
+    The exact server launch command is required as `server_args`, or as
+    `phase<N>_server_args` for experiments that start the server in phases.
+    """
+
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+
+    tp: Optional[int] = Field(default=None, ge=1, description="Tensor-parallel size.")
+    kv_cache_dtype: Optional[str] = Field(default=None, description="KV-cache dtype, e.g. `fp8`, `auto`.")
+    spec_method: Optional[str] = Field(default=None, description="Speculative-decoding method (`dspark`, `ngram`, `eagle`, …); null when not speculative.")
+    spec_tokens: Optional[int] = Field(default=None, ge=0, description="Speculative tokens per step; null when not speculative.")
+    block_size: Optional[int] = Field(default=None, ge=1, description="KV-cache block size.")
+    max_num_seqs: Optional[int] = Field(default=None, ge=1, description="Maximum concurrent sequences in the engine.")
+    extra_args: Optional[str] = Field(default=None, description="Extra engine arguments, as passed on the command line.")
+    server_args: Optional[str] = Field(
+        default=None,
+        description="Exact server launch command (shell-quoted, secrets redacted). Alternatively `phase<N>_server_args` per phase.",
+    )
+
+
+class Percentiles(_Model):
+    """Summary statistics of one latency metric in milliseconds (numpy linear percentiles)."""
+
+    mean: Optional[float] = Field(description="Arithmetic mean, ms.")
+    p50: Optional[float] = Field(description="50th percentile (median), ms, numpy linear interpolation.")
+    p90: Optional[float] = Field(description="90th percentile, ms, numpy linear interpolation.")
+    p95: Optional[float] = Field(description="95th percentile, ms, numpy linear interpolation.")
+    p99: Optional[float] = Field(description="99th percentile, ms, numpy linear interpolation.")
+    std: Optional[float] = Field(default=None, description="Population standard deviation (ddof 0), ms.")
+    count: Optional[int] = Field(default=None, ge=0, description="Number of samples behind the statistics.")
+
+
+class Latencies(_Model):
+    """Latency statistics of a scenario."""
+
+    e2e_ms: Percentiles = Field(
+        description="End-to-end latency per successful request: send to last token. "
+        "From the client's per-request latencies when the raw file has them (vLLM); otherwise ttft + sum(itls)."
+    )
+    ttft_ms: Percentiles = Field(description="Time to first token per successful request.")
+    tpot_ms: Percentiles = Field(
+        description="Time per output token per successful request with more than one output token: "
+        "(e2e - ttft) / (output_tokens - 1); statistics over requests."
+    )
+    itl_ms: Percentiles = Field(description="Inter-token latency: every gap between streamed chunks of every successful request, pooled.")
+
+
+class SloStatus(_Model):
+    """SLO verdict of a scenario against the run's tier (see top-level `slo`)."""
+
+    ttft_p95_ok: bool = Field(description="TTFT P95 is below the tier's threshold.")
+    tpot_mean_ok: bool = Field(description="TPOT mean is below the tier's threshold.")
+    overall: SloMark = Field(description="✅ both met, ⚠️ exactly one met, ❌ neither met.")
+
+
+class RawRequest(_Model):
+    """One request as the client measured it."""
+
+    request_id: str = Field(description="Index of the request in the raw file (or the client's id).")
+    input_tokens: Optional[int] = Field(default=None, ge=0, description="Prompt tokens.")
+    output_tokens: Optional[int] = Field(default=None, ge=0, description="Output tokens as the client counted them.")
+    e2e_ms: Optional[float] = Field(default=None, ge=0, description="End-to-end latency, ms (see latencies.e2e_ms for its source).")
+    ttft_ms: Optional[float] = Field(default=None, ge=0, description="Time to first token, ms.")
+    tpot_ms: Optional[float] = Field(default=None, ge=0, description="(e2e - ttft) / (output_tokens - 1), ms; null for one output token or a failure.")
+    itl_ms: Optional[float] = Field(default=None, ge=0, description="Mean of this request's inter-token gaps, ms; null without gaps.")
+    accept_length: Optional[float] = Field(default=None, description="Speculative acceptance length of this request, when the client reports it.")
+    success: bool = Field(description="The client recorded no error for this request.")
+    error: Optional[str] = Field(default=None, description="The client's error text for a failed request.")
+
+
+class Source(_Model):
+    """Where a scenario came from."""
+
+    file: str = Field(description="Raw output file, relative to the run directory (or as given on import).")
+    line: int = Field(ge=1, description="1-based line of the run in that file.")
+    sha256: Optional[str] = Field(default=None, description="SHA-256 of the whole raw file when it was read.")
+    format: Optional[str] = Field(default=None, description="Detected format: `sglang-bench-serving` or `vllm-bench-serve`.")
+
+
+class AcceleratorSummary(_Model):
+    """Accelerator samples taken during the scenario (gpu_logs/)."""
+
+    samples: int = Field(ge=0, description="Number of samples.")
+    devices: Optional[int] = Field(default=None, ge=0, description="Number of distinct devices sampled.")
+    util_mean_pct: Optional[float] = Field(default=None, description="Mean utilization over samples and devices, %.")
+    util_max_pct: Optional[float] = Field(default=None, description="Maximum utilization, %.")
+    mem_used_mean_mib: Optional[float] = Field(default=None, description="Mean memory used per device, MiB.")
+    mem_used_max_mib: Optional[float] = Field(default=None, description="Maximum memory used on a device, MiB.")
+    power_mean_w: Optional[float] = Field(default=None, description="Mean power per device, W.")
+    power_max_w: Optional[float] = Field(default=None, description="Maximum power of a device, W.")
+
+
+class Scenario(_Model):
+    """One measured scenario: one run of the bench client at one concurrency and shape."""
+
+    name: str = Field(description="Scenario name, by default `c{concurrency}_i{input}_o{output}` (`_r{n}` for repeats).")
+    concurrency: int = Field(ge=1, description="Maximum concurrent requests (the client's max-concurrency).")
+    input_len: int = Field(ge=0, description="Requested input length in tokens.")
+    output_len: int = Field(ge=0, description="Requested output length in tokens.")
+    duration_s: Optional[float] = Field(ge=0, description="Benchmark duration as the client measured it, s.")
+    success: NonNegInt = Field(description="Successful requests.")
+    failed: NonNegInt = Field(description="Failed requests.")
+    request_throughput: Optional[float] = Field(ge=0, description="Completed requests per second (client's value).")
+    input_token_throughput: Optional[float] = Field(ge=0, description="Input tokens per second (client's value).")
+    output_token_throughput: Optional[float] = Field(ge=0, description="Output tokens per second (client's value).")
+    total_token_throughput: Optional[float] = Field(ge=0, description="Input plus output tokens per second.")
+    accept_length: Optional[float] = Field(
+        description="Mean speculative acceptance length (1 + accepted / drafts); null when not speculative."
+    )
+    latencies: Latencies = Field(description="Latency statistics.")
+    slo_status: SloStatus = Field(description="SLO verdict against the run's tier.")
+    raw_requests: list[RawRequest] = Field(default_factory=list, description="Every request, unless capped (see raw_requests_capped).")
+    raw_requests_capped: bool = Field(
+        default=False,
+        description="True when raw_requests holds only the first requests of a huge run; the raw file (source) has all.",
+    )
+    slo_attainment: Optional[float] = Field(
+        default=None, ge=0, le=1,
+        description="Fraction of all requests that succeeded with TTFT and TPOT below the tier's thresholds (goodput fraction).",
+    )
+    reconstructed: dict[str, str] = Field(
+        default_factory=dict,
+        description="Values not written by the client, keyed by path (e.g. `latencies.e2e_ms.p90`), with how they were computed: "
+        "`per_request` (numpy over the per-request arrays), `ttft_plus_itls` (per-request E2E taken as ttft + sum(itls)), "
+        "`derived` (from other client values), `server_metrics` (Prometheus counters). Absent keys are the client's own values.",
+    )
+    repeat: Optional[int] = Field(default=None, ge=1, description="Repeat index when the same shape was run more than once.")
+    num_prompts: Optional[int] = Field(default=None, ge=0, description="Requests sent.")
+    request_rate: Optional[float] = Field(default=None, description="Request rate, req/s; null means unlimited (all at once).")
+    dataset_name: Optional[str] = Field(default=None, description="Client dataset, e.g. `random`, `random-ids`.")
+    request_format: Optional[str] = Field(default=None, description="The client's `backend`: the request format it spoke, not the server.")
+    accelerator_usage: Optional[AcceleratorSummary] = Field(default=None, description="Accelerator samples during the scenario.")
+    source: Optional[Source] = Field(default=None, description="Raw file and 1-based line this scenario was imported from.")
+
+
+class SloSpec(_Model):
+    """SLO thresholds the run was judged against."""
+
+    tier: Optional[str] = Field(default=None, description="Tier name from docs/SLO_STANDARDS.md, or null for explicit thresholds.")
+    ttft_p95_ms: float = Field(gt=0, description="TTFT P95 must be below this, ms.")
+    tpot_mean_ms: float = Field(gt=0, description="TPOT mean must be below this, ms.")
+
+
+class SkippedScenario(_Model):
+    """A scenario that was not measured (server death or out-of-memory)."""
+
+    scenario: str = Field(description="Scenario name.")
+    concurrency: Optional[int] = Field(default=None, ge=1, description="Concurrency.")
+    input_len: Optional[int] = Field(default=None, ge=0, description="Input length.")
+    output_len: Optional[int] = Field(default=None, ge=0, description="Output length.")
+    reason: str = Field(description="Why it was skipped.")
+    log_excerpt: Optional[str] = Field(default=None, description="Server log lines that show the reason.")
+
+
+class SloSearchStep(_Model):
+    """One probe of an SLO search."""
+
+    concurrency: int = Field(ge=1, description="Concurrency tried.")
+    scenario: Optional[str] = Field(default=None, description="Scenario measured, null if it failed.")
+    overall: Optional[SloMark] = Field(default=None, description="SLO verdict of that scenario.")
+    ok: bool = Field(description="Both SLO thresholds met.")
+
+
+class SloSearch(_Model):
+    """Search for the largest concurrency that meets the SLO for one shape."""
+
+    input_len: int = Field(ge=0, description="Input length.")
+    output_len: int = Field(ge=0, description="Output length.")
+    min_concurrency: int = Field(ge=1, description="Lower bound of the search.")
+    max_concurrency: int = Field(ge=1, description="Upper bound of the search.")
+    steps: list[SloSearchStep] = Field(default_factory=list, description="Probes in the order they ran.")
+    best_concurrency: Optional[int] = Field(default=None, description="Largest concurrency meeting the SLO; null if none did.")
+    finished: bool = Field(default=False, description="The search has converged.")
+
+
+class RawFile(_Model):
+    """A raw output file already imported, so unchanged files are not read again."""
+
+    file: str = Field(description="Path relative to the run directory.")
+    sha256: str = Field(description="SHA-256 of the file's content when imported.")
+    size: int = Field(ge=0, description="Size in bytes.")
+    runs: int = Field(ge=0, description="Runs (lines/objects) imported from it.")
+
+
+class Results(_Model):
+    """results.json: everything one run directory measured."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        allow_inf_nan=False,
+        json_schema_extra={"$id": SCHEMA_ID},
+        title="sskj results.json",
+    )
+
+    schema_version: Literal[1] = Field(default=SCHEMA_VERSION, description="Version of this format; absent means 1.")
+    metadata: Metadata = Field(description="Experiment, platform, engine and provenance.")
+    config: Config = Field(description="Engine configuration and the exact server launch command.")
+    scenarios: list[Scenario] = Field(description="Measured scenarios.")
+    slo: Optional[SloSpec] = Field(default=None, description="SLO tier and thresholds behind every slo_status.")
+    skipped: list[SkippedScenario] = Field(default_factory=list, description="Scenarios skipped after a server death or out-of-memory.")
+    slo_search: list[SloSearch] = Field(default_factory=list, description="SLO searches run in this run.")
+    raw_files: list[RawFile] = Field(default_factory=list, description="Raw output files imported, with content hashes.")
+
+    def scenario(self, name: str) -> Optional[Scenario]:
+        """Return the scenario of that name, if any."""
+        for scenario in self.scenarios:
+            if scenario.name == name:
+                return scenario
+        return None
+
+
+def dump_dict(results: Results) -> dict[str, Any]:
+    """The JSON-ready dictionary written to results.json (every key present)."""
+    return results.model_dump(mode="json")

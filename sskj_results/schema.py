@@ -1,0 +1,32 @@
+"""The JSON Schema of results.json, generated from the models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .models import SCHEMA_ID, Results
+
+SCHEMA_DRAFT = "https://json-schema.org/draft/2020-12/schema"
+COMMITTED_SCHEMA = Path(__file__).resolve().parent.parent / "schema" / "results.schema.json"
+REGENERATE_COMMAND = "sskj-results schema --write schema/results.schema.json"
+
+
+def results_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of results.json."""
+    schema = Results.model_json_schema(mode="validation")
+    schema["$schema"] = SCHEMA_DRAFT
+    schema["$id"] = SCHEMA_ID
+    # schema_version is optional (absent means 1): pydantic already leaves it out of `required`.
+    return schema
+
+
+def schema_text() -> str:
+    """Deterministic text of the schema: sorted keys, 2-space indent, trailing newline."""
+    return json.dumps(results_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def packaged_schema() -> dict[str, Any]:
+    """The schema shipped with the package (same text as schema/results.schema.json)."""
+    return results_schema()
