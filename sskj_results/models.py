@@ -236,6 +236,10 @@ class Scenario(_Model):
     dataset_name: Optional[str] = Field(default=None, description="Client dataset, e.g. `random`, `random-ids`.")
     request_format: Optional[str] = Field(default=None, description="The client's `backend`: the request format it spoke, not the server.")
     accelerator_usage: Optional[AcceleratorSummary] = Field(default=None, description="Accelerator samples during the scenario.")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="Warnings about how this scenario was read (inferred lengths, non-streaming runs, count mismatches).",
+    )
     source: Optional[Source] = Field(default=None, description="Raw file and 1-based line this scenario was imported from.")
 
 
@@ -286,6 +290,9 @@ class RawFile(_Model):
     sha256: str = Field(description="SHA-256 of the file's content when imported.")
     size: int = Field(ge=0, description="Size in bytes.")
     runs: int = Field(ge=0, description="Runs (lines/objects) imported from it.")
+    sidecar_sha256: Optional[str] = Field(
+        default=None, description="SHA-256 over its server_metrics/ and gpu_logs/ side files, when any."
+    )
 
 
 class Results(_Model):

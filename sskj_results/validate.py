@@ -106,6 +106,11 @@ def _schema_message(error: Any) -> tuple[str, str]:
         if isinstance(expected, list):
             expected = " or ".join(expected)
         return format_loc(path), f"expected {expected}, got {_short(error.instance)}"
+    if kind == "enum":
+        choices = ", ".join(json.dumps(v, ensure_ascii=False) for v in error.validator_value)
+        return format_loc(path), f"expected one of {choices}, got {_short(error.instance)}"
+    if kind == "const":
+        return format_loc(path), f"expected {json.dumps(error.validator_value)}, got {_short(error.instance)}"
     if kind == "pattern" and path and path[-1] == "timestamp":
         return format_loc(path), f"{_short(error.instance)} is not ISO-8601 with a UTC offset (e.g. 2026-07-07T13:26:41+08:00)"
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
@@ -157,12 +162,13 @@ def _rules(data: dict[str, Any], file: str) -> Iterator[Problem]:
             yield Problem(file, f"{base}.accept_length", "missing: write null when not speculative, never omit the key")
         elif sc.get("accept_length") is not None and not spec_method:
             yield Problem(file, f"{base}.accept_length", "set although config.spec_method is null; record spec_method", WARNING)
-        yield from _latency_rules(sc.get("latencies"), f"{base}.latencies", file)
+        recon = sc.get("reconstructed") if isinstance(sc.get("reconstructed"), dict) else {}
+        yield from _latency_rules(sc.get("latencies"), f"{base}.latencies", file, recon)
         yield from _slo_rules(sc, base, file, slo)
         yield from _count_rules(sc, base, file)
 
 
-def _latency_rules(lat: Any, base: str, file: str) -> Iterator[Problem]:
+def _latency_rules(lat: Any, base: str, file: str, recon: dict[str, Any]) -> Iterator[Problem]:
     if not isinstance(lat, dict):
         if lat is None:
             yield Problem(file, base, "missing: every scenario needs e2e_ms, ttft_ms, tpot_ms and itl_ms statistics")
@@ -182,10 +188,20 @@ def _latency_rules(lat: Any, base: str, file: str) -> Iterator[Problem]:
             if value is None:
                 continue
             if previous is not None and value < previous[1]:
-                yield Problem(
-                    file, f"{base}.{key}.{p}",
-                    f"{value:g} is below {previous[0]} {previous[1]:g}; percentiles must be non-decreasing (p50 <= p90 <= p95 <= p99)",
-                )
+                local = f"latencies.{key}"
+                mixed = f"{local}.{p}" in recon or f"{local}.{previous[0]}" in recon
+                if mixed:
+                    yield Problem(
+                        file, f"{base}.{key}.{p}",
+                        f"{value:g} is below {previous[0]} {previous[1]:g}: one is the client's value, the other "
+                        "reconstructed from per-request data (see reconstructed)", WARNING,
+                    )
+                else:
+                    yield Problem(
+                        file, f"{base}.{key}.{p}",
+                        f"{value:g} is below {previous[0]} {previous[1]:g}; percentiles must be non-decreasing "
+                        "(p50 <= p90 <= p95 <= p99)",
+                    )
             previous = (p, value)
 
 

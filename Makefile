@@ -1,0 +1,41 @@
+# sskj — one entry point for tests. `make test` works on a fresh machine:
+# it creates .venv, installs the package with its test dependencies,
+# installs Debian's shellcheck when missing, and runs every test including
+# the end-to-end run of experiments/cpu/tiny_vllm_ngram with a real vLLM engine.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: test test-fast venv shellcheck schema clean-venv
+
+test: venv shellcheck
+	$(PY) -m pytest tests
+
+# Day-to-day: everything but the end-to-end engine run.
+test-fast: venv shellcheck
+	$(PY) -m pytest -m "not e2e" tests
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+shellcheck:
+	@command -v shellcheck >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's shellcheck"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; \
+	  else \
+	    echo "shellcheck missing and not root: install it (apt-get install shellcheck) for the lint tests"; \
+	  fi; }
+
+schema: venv
+	$(VENV)/bin/sskj-results schema --write schema/results.schema.json
+
+clean-venv:
+	rm -rf $(VENV)

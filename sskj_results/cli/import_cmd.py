@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from .common import ExitError, handle_errors, slo_options
+
+
+def _slo(tier: Optional[str], ttft: Optional[float], tpot: Optional[float]):  # type: ignore[no-untyped-def]
+    from ..slo import resolve_slo
+
+    if tier is None and ttft is None and tpot is None:
+        return None
+    return resolve_slo(tier, ttft, tpot)
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@slo_options
+@handle_errors
+def parse(run_dir: Path, slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float],
+          slo_tpot_mean_ms: Optional[float]) -> None:
+    """Merge RUN_DIR/raw_outputs/* into RUN_DIR/results.json.
+
+    Idempotent and atomic: safe to run after every scenario. Unchanged raw
+    files (same content hash) are not read again. Side files: server_metrics/
+    (accept length), gpu_logs/ (accelerator usage), skipped_after_oom.csv.
+    Exit 1 when a raw run could not be imported (each one is listed).
+    """
+    from ..importer import parse_run_dir
+
+    outcome = parse_run_dir(run_dir, _slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms))
+    for warning in outcome.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    for problem in outcome.problems:
+        click.echo(f"skipped: {run_dir / str(problem)}", err=True)
+    results = outcome.results
+    click.echo(
+        f"{run_dir / 'results.json'}: {len(results.scenarios)} scenario(s) "
+        f"({outcome.files_read} raw file(s) read, {outcome.files_reused} unchanged)"
+    )
+    if outcome.problems:
+        raise ExitError(f"{len(outcome.problems)} raw run(s) not imported (listed above); fix or remove them", 1)
+
+
+@click.command("import-legacy")
+@click.argument("raw_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory that receives one run directory per engine.")
+@click.option("--platform", "platform_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="platforms/<chip>.env giving CHIP, ACCELERATOR, HARDWARE.")
+@click.option("--chip", help="Chip, e.g. nvidia_h200 (instead of --platform).")
+@click.option("--accelerator", help="Accelerator family, e.g. 'NVIDIA H200'.")
+@click.option("--hardware", help="Hardware description, e.g. '8x NVIDIA H200 143GB'.")
+@click.option("--engine", help="Engine of every file (default: from the file-name convention).")
+@click.option("--model", help="Model served (the raw files of sglang.bench_serving do not name it).")
+@click.option("--experiment", help="Experiment name (default: import_<RAW_DIR name>).")
+@click.option("--server-args", help="Server launch command, if known.")
+@click.option("--strict", is_flag=True, help="Stop at the first bad run and write nothing.")
+@slo_options
+@handle_errors
+def import_legacy(raw_dir: Path, out: Path, platform_file: Optional[Path], chip: Optional[str],
+                  accelerator: Optional[str], hardware: Optional[str], engine: Optional[str],
+                  model: Optional[str], experiment: Optional[str], server_args: Optional[str], strict: bool,
+                  slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
+    """Import RAW_DIR/*.jsonl|*.json (sglang.bench_serving or vllm bench serve outputs) into run directories.
+
+    The chip is never guessed: give --platform or --chip. The engine comes
+    from the file names ({backend}_{MMDD}_{c}_{in}_{out} or
+    {chip}_{engine}_{MMDD}_{c}_{in}_{out}) unless --engine is given.
+    """
+    from ..errors import UsageError
+    from ..importer import Platform, import_legacy as run_import, read_platform_file
+
+    if platform_file is not None:
+        platform = read_platform_file(platform_file)
+        platform.accelerator = accelerator or platform.accelerator
+        platform.hardware = hardware or platform.hardware
+        platform.chip = chip or platform.chip
+    elif chip or accelerator:
+        platform = Platform(chip=chip or accelerator or "", accelerator=accelerator, hardware=hardware)
+    else:
+        raise UsageError("the chip is never guessed: give --platform platforms/<chip>.env or --chip TEXT "
+                         "(with --accelerator and --hardware)")
+    command = " ".join(shlex.quote(a) for a in ["sskj-results", *sys.argv[1:]]) if sys.argv[1:2] == ["import-legacy"] else None
+    outcome = run_import(raw_dir, out, platform, engine=engine, model=model, experiment=experiment,
+                         slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), strict=strict,
+                         server_args=server_args, command=command)
+    for warning in outcome.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    for problem in outcome.problems:
+        click.echo(f"skipped: {raw_dir / str(problem)}", err=True)
+    for run_dir in outcome.run_dirs:
+        click.echo(f"wrote {run_dir}")
+    if outcome.problems:
+        raise ExitError(f"{len(outcome.problems)} raw run(s) not imported (listed above); the rest were imported", 1)

@@ -1,0 +1,521 @@
+"""Raw client outputs -> results.json scenarios: `sskj-results parse` and `import-legacy`.
+
+Fidelity rule: where the raw run carries the client's own value of a
+statistic, results.json reports exactly that value. Statistics the file lacks
+are computed from the per-request arrays and listed in Scenario.reconstructed.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+import numpy as np
+
+from . import __version__
+from .errors import ConfigError, RawFormatError, ResultsError
+from .io import RESULTS_NAME, atomic_write_text, load_run, save_run
+from .metrics import per_request, request_itl_means, slo_attainment, summarize
+from .models import (
+    Config, Latencies, Metadata, Percentiles, RawFile, RawRequest, Results, Scenario,
+    SkippedScenario, SloSpec, Source,
+)
+from .rawio import LineError, count_lines, iter_items, sha256_file
+from .readers import NameHints, RawRun, RunError, name_hints, read_run
+from .sidecars import accept_length_between, read_skipped, sidecar_digest, sidecar_paths, summarize_gpu_log
+from .slo import resolve_slo, slo_status
+
+RAW_REQUESTS_CAP = 20000
+RAW_SUFFIXES = (".jsonl", ".json")
+LATENCY_FIELDS = ("e2e_ms", "ttft_ms", "tpot_ms", "itl_ms")
+PCT_FIELDS = ("mean", "p50", "p90", "p95", "p99", "std")
+
+
+@dataclass
+class Problem:
+    """A raw run that was not imported: `file:line: message`."""
+
+    file: str
+    line: Optional[int]
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class ReadOutcome:
+    runs: list[RawRun] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, strict: bool = False) -> ReadOutcome:
+    """Every run of one raw file; bad runs become Problems (or raise with strict)."""
+    hints = hints if hints is not None else name_hints(path.stem)
+    out = ReadOutcome()
+    try:
+        items = list(iter_items(path))
+    except OSError as exc:
+        items = [LineError(0, f"cannot read: {exc.strerror}")]
+    for item in items:
+        if isinstance(item, LineError):
+            problem = Problem(label, item.line or None, item.message)
+        else:
+            try:
+                out.runs.append(read_run(item.data, item.line, hints))
+                continue
+            except RunError as exc:
+                problem = Problem(label, item.line, str(exc))
+        if strict:
+            raise RawFormatError(f"{problem} (--strict: stopped at the first bad run)")
+        out.problems.append(problem)
+    if not items:
+        problem = Problem(label, None, "empty file: no runs")
+        if strict:
+            raise RawFormatError(str(problem))
+        out.problems.append(problem)
+    return out
+
+
+def _percentiles(client: dict[str, float], computed: dict[str, Optional[float]], path: str,
+                 method: str, reconstructed: dict[str, str]) -> Percentiles:
+    values: dict[str, Any] = {}
+    for stat in PCT_FIELDS:
+        if stat in client:
+            values[stat] = client[stat]
+        else:
+            values[stat] = computed.get(stat)
+            if values[stat] is not None:
+                reconstructed[f"{path}.{stat}"] = method
+    values["count"] = computed.get("count")
+    return Percentiles(**values)
+
+
+def _ms(seconds: np.ndarray) -> list[Optional[float]]:
+    return [None if not np.isfinite(v) else float(v * 1000) for v in seconds]
+
+
+def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str] = None,
+                   repeat: Optional[int] = None, cap: int = RAW_REQUESTS_CAP) -> Scenario:
+    """One Scenario from one RawRun, judged against slo."""
+    reconstructed: dict[str, str] = dict(run.derived)
+    details = run.details
+    empty = summarize(np.zeros(0))
+    computed = {k: empty for k in LATENCY_FIELDS}
+    raw_requests: list[RawRequest] = []
+    attainment = None
+    e2e_method = "per_request"
+    if details is not None:
+        per, e2e_all, tpot_all = per_request(
+            details.ttfts, details.output_lens, details.itl_flat, details.itl_counts,
+            details.success, details.latencies,
+        )
+        if not per.e2e_from_latencies:
+            e2e_method = "ttft_plus_itls"
+        computed = {
+            "ttft_ms": summarize(per.ttft),
+            "e2e_ms": summarize(per.e2e),
+            "tpot_ms": summarize(per.tpot),
+            "itl_ms": summarize(per.itl),
+        }
+        attainment = slo_attainment(details.success, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
+        raw_requests = _raw_requests(details, e2e_all, tpot_all, cap)
+    latencies = Latencies(
+        e2e_ms=_percentiles(run.client.get("e2e_ms", {}), computed["e2e_ms"], "latencies.e2e_ms", e2e_method, reconstructed),
+        ttft_ms=_percentiles(run.client.get("ttft_ms", {}), computed["ttft_ms"], "latencies.ttft_ms", "per_request", reconstructed),
+        tpot_ms=_percentiles(run.client.get("tpot_ms", {}), computed["tpot_ms"], "latencies.tpot_ms", e2e_method, reconstructed),
+        itl_ms=_percentiles(run.client.get("itl_ms", {}), computed["itl_ms"], "latencies.itl_ms", "per_request", reconstructed),
+    )
+    total = run.success + run.failed
+    return Scenario(
+        name=name or scenario_name(run.concurrency, run.input_len, run.output_len),
+        concurrency=run.concurrency, input_len=run.input_len, output_len=run.output_len,
+        duration_s=run.duration_s, success=run.success, failed=run.failed,
+        request_throughput=run.request_throughput, input_token_throughput=run.input_throughput,
+        output_token_throughput=run.output_throughput, total_token_throughput=run.total_throughput,
+        accept_length=run.accept_length, latencies=latencies,
+        slo_status=slo_status(latencies.ttft_ms.p95, latencies.tpot_ms.mean, slo),
+        raw_requests=raw_requests, raw_requests_capped=bool(details is not None and total > cap),
+        slo_attainment=attainment, reconstructed=reconstructed, repeat=repeat,
+        num_prompts=run.num_prompts, request_rate=run.request_rate, dataset_name=run.dataset_name,
+        request_format=run.request_format, notes=list(run.notes), source=source,
+    )
+
+
+def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: int) -> list[RawRequest]:
+    n = min(len(details.errors), cap)
+    ok = details.success[:n]
+    ttft = _ms(np.where(ok, details.ttfts[:n], np.nan))
+    e2e = _ms(e2e_all[:n])
+    tpot = _ms(tpot_all[:n])
+    itl = _ms(np.where(ok, request_itl_means(details.itl_flat, details.itl_counts)[:n], np.nan))
+    inputs = details.input_lens[:n].tolist()
+    outputs = details.output_lens[:n].tolist()
+    errors = details.errors
+    make = RawRequest.model_construct
+    return [
+        make(
+            request_id=str(i), input_tokens=inputs[i], output_tokens=outputs[i], e2e_ms=e2e[i],
+            ttft_ms=ttft[i], tpot_ms=tpot[i], itl_ms=itl[i], accept_length=None,
+            success=bool(ok[i]), error=None if ok[i] else errors[i],
+        )
+        for i in range(n)
+    ]
+
+
+def scenario_name(concurrency: int, input_len: int, output_len: int) -> str:
+    return f"c{concurrency}_i{input_len}_o{output_len}"
+
+
+def name_scenarios(scenarios: list[Scenario]) -> list[Scenario]:
+    """Sort by shape then concurrency; the 2nd, 3rd… run of one shape get `_r2`, `_r3` (repeat set on all)."""
+    def order(s: Scenario) -> tuple[Any, ...]:
+        src = s.source
+        return (s.input_len, s.output_len, s.concurrency, src.file if src else "", src.line if src else 0)
+
+    ordered = sorted(scenarios, key=order)
+    counts: dict[tuple[int, int, int], int] = {}
+    for s in ordered:
+        key = (s.concurrency, s.input_len, s.output_len)
+        counts[key] = counts.get(key, 0) + 1
+    seen: dict[tuple[int, int, int], int] = {}
+    for s in ordered:
+        key = (s.concurrency, s.input_len, s.output_len)
+        seen[key] = seen.get(key, 0) + 1
+        base = scenario_name(*key)
+        s.repeat = seen[key] if counts[key] > 1 else None
+        s.name = base if seen[key] == 1 else f"{base}_r{seen[key]}"
+    return ordered
+
+
+def _skip_entry(problem: Problem, hints: NameHints) -> SkippedScenario:
+    if hints.concurrency is not None and hints.input_len is not None and hints.output_len is not None:
+        name = scenario_name(hints.concurrency, hints.input_len, hints.output_len)
+    else:
+        name = f"{problem.file}:{problem.line}" if problem.line else problem.file
+    return SkippedScenario(
+        scenario=name, concurrency=hints.concurrency or None, input_len=hints.input_len,
+        output_len=hints.output_len, reason=f"not imported: {problem}", log_excerpt=None,
+    )
+
+
+# ---------------------------------------------------------------- parse RUN_DIR
+
+@dataclass
+class ParseOutcome:
+    results: Results
+    problems: list[Problem]
+    warnings: list[str]
+    files_read: int
+    files_reused: int
+
+
+def raw_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in RAW_SUFFIXES)
+
+
+def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_REQUESTS_CAP) -> ParseOutcome:
+    """Merge RUN_DIR/raw_outputs/* into RUN_DIR/results.json (idempotent, atomic)."""
+    file = run_dir / RESULTS_NAME
+    if not file.is_file():
+        raise ResultsError(f"{file}: no results.json; create it first with `sskj-results metadata {run_dir} --meta ...`")
+    existing = load_run(file)
+    spec = slo or existing.slo or resolve_slo()
+    same_slo = existing.slo is not None and existing.slo == spec
+    known = {rf.file: rf for rf in existing.raw_files}
+    old_by_file: dict[str, list[Scenario]] = {}
+    for s in existing.scenarios:
+        if s.source is not None:
+            old_by_file.setdefault(s.source.file, []).append(s)
+    scenarios: list[Scenario] = []
+    records: list[RawFile] = []
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    skipped: list[SkippedScenario] = []
+    read = reused = 0
+    for path in raw_files(run_dir / "raw_outputs"):
+        label = f"raw_outputs/{path.name}"
+        digest, size = sha256_file(path)
+        sides = sidecar_paths(run_dir, path.stem)
+        side_digest = sidecar_digest(sides)
+        prev = known.get(label)
+        if same_slo and prev and prev.sha256 == digest and prev.sidecar_sha256 == side_digest and label in old_by_file:
+            scenarios.extend(old_by_file[label])
+            records.append(prev)
+            reused += 1
+            continue
+        read += 1
+        hints = name_hints(path.stem)
+        outcome = read_raw_file(path, label, hints)
+        problems.extend(outcome.problems)
+        skipped.extend(_skip_entry(p, hints) for p in outcome.problems)
+        accept, gpu = _sidecar_values(run_dir, path.stem, len(outcome.runs), warnings)
+        for run in outcome.runs:
+            scenario = build_scenario(run, spec, Source(file=label, line=run.line, sha256=digest, format=run.format), cap=cap)
+            if accept is not None and scenario.accept_length is None:
+                scenario.accept_length = accept
+                scenario.reconstructed["accept_length"] = "server_metrics"
+            scenario.accelerator_usage = gpu
+            scenarios.append(scenario)
+        records.append(RawFile(file=label, sha256=digest, size=size, runs=len(outcome.runs), sidecar_sha256=side_digest))
+    skip_csv = run_dir / "skipped_after_oom.csv"
+    if skip_csv.is_file():
+        try:
+            skipped = read_skipped(skip_csv) + skipped
+        except RawFormatError as exc:
+            problems.append(Problem(str(skip_csv.relative_to(run_dir)), None, str(exc).split(": ", 1)[-1]))
+    results = existing.model_copy(update={
+        "scenarios": name_scenarios(scenarios), "raw_files": records, "slo": spec, "skipped": skipped,
+    })
+    results.metadata.tool_version = __version__
+    save_run(results, file)
+    return ParseOutcome(results, problems, warnings, read, reused)
+
+
+def _sidecar_values(run_dir: Path, stem: str, runs: int, warnings: list[str]) -> tuple[Optional[float], Any]:
+    before = run_dir / "server_metrics" / f"{stem}.before.prom"
+    after = run_dir / "server_metrics" / f"{stem}.after.prom"
+    gpu_csv = run_dir / "gpu_logs" / f"{stem}.csv"
+    accept = gpu = None
+    if before.is_file() and after.is_file():
+        if runs == 1:
+            accept = accept_length_between(before.read_text(errors="replace"), after.read_text(errors="replace"))
+        else:
+            warnings.append(f"server_metrics/{stem}.*.prom: {runs} runs in the raw file; metrics apply to one scenario only, ignored")
+    if gpu_csv.is_file():
+        try:
+            gpu = summarize_gpu_log(gpu_csv)
+        except RawFormatError as exc:
+            warnings.append(str(exc))
+    return accept, gpu
+
+
+# ---------------------------------------------------------------- import-legacy
+
+@dataclass
+class Platform:
+    chip: str
+    accelerator: Optional[str] = None
+    hardware: Optional[str] = None
+    engine: Optional[str] = None
+    name: Optional[str] = None
+
+
+def read_platform_file(path: Path) -> Platform:
+    """KEY=VALUE lines of platforms/<chip>.env (quotes stripped; nothing is executed)."""
+    values: dict[str, str] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read platform file: {exc.strerror}") from None
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        try:
+            parts = shlex.split(value, comments=True)
+        except ValueError:
+            parts = [value]
+        values[key.strip()] = parts[0] if parts else ""
+    if not values.get("CHIP"):
+        raise ConfigError(f"{path}: no CHIP=... line; is this a platforms/<chip>.env file?")
+    return Platform(chip=values["CHIP"], accelerator=values.get("ACCELERATOR") or None,
+                    hardware=values.get("HARDWARE") or None, engine=values.get("ENGINE") or None, name=path.stem)
+
+
+@dataclass
+class ImportOutcome:
+    run_dirs: list[Path]
+    problems: list[Problem]
+    warnings: list[str]
+
+
+NOT_RECORDED = "not recorded: imported from raw client outputs by sskj-results import-legacy"
+
+
+def import_legacy(
+    raw_dir: Path,
+    out: Path,
+    platform: Platform,
+    engine: Optional[str] = None,
+    model: Optional[str] = None,
+    experiment: Optional[str] = None,
+    slo: Optional[SloSpec] = None,
+    strict: bool = False,
+    server_args: Optional[str] = None,
+    command: Optional[str] = None,
+    now: Optional[datetime] = None,
+    cap: int = RAW_REQUESTS_CAP,
+) -> ImportOutcome:
+    """Import every *.jsonl/*.json of raw_dir into one run directory per engine under out."""
+    files = raw_files(raw_dir)
+    if not files:
+        raise ConfigError(f"{raw_dir}: no *.jsonl or *.json files to import")
+    spec = slo or resolve_slo()
+    stamp = (now or datetime.now().astimezone()).replace(microsecond=0)
+    groups: dict[str, list[Scenario]] = {}
+    sources: dict[str, list[tuple[Path, str, int, int]]] = {}
+    models: dict[str, set[str]] = {}
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    skipped: dict[str, list[SkippedScenario]] = {}
+    for path in files:
+        hints = name_hints(path.stem)
+        file_engine = engine or hints.engine
+        if file_engine is None:
+            file_engine = "unknown"
+            warnings.append(
+                f"{path.name}: name fits neither {{backend}}_{{MMDD}}_{{c}}_{{in}}_{{out}} nor "
+                "{chip}_{engine}_{MMDD}_{c}_{in}_{out}; imported from its content under engine 'unknown' (give --engine)"
+            )
+        outcome = read_raw_file(path, path.name, hints, strict=strict)
+        problems.extend(outcome.problems)
+        skipped.setdefault(file_engine, []).extend(_skip_entry(p, hints) for p in outcome.problems)
+        digest, size = sha256_file(path)
+        sources.setdefault(file_engine, []).append((path, digest, size, count_lines(path)))
+        for run in outcome.runs:
+            for note in run.notes:
+                if note.startswith("file name says"):
+                    warnings.append(f"{path.name}:{run.line}: {note}")
+            if run.model:
+                models.setdefault(file_engine, set()).add(run.model)
+            scenario = build_scenario(run, spec, Source(file=str(path), line=run.line, sha256=digest, format=run.format), cap=cap)
+            groups.setdefault(file_engine, []).append(scenario)
+    run_dirs: list[Path] = []
+    out.mkdir(parents=True, exist_ok=True)
+    for eng in sorted(set(groups) | set(skipped)):
+        scenarios = groups.get(eng, [])
+        if not scenarios:
+            continue
+        run_model = model or (sorted(models[eng])[0] if models.get(eng) else None)
+        if run_model is None:
+            run_model = "unknown"
+            warnings.append(f"engine {eng}: the raw files do not name the model; recorded as 'unknown' (give --model)")
+        run_id = stamp.strftime("%Y%m%d-%H%M%S")
+        results = Results(
+            metadata=Metadata(
+                experiment=experiment or f"import_{raw_dir.resolve().name}", run_id=run_id,
+                timestamp=stamp.isoformat(), model=run_model, engine=eng, backend=eng,
+                hardware=platform.hardware, accelerator=platform.accelerator, chip=platform.chip,
+                platform=platform.name, script="sskj-results import-legacy",
+                client=_client_of(scenarios), tool_version=__version__,
+                description=f"imported from {len(sources[eng])} raw file(s) in {raw_dir}",
+            ),
+            config=Config(server_args=server_args or NOT_RECORDED),
+            scenarios=name_scenarios(scenarios), slo=spec, skipped=skipped.get(eng, []),
+            raw_files=[RawFile(file=str(p), sha256=d, size=s, runs=sum(1 for x in scenarios if x.source and x.source.file == str(p)))
+                       for p, d, s, _ in sources[eng]],
+        )
+        target = _unique_dir(out / f"{_safe(platform.chip)}_{_safe(eng)}_{run_id}")
+        _write_run_dir_atomically(target, results, sources[eng], command)
+        run_dirs.append(target)
+    return ImportOutcome(run_dirs, problems, warnings)
+
+
+def _client_of(scenarios: list[Scenario]) -> Optional[str]:
+    formats = {s.source.format for s in scenarios if s.source and s.source.format}
+    names = {"sglang-bench-serving": "sglang.bench_serving", "vllm-bench-serve": "vllm bench serve"}
+    return ", ".join(sorted(names.get(f, f) for f in formats)) or None
+
+
+def _safe(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-." else "-" for c in text)
+
+
+def _unique_dir(path: Path) -> Path:
+    candidate, n = path, 2
+    while candidate.exists():
+        candidate = path.with_name(f"{path.name}-{n}")
+        n += 1
+    return candidate
+
+
+def _write_run_dir_atomically(target: Path, results: Results, sources: list[tuple[Path, str, int, int]],
+                              command: Optional[str]) -> None:
+    """Build the run directory under a temporary name, then rename it into place."""
+    tmp = target.with_name(f".{target.name}.tmp")
+    if tmp.exists():
+        import shutil
+
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    try:
+        save_run(results, tmp / RESULTS_NAME)
+        atomic_write_text(tmp / "report.md", plain_report(results))
+        atomic_write_text(tmp / "README.md", provenance_readme(results, sources, command))
+        tmp.rename(target)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def provenance_readme(results: Results, sources: Iterable[tuple[Path, str, int, int]], command: Optional[str]) -> str:
+    meta = results.metadata
+    lines = [
+        f"# Provenance of {meta.chip}_{meta.engine}_{meta.run_id}",
+        "",
+        f"Imported by sskj-results {__version__} on {meta.timestamp}.",
+        "",
+        "Command:",
+        "",
+        "```",
+        command or " ".join(shlex.quote(a) for a in ["sskj-results", *sys.argv[1:]]),
+        "```",
+        "",
+        f"Engine `{meta.engine}` and chip `{meta.chip}` were given on the command line or taken from the "
+        "file-name convention; they are not read from the raw files.",
+        "",
+        "## Source files",
+        "",
+        "| file | sha256 | lines | bytes |",
+        "|---|---|---:|---:|",
+    ]
+    for path, digest, size, nlines in sources:
+        lines.append(f"| {path} | `{digest}` | {nlines} | {size} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def plain_report(results: Results) -> str:
+    """A plain scenario table (`sskj-results report` writes the full report)."""
+    from tabulate import tabulate
+
+    meta = results.metadata
+    rows = [
+        [s.name, s.concurrency, s.input_len, s.output_len, s.success, s.failed, _fmt(s.request_throughput),
+         _fmt(s.output_token_throughput), _fmt(s.latencies.ttft_ms.p95), _fmt(s.latencies.tpot_ms.mean),
+         _fmt(s.latencies.e2e_ms.p99), _fmt(s.accept_length), s.slo_status.overall]
+        for s in results.scenarios
+    ]
+    table = tabulate(rows, headers=["Scenario", "Conc", "Input", "Output", "OK", "Failed", "Req/s", "OutTok/s",
+                                    "TTFT P95(ms)", "TPOT Mean(ms)", "E2E P99(ms)", "Accept", "SLO"],
+                     tablefmt="github", disable_numparse=True)
+    slo = results.slo
+    rule = f"TTFT P95 < {slo.ttft_p95_ms}ms, TPOT mean < {slo.tpot_mean_ms}ms" if slo else "not recorded"
+    return "\n".join([
+        f"# {meta.experiment} — {meta.engine or meta.backend} on {meta.chip or meta.accelerator}",
+        "",
+        f"- Model: `{meta.model}`",
+        f"- Run: {meta.run_id} ({meta.timestamp})",
+        f"- SLO reference: {rule}",
+        "",
+        table,
+        "",
+        "Provenance: see README.md in this directory.",
+        "",
+    ])

@@ -1,0 +1,125 @@
+"""The metric engine: per-request latencies and their statistics. Pure numpy, no I/O.
+
+Definitions (the reference clients' own, see docs/METRICS.md):
+
+* statistics on seconds, then x1000: ``numpy.mean``, ``numpy.std`` (ddof 0),
+  ``numpy.percentile`` with the default linear method — so values equal the
+  clients' printed numbers whenever the inputs are the same;
+* only successful requests enter latency statistics;
+* TTFT per request as the client measured it;
+* E2E per request: the client's latency when written (vLLM), else
+  ``ttft + sum(itls)`` (arrival of the last streamed chunk);
+* TPOT per request: ``(e2e - ttft) / (output_tokens - 1)`` for more than one output token;
+* ITL: all gaps between streamed chunks of all requests, pooled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+STATS = ("mean", "p50", "p90", "p95", "p99", "std")
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
+
+
+def summarize(seconds: np.ndarray) -> dict[str, Optional[float]]:
+    """mean, p50, p90, p95, p99, std (ms) and count of a sample given in seconds; None when empty."""
+    n = int(seconds.size)
+    if n == 0:
+        return {**{k: None for k in STATS}, "count": 0}
+    qs = np.percentile(seconds, [50.0, 90.0, 95.0, 99.0])
+    out: dict[str, Optional[float]] = {
+        "mean": float(np.mean(seconds) * 1000),
+        "p50": float(qs[0] * 1000),
+        "p90": float(qs[1] * 1000),
+        "p95": float(qs[2] * 1000),
+        "p99": float(qs[3] * 1000),
+        "std": float(np.std(seconds) * 1000),
+    }
+    out["count"] = n
+    return out
+
+
+@dataclass(frozen=True)
+class PerRequest:
+    """Per-request values of the successful requests, in seconds (ITL pooled)."""
+
+    ttft: np.ndarray
+    e2e: np.ndarray
+    tpot: np.ndarray  # only requests with more than one output token
+    itl: np.ndarray  # pooled gaps
+    e2e_from_latencies: bool
+
+
+def itl_sums(flat: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Sum of each request's gaps from the flattened gaps and per-request counts."""
+    sums = np.zeros(counts.size, dtype=np.float64)
+    nonempty = counts > 0
+    if flat.size and nonempty.any():
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        sums[nonempty] = np.add.reduceat(flat, starts[nonempty])
+    return sums
+
+
+def per_request(
+    ttfts: np.ndarray,
+    output_lens: np.ndarray,
+    itl_flat: np.ndarray,
+    itl_counts: np.ndarray,
+    success: np.ndarray,
+    latencies: Optional[np.ndarray] = None,
+) -> tuple[PerRequest, np.ndarray, np.ndarray]:
+    """Per-request TTFT/E2E/TPOT/ITL of successful requests.
+
+    Returns the PerRequest of successful requests plus, for every request,
+    its E2E and TPOT in seconds (NaN where undefined) for raw_requests.
+    """
+    sums = itl_sums(itl_flat, itl_counts)
+    e2e_all = latencies.astype(np.float64) if latencies is not None else ttfts + sums
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpot_all = np.where(output_lens > 1, (e2e_all - ttfts) / (output_lens - 1), np.nan)
+    tpot_all = np.where(success, tpot_all, np.nan)
+    mask_gaps = np.repeat(success, itl_counts)
+    ok_tpot = success & (output_lens > 1)
+    result = PerRequest(
+        ttft=ttfts[success],
+        e2e=e2e_all[success],
+        tpot=tpot_all[ok_tpot],
+        itl=itl_flat[mask_gaps] if itl_flat.size else itl_flat,
+        e2e_from_latencies=latencies is not None,
+    )
+    return result, np.where(success, e2e_all, np.nan), tpot_all
+
+
+def request_itl_means(itl_flat: np.ndarray, itl_counts: np.ndarray) -> np.ndarray:
+    """Mean gap of each request in seconds (NaN without gaps)."""
+    sums = itl_sums(itl_flat, itl_counts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(itl_counts > 0, sums / np.maximum(itl_counts, 1), np.nan)
+
+
+def slo_attainment(
+    success: np.ndarray, ttft_s: np.ndarray, tpot_s: np.ndarray, ttft_limit_ms: float, tpot_limit_ms: float
+) -> Optional[float]:
+    """Fraction of all requests that succeeded with TTFT and TPOT below the limits.
+
+    A request with one output token has no TPOT and is judged on TTFT alone.
+    """
+    n = int(success.size)
+    if n == 0:
+        return None
+    ttft_ok = ttft_s * 1000 < ttft_limit_ms
+    tpot_ok = np.isnan(tpot_s) | (tpot_s * 1000 < tpot_limit_ms)
+    return float(np.count_nonzero(success & ttft_ok & tpot_ok) / n)
+
+
+def flatten_gaps(itls: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Flatten a list of per-request gap lists into (flat float64 array, counts)."""
+    counts = np.fromiter((len(x) for x in itls), dtype=np.int64, count=len(itls))
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.float64), counts
+    flat = np.fromiter((v for gaps in itls for v in gaps), dtype=np.float64, count=total)
+    return flat, counts

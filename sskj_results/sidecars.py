@@ -1,0 +1,155 @@
+"""Side files the shell writes next to raw outputs, and what parse makes of them.
+
+* ``server_metrics/<stem>.before.prom`` / ``.after.prom``: GET /metrics of a
+  vLLM server before and after the scenario of raw file <stem>; the change of
+  the ``vllm:spec_decode_*`` counters gives that scenario's acceptance length.
+* ``gpu_logs/<stem>.csv``: accelerator samples taken during the scenario
+  (CSV with a header: nvidia-smi --format=csv or xpu-smi dump).
+* ``skipped_after_oom.csv``: scenarios skipped after a server death/OOM.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from .errors import RawFormatError
+from .models import AcceleratorSummary, SkippedScenario
+
+DRAFTS = "vllm:spec_decode_num_drafts_total"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+_NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
+
+
+def prometheus_counters(text: str) -> dict[str, float]:
+    """Sum of every sample of each metric name (over label sets) in Prometheus text format."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE.match(line)
+        if not match:
+            continue
+        try:
+            value = float(match.group(3))
+        except ValueError:
+            continue
+        totals[match.group(1)] = totals.get(match.group(1), 0.0) + value
+    return totals
+
+
+def accept_length_between(before: str, after: str) -> Optional[float]:
+    """1 + accepted / drafts over the interval; None when nothing was drafted (not speculative)."""
+    b, a = prometheus_counters(before), prometheus_counters(after)
+    if DRAFTS not in a or ACCEPTED not in a:
+        return None
+    drafts = a[DRAFTS] - b.get(DRAFTS, 0.0)
+    accepted = a[ACCEPTED] - b.get(ACCEPTED, 0.0)
+    if drafts <= 0 or accepted < 0:
+        return None
+    return 1.0 + accepted / drafts
+
+
+def _column(header: list[str], *needles: str) -> Optional[int]:
+    for i, name in enumerate(header):
+        low = name.strip().lower()
+        if all(n in low for n in needles):
+            return i
+    return None
+
+
+def _value(cell: str) -> float:
+    match = _NUMBER.search(cell)
+    return float(match.group(0)) if match else float("nan")
+
+
+def summarize_gpu_log(path: Path) -> Optional[AcceleratorSummary]:
+    """Mean/max utilization, memory and power over the samples of one scenario's CSV."""
+    with path.open(newline="", encoding="utf-8", errors="replace") as handle:
+        rows = [r for r in csv.reader(handle) if r and any(c.strip() for c in r)]
+    if not rows:
+        return None
+    header, body = rows[0], rows[1:]
+    util = _column(header, "util")
+    if util is None:
+        util = _column(header, "usage")
+    mem = _column(header, "memory", "used")
+    if mem is None:
+        mem = _column(header, "mem")
+    power = _column(header, "power")
+    device = _column(header, "index")
+    if device is None:
+        device = _column(header, "device")
+    if util is None and mem is None and power is None:
+        raise RawFormatError(f"{path}:1: no utilization, memory or power column in header {header!r}")
+
+    def col(i: Optional[int]) -> np.ndarray:
+        if i is None:
+            return np.zeros(0)
+        values = np.array([_value(r[i]) if i < len(r) else np.nan for r in body], dtype=np.float64)
+        return values[np.isfinite(values)]
+
+    def stat(values: np.ndarray, fn: str) -> Optional[float]:
+        return float(getattr(np, fn)(values)) if values.size else None
+
+    u, m, p = col(util), col(mem), col(power)
+    devices = len({r[device].strip() for r in body if device < len(r)}) if device is not None else None
+    return AcceleratorSummary(
+        samples=len(body), devices=devices,
+        util_mean_pct=stat(u, "mean"), util_max_pct=stat(u, "max"),
+        mem_used_mean_mib=stat(m, "mean"), mem_used_max_mib=stat(m, "max"),
+        power_mean_w=stat(p, "mean"), power_max_w=stat(p, "max"),
+    )
+
+
+def read_skipped(path: Path) -> list[SkippedScenario]:
+    """skipped_after_oom.csv (scenario,concurrency,input_len,output_len,reason,log_excerpt)."""
+    out: list[SkippedScenario] = []
+    with path.open(newline="", encoding="utf-8", errors="replace") as handle:
+        reader = csv.DictReader(handle)
+        if not reader.fieldnames or "scenario" not in reader.fieldnames:
+            raise RawFormatError(f"{path}:1: expected a header with scenario,concurrency,input_len,output_len,reason,log_excerpt")
+        for number, row in enumerate(reader, start=2):
+            def num(key: str) -> Optional[int]:
+                text = (row.get(key) or "").strip()
+                if not text:
+                    return None
+                if not text.isdigit():
+                    raise RawFormatError(f"{path}:{number}: {key} must be a whole number, got {text!r}")
+                return int(text)
+
+            name = (row.get("scenario") or "").strip()
+            if not name:
+                raise RawFormatError(f"{path}:{number}: empty scenario name")
+            out.append(SkippedScenario(
+                scenario=name, concurrency=num("concurrency"), input_len=num("input_len"),
+                output_len=num("output_len"), reason=(row.get("reason") or "unknown").strip() or "unknown",
+                log_excerpt=(row.get("log_excerpt") or None),
+            ))
+    return out
+
+
+def sidecar_paths(run_dir: Path, stem: str) -> list[Path]:
+    """The side files that belong to raw file <stem>, those that exist."""
+    candidates = [
+        run_dir / "server_metrics" / f"{stem}.before.prom",
+        run_dir / "server_metrics" / f"{stem}.after.prom",
+        run_dir / "gpu_logs" / f"{stem}.csv",
+    ]
+    return [p for p in candidates if p.is_file()]
+
+
+def sidecar_digest(paths: list[Path]) -> Optional[str]:
+    if not paths:
+        return None
+    digest = hashlib.sha256()
+    for p in paths:
+        digest.update(p.name.encode())
+        digest.update(p.read_bytes())
+    return digest.hexdigest()
