@@ -428,7 +428,7 @@ def _client_of(scenarios: list[Scenario]) -> Optional[str]:
 
 
 def _safe(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-." else "-" for c in text)
+    return "".join(c if c.isalnum() or c in "-._" else "-" for c in text)
 
 
 def _unique_dir(path: Path) -> Path:
