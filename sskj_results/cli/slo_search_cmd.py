@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .common import handle_errors
+
+
+@click.command("slo-next")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--input-len", type=click.IntRange(min=0), required=True, help="Input length of the shape searched.")
+@click.option("--output-len", type=click.IntRange(min=0), required=True, help="Output length of the shape searched.")
+@click.option("--min-concurrency", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--max-concurrency", type=click.IntRange(min=1), default=1024, show_default=True)
+@click.option("--resolution", type=click.FloatRange(min=0), default=0.1, show_default=True,
+              help="Stop bisecting when the bracket is within this fraction of the best concurrency.")
+@handle_errors
+def slo_next(run_dir: Path, input_len: int, output_len: int, min_concurrency: int, max_concurrency: int,
+             resolution: float) -> None:
+    """Print the next concurrency an SLO search should measure; print nothing when it has converged.
+
+    Doubling from --min-concurrency while the scenario meets the SLO (✅ in
+    slo_status), then bisection between the last pass and the first failure.
+    Skipped scenarios (skipped_after_oom.csv) count as failures. The search
+    is recorded in results.json (slo_search) on every call; run
+    `sskj-results parse` after each measurement.
+    """
+    from ..slo_search import next_concurrency
+
+    decision = next_concurrency(run_dir, input_len, output_len, min_concurrency, max_concurrency, resolution)
+    if decision.next_concurrency is not None:
+        click.echo(decision.next_concurrency)
+    else:
+        best = decision.search.best_concurrency
+        click.echo(f"slo search i{input_len}_o{output_len}: best concurrency {best if best else 'none'}", err=True)

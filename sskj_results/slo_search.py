@@ -1,0 +1,89 @@
+"""SLO search: the largest concurrency of a shape that meets the SLO (doubling, then bisection).
+
+Pure decisions over what results.json already holds, so a search resumes
+wherever it was interrupted: each call says which concurrency to measure next.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from .errors import UsageError
+from .io import load_run, results_path, save_run
+from .models import Results, SloSearch, SloSearchStep
+from .slo import MET_BOTH
+
+
+@dataclass(frozen=True)
+class Decision:
+    next_concurrency: Optional[int]
+    search: SloSearch
+
+
+def _probes(results: Results, input_len: int, output_len: int) -> dict[int, SloSearchStep]:
+    """What is known per concurrency: the latest scenario, or a skipped entry (a failure)."""
+    known: dict[int, SloSearchStep] = {}
+    for skipped in results.skipped:
+        if skipped.input_len == input_len and skipped.output_len == output_len and skipped.concurrency:
+            known[skipped.concurrency] = SloSearchStep(concurrency=skipped.concurrency, scenario=None, overall=None, ok=False)
+    for s in results.scenarios:
+        if s.input_len == input_len and s.output_len == output_len:
+            known[s.concurrency] = SloSearchStep(
+                concurrency=s.concurrency, scenario=s.name, overall=s.slo_status.overall,
+                ok=s.slo_status.overall == MET_BOTH,
+            )
+    return known
+
+
+def decide(results: Results, input_len: int, output_len: int, lo_bound: int, hi_bound: int,
+           resolution: float = 0.1) -> Decision:
+    """The next concurrency to measure, or None when the search has converged."""
+    if lo_bound < 1 or hi_bound < lo_bound:
+        raise UsageError(f"need 1 <= --min-concurrency <= --max-concurrency, got {lo_bound} and {hi_bound}")
+    known = _probes(results, input_len, output_len)
+    steps = [known[c] for c in sorted(known) if lo_bound <= c <= hi_bound]
+
+    def result(nxt: Optional[int], best: Optional[int]) -> Decision:
+        search = SloSearch(input_len=input_len, output_len=output_len, min_concurrency=lo_bound,
+                           max_concurrency=hi_bound, steps=steps, best_concurrency=best, finished=nxt is None)
+        return Decision(nxt, search)
+
+    # doubling from the lower bound
+    c = lo_bound
+    if c not in known:
+        return result(c, None)
+    if not known[c].ok:
+        return result(None, None)
+    while known[c].ok:
+        if c >= hi_bound:
+            return result(None, c)
+        nxt = min(c * 2, hi_bound)
+        if nxt not in known:
+            return result(nxt, c)
+        c = nxt
+    # bisection between the largest passing and the smallest failing concurrency
+    lo = max(x for x, step in known.items() if step.ok and lo_bound <= x < c)
+    hi = min(x for x, step in known.items() if not step.ok and lo < x <= c)
+    while hi - lo > max(1, math.ceil(lo * resolution)):
+        mid = (lo + hi) // 2
+        if mid not in known:
+            return result(mid, lo)
+        if known[mid].ok:
+            lo = mid
+        else:
+            hi = mid
+    return result(None, lo)
+
+
+def next_concurrency(run_dir: Path, input_len: int, output_len: int, lo_bound: int, hi_bound: int,
+                     resolution: float = 0.1) -> Decision:
+    """Decide, record the search in results.json (atomically), and return the decision."""
+    results = load_run(run_dir)
+    decision = decide(results, input_len, output_len, lo_bound, hi_bound, resolution)
+    others = [s for s in results.slo_search if (s.input_len, s.output_len) != (input_len, output_len)]
+    updated = results.model_copy(update={"slo_search": [*others, decision.search]})
+    save_run(updated, results_path(run_dir))
+    return decision
