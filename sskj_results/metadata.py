@@ -104,9 +104,10 @@ def detect_accelerator() -> dict[str, str]:
     return facts
 
 
-def _model_error(run_dir: Path, exc: ValidationError) -> ResultsError:
+def _model_error(run_dir: Path, exc: ValidationError, prefix: str = "") -> ResultsError:
     err = exc.errors()[0]
-    return ResultsError(f"{run_dir / RESULTS_NAME}: {format_loc(err['loc'])}: {err['msg']}")
+    loc = format_loc((prefix, *err["loc"]) if prefix else err["loc"])
+    return ResultsError(f"{run_dir / RESULTS_NAME}: {loc}: {err['msg']}")
 
 
 def write_metadata(
@@ -148,9 +149,17 @@ def write_metadata(
             value = redact(value.strip())
         cfg[key] = value
     try:
+        metadata = Metadata.model_validate(meta_dict)
+    except ValidationError as exc:
+        raise _model_error(run_dir, exc, "metadata") from None
+    try:
+        config_model = Config.model_validate(cfg)
+    except ValidationError as exc:
+        raise _model_error(run_dir, exc, "config") from None
+    try:
         results = Results(
-            metadata=Metadata.model_validate(meta_dict),
-            config=Config.model_validate(cfg),
+            metadata=metadata,
+            config=config_model,
             scenarios=existing.scenarios if existing else [],
             slo=slo if slo is not None else (existing.slo if existing else None),
             skipped=existing.skipped if existing else [],
