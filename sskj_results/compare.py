@@ -20,16 +20,19 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Literal, Optional, Sequence, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import stats
-from .errors import ResultsError, UsageError
+from .errors import ConfigError, ResultsError, UsageError
 from .io import atomic_write_text, load_run
 from .models import Results, Scenario, SloSpec, SloStatus
 from .slo import resolve_slo, slo_status
+
+if TYPE_CHECKING:
+    from .plots import Curve
 
 PathLike = Union[str, "os.PathLike[str]"]
 Key = tuple[int, int, int]
@@ -182,7 +185,9 @@ class RequestSamples:
     tpot_ms: np.ndarray
     e2e_ms: np.ndarray
     recorded: int = 0
+    failed: int = 0
     capped: bool = False
+    first_error: Optional[str] = None
 
     def metric(self, name: str) -> np.ndarray:
         return getattr(self, name)
@@ -191,13 +196,15 @@ class RequestSamples:
 def request_samples(scenario: Scenario) -> RequestSamples:
     """Arrays of the successful requests' TTFT, TPOT and E2E (missing values dropped per metric)."""
     ok = [r for r in scenario.raw_requests if r.success]
+    first_error = next((r.error or "(no error text)" for r in scenario.raw_requests if not r.success), None)
 
     def column(attr: str) -> np.ndarray:
         return np.fromiter((v for r in ok if (v := getattr(r, attr)) is not None), dtype=float)
 
     return RequestSamples(
         ttft_ms=column("ttft_ms"), tpot_ms=column("tpot_ms"), e2e_ms=column("e2e_ms"),
-        recorded=len(scenario.raw_requests), capped=scenario.raw_requests_capped,
+        recorded=len(scenario.raw_requests), failed=len(scenario.raw_requests) - len(ok),
+        capped=scenario.raw_requests_capped, first_error=first_error,
     )
 
 
@@ -275,7 +282,7 @@ class CompareOptions:
 def run_labels(runs: Sequence[RunData]) -> list[str]:
     """Unique labels: engine; `@ chip` when chips differ; then phase or directory name for duplicates."""
     chips_differ = len({r.chip for r in runs}) > 1
-    labels = [r.engine + (f" @ {r.chip or '?'}" if chips_differ else "") for r in runs]
+    labels = [r.engine + (f" @ {r.chip or 'unknown chip'}" if chips_differ else "") for r in runs]
 
     def dups(values: list[str]) -> set[int]:
         return {i for i, v in enumerate(values) if values.count(v) > 1}
@@ -376,7 +383,7 @@ def match_scenarios(runs: Sequence[RunData], labels: Sequence[str]) -> tuple[lis
 # --------------------------------------------------------------------------- building
 
 
-def _row(run: RunData, label: str, scenario: Scenario, status: SloStatus) -> Row:
+def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus) -> Row:
     lat = scenario.latencies
     return Row(
         run=label, engine=run.engine, chip=run.chip, scenario=scenario.name, repeat=scenario.repeat,
@@ -496,7 +503,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
     scenarios = []
     for gi, group in enumerate(groups):
         rows = [
-            _row(run, labels[ri], run.results.scenarios[j],
+            table_row(run, labels[ri], run.results.scenarios[j],
                  scenario_status(run.results.scenarios[j], spec, recompute[ri]))
             for ri, run in enumerate(runs) for j in group.members[ri]
         ]
@@ -570,6 +577,63 @@ def comparison_json_text(doc: ComparisonDoc) -> str:
     return json.dumps(doc.model_dump(mode="json"), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def run_curves(run: RunData, label: str) -> list["Curve"]:
+    """One curve per shape (input, output) of a run; repeats of a concurrency are averaged."""
+    from .plots import Curve, Point
+
+    by_shape: dict[tuple[int, int], dict[int, list[Scenario]]] = {}
+    for s in run.results.scenarios:
+        by_shape.setdefault((s.input_len, s.output_len), {}).setdefault(s.concurrency, []).append(s)
+    curves = []
+    for (inp, outp), by_conc in sorted(by_shape.items()):
+        points = tuple(
+            Point(
+                concurrency=conc,
+                output_throughput=_mean([s.output_token_throughput for s in scen]),
+                tpot_mean_ms=_mean([s.latencies.tpot_ms.mean for s in scen]),
+                ttft_p95_ms=_mean([s.latencies.ttft_ms.p95 for s in scen]),
+            )
+            for conc, scen in sorted(by_conc.items())
+        )
+        curves.append(Curve(label, inp, outp, points))
+    return curves
+
+
+def draw_comparison_plots(doc: ComparisonDoc, runs: Sequence[RunData], out_dir: Path, cdf: Optional[int]) -> list[Path]:
+    """The comparison's PNGs in out_dir: throughput vs interactivity, TTFT P95 and TPOT mean vs
+    concurrency, and TTFT/TPOT CDFs of the first `cdf` matched scenarios (all when None)."""
+    from . import plots
+
+    labels = [info.label for info in doc.runs]
+    curves = [c for run, label in zip(runs, labels) for c in run_curves(run, label)]
+    written = [
+        plots.throughput_vs_interactivity(curves, out_dir / "throughput_vs_interactivity.png",
+                                          f"Output throughput vs interactivity — {doc.title}"),
+        plots.latency_vs_concurrency(curves, "ttft_p95_ms", doc.slo.ttft_p95_ms, out_dir / "ttft_p95_vs_concurrency.png",
+                                     f"TTFT P95 vs concurrency — {doc.title}"),
+        plots.latency_vs_concurrency(curves, "tpot_mean_ms", doc.slo.tpot_mean_ms,
+                                     out_dir / "tpot_mean_vs_concurrency.png", f"TPOT mean vs concurrency — {doc.title}"),
+    ]
+    groups, _ = match_scenarios(runs, labels)
+    for group in groups if cdf is None else groups[:cdf]:
+        lines = []
+        for run, label, members in zip(runs, labels, group.members):
+            ttft, tpot = _pool(run, members, "ttft_ms"), _pool(run, members, "tpot_ms")
+            lines.append(plots.CdfLine(f"{label} (n={max(ttft.size, tpot.size)})", ttft, tpot))
+        written.append(plots.latency_cdfs(
+            lines, out_dir / plot_file_name("cdf", group.name),
+            f"Per-request latency CDF — {group.name} (concurrency {group.key[0]}, "
+            f"input {group.key[1]:,}, output {group.key[2]:,})",
+            doc.slo.ttft_p95_ms, doc.slo.tpot_mean_ms,
+        ))
+    return [p for p in written if p is not None]
+
+
 def write_comparison(
     paths: Sequence[PathLike],
     out_dir: PathLike,
@@ -584,16 +648,17 @@ def write_comparison(
     runs = [load_run_data(p) for p in ordered]
     doc = build_comparison(runs, options)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    if options.plots:
-        from .plots import comparison_plots
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        written: list[Path] = []
+        if options.plots:
+            written = draw_comparison_plots(doc, runs, out, options.cdf)
+            doc = doc.model_copy(update={"plots": [p.name for p in written]})
+        from .report import render_comparison
 
-        written = comparison_plots(doc, runs, out, options.cdf)
-        doc = doc.model_copy(update={"plots": [p.name for p in written]})
-    from .report import render_comparison
-
-    md_path, json_path = out / COMPARISON_MD, out / COMPARISON_JSON
-    atomic_write_text(md_path, render_comparison(doc))
-    atomic_write_text(json_path, comparison_json_text(doc))
+        md_path, json_path = out / COMPARISON_MD, out / COMPARISON_JSON
+        atomic_write_text(md_path, render_comparison(doc))
+        atomic_write_text(json_path, comparison_json_text(doc))
+    except OSError as exc:
+        raise ConfigError(f"{exc.filename or out}: cannot write: {exc.strerror}; choose another --out") from None
     return ComparisonOutput(markdown=md_path, json=json_path, plots=written, doc=doc)

@@ -1,0 +1,93 @@
+"""`sskj-results report` and `sskj-results compare`: parse options, call one library function, print."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from .common import handle_errors, slo_options
+
+
+class CdfCount(click.ParamType):
+    """`all` or a number of scenarios (0 for none)."""
+
+    name = "all|N"
+
+    def convert(self, value: object, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Optional[int]:
+        if value is None or isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        if text == "all":
+            return None
+        try:
+            count = int(text)
+        except ValueError:
+            self.fail(f"{value!r}: give `all` or a number >= 0", param, ctx)
+        if count < 0:
+            self.fail(f"{value!r}: give `all` or a number >= 0", param, ctx)
+        return count
+
+
+def _slo(slo_tier: Optional[str], ttft: Optional[float], tpot: Optional[float]):  # type: ignore[no-untyped-def]
+    from ..slo import resolve_slo
+
+    if slo_tier is None and ttft is None and tpot is None:
+        return None
+    return resolve_slo(slo_tier, ttft, tpot)
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--no-plots", is_flag=True, help="Do not draw the PNG plots (faster).")
+@click.option("--cdf", type=CdfCount(), default="4", show_default=True,
+              help="Latency CDF figures for the first N shapes (input, output), or `all`.")
+@slo_options
+@handle_errors
+def report(run_dir: Path, no_plots: bool, cdf: Optional[int], slo_tier: Optional[str],
+           slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
+    """Write RUN_DIR/report.md (and RUN_DIR/plots/*.png) from RUN_DIR/results.json alone.
+
+    The SLO marks are the recorded ones; --slo-tier (or explicit thresholds)
+    recomputes them against another SLO.
+    """
+    from ..report import ReportOptions, write_report
+
+    out = write_report(run_dir, ReportOptions(slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
+                                              plots=not no_plots, cdf=cdf))
+    click.echo(f"wrote {out.markdown}" + (f" and {len(out.plots)} plot(s) in {out.plots[0].parent}" if out.plots else ""))
+
+
+@click.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--baseline", type=click.Path(path_type=Path), default=None,
+              help="Run every other run is compared with. Default: the first RUN_DIR.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("comparison"),
+              show_default=True, help="Directory for comparison.md, comparison.json and the PNG plots.")
+@click.option("--min-change", type=float, default=0.05, show_default=True,
+              help="Practical threshold: a change counts only when |ratio - 1| exceeds it (0.05 = 5 %).")
+@click.option("--alpha", type=float, default=0.05, show_default=True,
+              help="Significance level for the Holm-Bonferroni adjusted p-values.")
+@click.option("--no-plots", is_flag=True, help="Do not draw the PNG plots.")
+@click.option("--cdf", type=CdfCount(), default="4", show_default=True,
+              help="Latency CDF figures for the first N matched scenarios, or `all`.")
+@click.option("--title", default=None, help="Title of comparison.md. Default: `<run> vs <run> ... (<hardware>)`.")
+@slo_options
+@handle_errors
+def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path, min_change: float, alpha: float,
+            no_plots: bool, cdf: Optional[int], title: Optional[str], slo_tier: Optional[str],
+            slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
+    """Compare RUN_DIRs side by side, with statistical verdicts against the baseline.
+
+    Writes DIR/comparison.md, DIR/comparison.json and PNG plots. Scenarios are
+    matched by (concurrency, input_len, output_len); see docs/COMPARE.md for
+    how to read the verdicts.
+    """
+    from ..compare import CompareOptions, write_comparison
+
+    options = CompareOptions(alpha=alpha, min_change=min_change, plots=not no_plots, cdf=cdf, title=title,
+                             slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms))
+    out = write_comparison(run_dirs, out_dir, options, baseline=baseline)
+    click.echo(f"wrote {out.markdown} and {out.json}"
+               + (f" and {len(out.plots)} plot(s) in {out_dir}" if out.plots else ""))
