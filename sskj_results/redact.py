@@ -1,16 +1,16 @@
-"""Redaction of secrets from recorded command lines."""
+"""Redaction of secrets from recorded command lines (same rule as lib::redact_args in lib.sh)."""
 
 from __future__ import annotations
 
 import re
 
 REDACTED = "<redacted>"
-_SECRET_FLAG = r"--(?:api-key|api_key|hf-token|hf_token|token|auth-token|access-token|password|secret)"
+_VALUE = r"('[^']*'|\"[^\"]*\"|\S+)"
 _PATTERNS = (
-    # --api-key VALUE / --api-key=VALUE (value possibly quoted)
-    re.compile(rf"({_SECRET_FLAG})(=|\s+)('[^']*'|\"[^\"]*\"|\S+)"),
-    # NAME_TOKEN=VALUE, NAME_KEY=VALUE, NAME_SECRET=VALUE, NAME_PASSWORD=VALUE in env prefixes or -e flags
-    re.compile(r"(\b[A-Za-z0-9_]*(?:TOKEN|API_KEY|SECRET|PASSWORD)[A-Za-z0-9_]*)(=)('[^']*'|\"[^\"]*\"|\S+)"),
+    # --api-key VALUE / --hf-token=VALUE / --password VALUE: options whose last word is a secret word
+    re.compile(rf"(?<!\S)(--(?:[A-Za-z0-9]+-)*(?:api-key|apikey|token|secret|password|passwd))(=|\s+){_VALUE}", re.I),
+    # NAME=VALUE where one _-separated part of NAME is KEY, APIKEY, TOKEN, SECRET, PASSWORD or PASSWD
+    re.compile(rf"(?<![\w-])((?:[A-Za-z0-9]+_)*(?:KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD)(?:_[A-Za-z0-9]+)*)(=){_VALUE}", re.I),
     # Authorization: Bearer VALUE
     re.compile(r"(Bearer)(\s+)('[^']*'|\"[^\"]*\"|[^\s'\"]+)"),
 )

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+#
+# SGLang server command on Kunlun P800:
+#   docker exec [--env ...] CONTAINER_NAME CONTAINER_PYTHON -m sglang.launch_server ...
+#
+# Usage: bash start_server.sh [--print-cmd] [PHASE_SPEC]
+#   --print-cmd prints the command NUL-separated (run_bench.sh starts and
+#   records exactly that command); without it the server is exec'ed in the
+#   foreground (DRY_RUN=1 prints it instead). Apply the patches first
+#   (scripts/common/apply_patches.sh RUN_DIR) when starting it by hand.
+set -euo pipefail
+
+EXPERIMENT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source-path=SCRIPTDIR source=../../../scripts/common/adaptive_bench_lib.sh
+source "${EXPERIMENT_DIR}/../../../scripts/common/adaptive_bench_lib.sh"
+
+#######################################
+# Fill SERVER_CMD for the SGLang phase (runs inside the container).
+# Globals:   PHASE_ENGINE MODEL_PATH TP SERVER_HOST PORT MEM_FRACTION_STATIC
+#            SGLANG_EXTRA_ARGS (read); SERVER_CMD (written)
+# Returns:   0 ok, 1 missing configuration, 2 unsupported engine
+#######################################
+build_server_cmd() {
+  local -a extra=()
+  if [[ "${PHASE_ENGINE}" != "sglang" ]]; then
+    lib::err "engine ${PHASE_ENGINE} is not part of this experiment (sglang)"
+    return 2
+  fi
+  lib::engine_launcher sglang || return 1
+  read -r -a extra <<<"${SGLANG_EXTRA_ARGS:-}"
+  SERVER_CMD=("${LIB_LAUNCHER[@]}" -m sglang.launch_server
+    --model-path "${MODEL_PATH}" --tp "${TP}" --trust-remote-code
+    --mem-fraction-static "${MEM_FRACTION_STATIC}"
+    --host "${SERVER_HOST}" --port "${PORT}" "${extra[@]}")
+}
+
+main() {
+  bench::server_main "${EXPERIMENT_DIR}" build_server_cmd "$@"
+}
+
+main "$@"

@@ -1,0 +1,1011 @@
+# shellcheck shell=bash source-path=SCRIPTDIR
+#
+# The run loop of every experiment: phases, scenario grid, server lifecycle,
+# out-of-memory handling, resume, SLO search, dry run, signal handling.
+#
+# Sourcing this file only defines functions (names bench::*, private
+# _bench::*); it sources lib.sh and platform.sh from the same directory.
+#
+# An experiment's run_bench.sh calls one function:
+#
+#   bench::run_experiment "$EXPERIMENT_DIR" sglang vllm
+#
+# Each argument after the directory is a phase spec
+#   NAME[:ENGINE][:KEY=VALUE]...
+# NAME names the phase (and its run directory phase<N>_<NAME>/ when there is
+# more than one phase); ENGINE defaults to NAME; KEY=VALUE pairs are
+# exported while the phase runs (e.g. dspark_t3:vllm-dspark:SPEC_TOKENS=3).
+# The experiment's start_server.sh builds the server command of a phase (see
+# bench::server_main); the grid comes from scenarios.tsv or config.env.
+
+_BENCH_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if ! declare -F lib::load_env_file >/dev/null; then
+  # shellcheck source=lib.sh
+  source "${_BENCH_LIB_DIR}/lib.sh"
+fi
+if ! declare -F platform::load >/dev/null; then
+  # shellcheck source=platform.sh
+  source "${_BENCH_LIB_DIR}/platform.sh"
+fi
+
+#######################################
+# Load platform and experiment configuration and set run-wide defaults.
+# Order of precedence: environment > config.env > platforms/<chip>.env.
+# Arguments: $1 experiment directory
+# Globals:   many configuration variables (written, exported)
+# Returns:   0 ok, 1 invalid configuration
+#######################################
+bench::load_config() {
+  local exp_dir="$1"
+  export EXPERIMENT_DIR="${exp_dir}"
+  lib::snapshot_env
+  platform::load "${PLATFORM:-}" || return 1
+  if [[ -f "${exp_dir}/config.env" ]]; then
+    lib::load_env_file "${exp_dir}/config.env" || return 1
+  fi
+  export EXPERIMENT="${EXPERIMENT:-$(basename "${exp_dir}")}"
+  export PORT="${PORT:-${DEFAULT_PORT}}"
+  export SERVER_HOST="${SERVER_HOST:-127.0.0.1}"
+  export HEALTH_TIMEOUT_S="${HEALTH_TIMEOUT_S:-1800}"
+  export STOP_GRACE_S="${STOP_GRACE_S:-30}"
+  export WARMUP_REQUESTS="${WARMUP_REQUESTS:-2}"
+  export PROMPTS_PER_CONCURRENCY="${PROMPTS_PER_CONCURRENCY:-4}"
+  export MIN_PROMPTS="${MIN_PROMPTS:-8}"
+  export CLIENT="${CLIENT:-sglang}"
+  export OOM_PATTERN="${OOM_PATTERN:-out of memory|OutOfMemoryError|OOM error}"
+  local bad=0 var
+  for var in PORT HEALTH_TIMEOUT_S STOP_GRACE_S WARMUP_REQUESTS PROMPTS_PER_CONCURRENCY MIN_PROMPTS; do
+    if [[ ! "${!var}" =~ ^[0-9]+$ ]]; then
+      lib::err "${var} must be a non-negative integer, got '${!var}'"
+      bad=1
+    fi
+  done
+  if [[ "${CLIENT}" != "sglang" && "${CLIENT}" != "vllm" ]]; then
+    lib::err "CLIENT must be 'sglang' (python -m sglang.bench_serving) or 'vllm' (vllm bench serve), got '${CLIENT}'"
+    bad=1
+  fi
+  lib::require_env MODEL_PATH || bad=1
+  return "${bad}"
+}
+
+#######################################
+# Parse a phase spec NAME[:ENGINE][:KEY=VALUE]...
+# Arguments: $1 spec
+# Globals:   BENCH_PHASE_NAME, BENCH_PHASE_ENGINE (written),
+#            BENCH_PHASE_SETS (written, array of KEY=VALUE)
+# Returns:   0 ok, 2 malformed spec
+#######################################
+bench::parse_phase_spec() {
+  local spec="$1" field
+  local -a fields=()
+  IFS=':' read -r -a fields <<<"${spec}"
+  BENCH_PHASE_NAME="${fields[0]:-}"
+  BENCH_PHASE_ENGINE=""
+  BENCH_PHASE_SETS=()
+  if [[ ! "${BENCH_PHASE_NAME}" =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]]; then
+    lib::err "invalid phase spec '${spec}': expected NAME[:ENGINE][:KEY=VALUE]..."
+    return 2
+  fi
+  for field in "${fields[@]:1}"; do
+    if [[ "${field}" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then
+      BENCH_PHASE_SETS+=("${field}")
+    elif [[ -z "${BENCH_PHASE_ENGINE}" && ${#BENCH_PHASE_SETS[@]} -eq 0 && -n "${field}" ]]; then
+      BENCH_PHASE_ENGINE="${field}"
+    else
+      lib::err "invalid phase spec '${spec}': unexpected '${field}'"
+      return 2
+    fi
+  done
+  BENCH_PHASE_ENGINE="${BENCH_PHASE_ENGINE:-${BENCH_PHASE_NAME}}"
+  lib::engine_family "${BENCH_PHASE_ENGINE}" >/dev/null || return 2
+  return 0
+}
+
+#######################################
+# Export a phase's settings, remembering previous values for
+# bench::restore_phase_settings.
+# Globals:   BENCH_PHASE_SETS (read); _BENCH_SAVED (written)
+# Returns:   0
+#######################################
+bench::apply_phase_settings() {
+  local kv key
+  _BENCH_SAVED=()
+  for kv in "${BENCH_PHASE_SETS[@]}"; do
+    key="${kv%%=*}"
+    if [[ -n "${!key+x}" ]]; then
+      _BENCH_SAVED+=("${key}=${!key}")
+    else
+      _BENCH_SAVED+=("${key}")
+    fi
+    export "${kv?}"
+  done
+  return 0
+}
+
+#######################################
+# Undo bench::apply_phase_settings.
+# Globals:   _BENCH_SAVED (read, cleared)
+# Returns:   0
+#######################################
+bench::restore_phase_settings() {
+  local item
+  for item in "${_BENCH_SAVED[@]}"; do
+    if [[ "${item}" == *=* ]]; then
+      export "${item?}"
+    else
+      unset "${item}"
+    fi
+  done
+  _BENCH_SAVED=()
+  return 0
+}
+
+#######################################
+# Build the scenario grid, ascending concurrency within each (input, output)
+# shape, shapes in order of first appearance. Source: SCENARIOS_FILE
+# (default <experiment>/scenarios.tsv; columns concurrency, input_len,
+# output_len[, num_prompts]; '#' comments; optional header) or config.env
+# CONCURRENCIES="1 4 16" x SHAPES="128x64 1024x128".
+# Arguments: $1 experiment directory
+# Globals:   BENCH_GRID (written, array of "input output concurrency prompts",
+#            prompts '-' = default rule)
+# Outputs:   errors name file:line
+# Returns:   0 ok, 1 invalid or empty grid
+#######################################
+bench::load_grid() {
+  local exp_dir="$1" file="${SCENARIOS_FILE:-${1}/scenarios.tsv}"
+  local -a rows=() f=()
+  local line n=0 c in out np
+  local -A shape_index=()
+  if [[ -f "${file}" ]]; then
+    while IFS= read -r line || [[ -n "${line}" ]]; do
+      n=$((n + 1))
+      line="${line%%#*}"
+      read -r -a f <<<"${line}"
+      ((${#f[@]} == 0)) && continue
+      if ((n == 1 || ${#rows[@]} == 0)) && [[ "${f[0]}" == "concurrency" ]]; then
+        continue
+      fi
+      if ((${#f[@]} < 3 || ${#f[@]} > 4)); then
+        lib::err "${file}:${n}: expected 'concurrency input_len output_len [num_prompts]'"
+        return 1
+      fi
+      for c in "${f[@]}"; do
+        if [[ ! "${c}" =~ ^[1-9][0-9]*$ ]]; then
+          lib::err "${file}:${n}: '${c}' is not a positive integer"
+          return 1
+        fi
+      done
+      rows+=("${f[0]} ${f[1]} ${f[2]} ${f[3]:--}")
+    done <"${file}"
+    lib::info "scenario grid from ${file}"
+  elif [[ -n "${CONCURRENCIES:-}" && -n "${SHAPES:-}" ]]; then
+    local -a cs=() shapes=()
+    local shape
+    read -r -a cs <<<"${CONCURRENCIES}"
+    read -r -a shapes <<<"${SHAPES}"
+    for shape in "${shapes[@]}"; do
+      if [[ ! "${shape}" =~ ^([1-9][0-9]*)x([1-9][0-9]*)$ ]]; then
+        lib::err "SHAPES: '${shape}' is not INPUTxOUTPUT (e.g. 1024x128)"
+        return 1
+      fi
+      in="${BASH_REMATCH[1]}"
+      out="${BASH_REMATCH[2]}"
+      for c in "${cs[@]}"; do
+        if [[ ! "${c}" =~ ^[1-9][0-9]*$ ]]; then
+          lib::err "CONCURRENCIES: '${c}' is not a positive integer"
+          return 1
+        fi
+        rows+=("${c} ${in} ${out} ${NUM_PROMPTS:--}")
+      done
+    done
+    lib::info "scenario grid from CONCURRENCIES x SHAPES"
+  else
+    lib::err "no scenarios: create ${file} or set CONCURRENCIES and SHAPES in config.env"
+    return 1
+  fi
+  if ((${#rows[@]} == 0)); then
+    lib::err "the scenario grid is empty"
+    return 1
+  fi
+  # Tag each row with the index of its shape, then sort by (shape, c).
+  local -a tagged=()
+  for line in "${rows[@]}"; do
+    read -r c in out np <<<"${line}"
+    if [[ -z "${shape_index[${in}x${out}]+x}" ]]; then
+      shape_index["${in}x${out}"]="${#shape_index[@]}"
+    fi
+    tagged+=("${shape_index[${in}x${out}]} ${c} ${in} ${out} ${np}")
+  done
+  BENCH_GRID=()
+  while read -r _ c in out np; do
+    BENCH_GRID+=("${in} ${out} ${c} ${np}")
+  done < <(printf '%s\n' "${tagged[@]}" | sort -t ' ' -k1,1n -k2,2n -u)
+  return 0
+}
+
+#######################################
+# Number of prompts of a scenario: the grid's value, else NUM_PROMPTS, else
+# max(c * PROMPTS_PER_CONCURRENCY, MIN_PROMPTS).
+# Arguments: $1 concurrency; $2 grid value or '-'
+# Outputs:   number on stdout
+# Returns:   0
+#######################################
+bench::num_prompts() {
+  local c="$1" np="${2:--}"
+  if [[ "${np}" != "-" ]]; then
+    printf '%s' "${np}"
+  elif [[ -n "${NUM_PROMPTS:-}" ]]; then
+    printf '%s' "${NUM_PROMPTS}"
+  else
+    local n=$((c * PROMPTS_PER_CONCURRENCY))
+    ((n < MIN_PROMPTS)) && n="${MIN_PROMPTS}"
+    printf '%s' "${n}"
+  fi
+}
+
+#######################################
+# Append one row to RUN_DIR/skipped_after_oom.csv (header created once,
+# every field CSV-quoted).
+# Arguments: $1 run dir; $2 concurrency; $3 input; $4 output; $5 reason;
+#            $6 log excerpt
+# Globals:   BENCH_SKIPPED (updated)
+# Returns:   0
+#######################################
+bench::record_skip() {
+  local run_dir="$1" c="$2" in="$3" out="$4" reason="$5" excerpt="${6:-}"
+  local csv="${run_dir}/skipped_after_oom.csv" name="c${2}_i${3}_o${4}"
+  if [[ ! -s "${csv}" ]]; then
+    printf 'scenario,concurrency,input_len,output_len,reason,log_excerpt\n' >"${csv}"
+  fi
+  printf '%s,%s,%s,%s,%s,%s\n' "$(lib::csv_field "${name}")" "$(lib::csv_field "${c}")" \
+    "$(lib::csv_field "${in}")" "$(lib::csv_field "${out}")" \
+    "$(lib::csv_field "${reason}")" "$(lib::csv_field "${excerpt}")" >>"${csv}"
+  BENCH_SKIPPED["${name}"]="${reason}"
+  lib::warn "scenario ${name} recorded in ${csv##*/}: ${reason}"
+  return 0
+}
+
+#######################################
+# Load the scenario names already in RUN_DIR/skipped_after_oom.csv.
+# Arguments: $1 run dir
+# Globals:   BENCH_SKIPPED (written, associative name -> reason)
+# Returns:   0
+#######################################
+bench::load_skipped() {
+  local csv="$1/skipped_after_oom.csv" line
+  declare -gA BENCH_SKIPPED=()
+  [[ -f "${csv}" ]] || return 0
+  while IFS= read -r line; do
+    if [[ "${line}" =~ ^\"(c[0-9]+_i[0-9]+_o[0-9]+)\",\"[0-9]+\",\"[0-9]+\",\"[0-9]+\",\"([^\"]*)\" ]]; then
+      BENCH_SKIPPED["${BASH_REMATCH[1]}"]="${BASH_REMATCH[2]}"
+    fi
+  done <"${csv}"
+  return 0
+}
+
+#######################################
+# Fill BENCH_SERVER_CMD by asking the experiment's start_server.sh for the
+# command of a phase (NUL-separated, see bench::server_main).
+# Arguments: $1 experiment directory; $2 phase spec
+# Globals:   BENCH_SERVER_CMD (written, array)
+# Returns:   0 ok, 1 start_server.sh failed
+#######################################
+bench::get_server_cmd() {
+  local exp_dir="$1" spec="$2" tmp rc=0
+  tmp="$(mktemp)"
+  SSKJ_QUIET_OVERRIDES=1 bash "${exp_dir}/start_server.sh" --print-cmd "${spec}" >"${tmp}" || rc=$?
+  if ((rc != 0)); then
+    rm -f "${tmp}"
+    lib::err "${exp_dir}/start_server.sh --print-cmd ${spec} failed (exit ${rc})"
+    return 1
+  fi
+  mapfile -d '' -t BENCH_SERVER_CMD <"${tmp}"
+  rm -f "${tmp}"
+  if ((${#BENCH_SERVER_CMD[@]} == 0)); then
+    lib::err "${exp_dir}/start_server.sh printed no command for phase ${spec}"
+    return 1
+  fi
+  return 0
+}
+
+#######################################
+# Entry point of start_server.sh: load the configuration, build the
+# command of one phase with the experiment's builder function, then print it
+# NUL-separated (--print-cmd, used by the run loop), print it quoted
+# (DRY_RUN=1), or exec it (the server runs in the foreground).
+# Arguments: $1 experiment directory; $2 builder function (fills SERVER_CMD
+#            from PHASE_ENGINE and the configuration); $3.. [--print-cmd]
+#            [PHASE_SPEC] (default: the platform's ENGINE)
+# Globals:   PHASE_NAME PHASE_ENGINE PHASE_SPEC (written, exported);
+#            SERVER_CMD (written by the builder)
+# Returns:   1 failure, 2 misuse; does not return after exec
+#######################################
+bench::server_main() {
+  local exp_dir="$1" builder="$2" print=0
+  shift 2
+  if [[ "${1:-}" == "--print-cmd" ]]; then
+    print=1
+    shift
+  fi
+  if (($# > 1)); then
+    lib::err "usage: start_server.sh [--print-cmd] [PHASE_SPEC]"
+    return 2
+  fi
+  bench::load_config "${exp_dir}" || return 1
+  local spec="${1:-${ENGINE}}"
+  bench::parse_phase_spec "${spec}" || return 2
+  bench::apply_phase_settings
+  export PHASE_SPEC="${spec}" PHASE_NAME="${BENCH_PHASE_NAME}" PHASE_ENGINE="${BENCH_PHASE_ENGINE}"
+  SERVER_CMD=()
+  "${builder}" || return 1
+  if ((${#SERVER_CMD[@]} == 0)); then
+    lib::err "${builder} built no command for engine ${PHASE_ENGINE}"
+    return 1
+  fi
+  if ((print)); then
+    printf '%s\0' "${SERVER_CMD[@]}"
+    return 0
+  fi
+  if lib::is_dry_run; then
+    lib::print_cmd "${SERVER_CMD[@]}"
+    return 0
+  fi
+  lib::info "exec $(lib::quote_cmd "${SERVER_CMD[@]}")"
+  exec "${SERVER_CMD[@]}"
+}
+
+#######################################
+# Make sure the platform's container runs (docker platforms): start a
+# stopped one; create a missing one only with AUTO_START_CONTAINER=1.
+# Globals:   CONTAINER_NAME DOCKER_IMAGE DOCKER_RUN_ARGS AUTO_START_CONTAINER
+# Returns:   0 running, 1 not running
+#######################################
+bench::ensure_container() {
+  local state
+  local -a run_args=()
+  read -r -a run_args <<<"${DOCKER_RUN_ARGS:-}"
+  local -a create=(docker run -d --name "${CONTAINER_NAME}" "${run_args[@]}" "${DOCKER_IMAGE}" sleep infinity)
+  state="$(docker inspect -f '{{.State.Running}}' "${CONTAINER_NAME}" 2>/dev/null)" || state="missing"
+  case "${state}" in
+    true) return 0 ;;
+    false)
+      lib::info "starting stopped container ${CONTAINER_NAME}"
+      docker start "${CONTAINER_NAME}" >/dev/null || return 1
+      ;;
+    *)
+      if [[ "${AUTO_START_CONTAINER:-0}" != "1" ]]; then
+        lib::err "container ${CONTAINER_NAME} does not exist; create it (or set AUTO_START_CONTAINER=1): $(lib::quote_cmd "${create[@]}")"
+        return 1
+      fi
+      lib::info "creating container: $(lib::quote_cmd "${create[@]}")"
+      "${create[@]}" >/dev/null || return 1
+      ;;
+  esac
+  return 0
+}
+
+#######################################
+# Start the phase's server and wait until healthy (port must be free).
+# Globals:   BENCH_SERVER_CMD BENCH_RUN_DIR PORT SERVER_HOST HEALTH_TIMEOUT_S
+#            RUNTIME CONTAINER_NAME PHASE_NAME (read); LIB_SERVER_* (written)
+# Returns:   0 healthy, 1 failure (server stopped again)
+#######################################
+bench::start_phase_server() {
+  if ! lib::wait_port_free "${PORT}" "${PORT_FREE_TIMEOUT_S:-30}"; then
+    lib::err "port ${PORT} is in use: stop whatever listens there or set PORT"
+    return 1
+  fi
+  # shellcheck disable=SC2034  # read by lib::stop_server
+  LIB_SERVER_CONTAINER=""
+  # shellcheck disable=SC2034  # read by lib::stop_server
+  LIB_SERVER_TAG=""
+  if [[ "${RUNTIME:-native}" == "docker" ]]; then
+    # shellcheck disable=SC2034  # read by lib::stop_server
+    LIB_SERVER_CONTAINER="${CONTAINER_NAME}"
+    # shellcheck disable=SC2034  # read by lib::stop_server
+    LIB_SERVER_TAG="sskj-${PORT}"
+  fi
+  lib::start_server "${PHASE_NAME}" "${BENCH_RUN_DIR}/logs" "${BENCH_SERVER_CMD[@]}" || return 1
+  # shellcheck disable=SC2153  # LIB_SERVER_LOG is set by lib::start_server
+  if ! lib::wait_for_health "http://${SERVER_HOST}:${PORT}" "${LIB_SERVER_PID}" "${HEALTH_TIMEOUT_S}" "${LIB_SERVER_LOG}"; then
+    lib::stop_server
+    return 1
+  fi
+  BENCH_SERVER_UP=1
+  return 0
+}
+
+#######################################
+# Stop the phase's server (if up) and wait for its port to be released.
+# Globals:   BENCH_SERVER_UP (written)
+# Returns:   0
+#######################################
+bench::stop_phase_server() {
+  lib::stop_server
+  BENCH_SERVER_UP=0
+  lib::wait_port_free "${PORT}" "${PORT_FREE_TIMEOUT_S:-30}" ||
+    lib::warn "port ${PORT} still in use after the server stopped"
+  return 0
+}
+
+#######################################
+# Make sure a healthy server runs before a scenario (restart after a crash).
+# Returns:   0 ready, 1 could not start
+#######################################
+bench::ensure_server() {
+  if ((${BENCH_SERVER_UP:-0} == 1)) && lib::pid_alive "${LIB_SERVER_PID:-}"; then
+    return 0
+  fi
+  if ((${BENCH_SERVER_UP:-0} == 1)); then
+    lib::warn "server process is gone; restarting"
+    bench::stop_phase_server
+  fi
+  bench::start_phase_server
+}
+
+#######################################
+# DRY_RUN: print the commands of one scenario, one per line.
+# Arguments: $1 c; $2 input; $3 output; $4 prompts
+# Globals:   BENCH_RUN_DIR BENCH_MMDD CHIP PHASE_ENGINE (read)
+# Outputs:   command lines on stdout
+# Returns:   0 ok, 1 invalid configuration
+#######################################
+bench::print_scenario() {
+  local c="$1" in="$2" out="$3" n="$4" stem family url="http://${SERVER_HOST}:${PORT}"
+  stem="$(lib::raw_stem "${CHIP}" "${PHASE_ENGINE}" "${BENCH_MMDD}" "${c}" "${in}" "${out}")"
+  family="$(lib::engine_family "${PHASE_ENGINE}")"
+  local ext=jsonl
+  [[ "${CLIENT}" == "vllm" ]] && ext=json
+  printf '# scenario c%s_i%s_o%s (%s prompts)\n' "${c}" "${in}" "${out}" "${n}"
+  if ((WARMUP_REQUESTS > 0)); then
+    lib::build_warmup_cmd "${in}" "${WARMUP_REQUESTS}"
+    lib::print_cmd "${LIB_WARMUP_CMD[@]}"
+  fi
+  if [[ "${family}" == "sglang" ]]; then
+    lib::print_cmd curl -fsS -X POST "${url}/flush_cache"
+  else
+    lib::print_cmd curl -fsS -X POST "${url}/reset_prefix_cache"
+    lib::print_cmd curl -fsS -o "${BENCH_RUN_DIR}/server_metrics/${stem}.before.prom" "${url}/metrics"
+  fi
+  lib::build_client_cmd "${BENCH_RUN_DIR}/raw_outputs/${stem}.${ext}" "${c}" "${in}" "${out}" "${n}" || return 1
+  lib::print_cmd "${LIB_CLIENT_CMD[@]}"
+  if [[ "${family}" != "sglang" ]]; then
+    lib::print_cmd curl -fsS -o "${BENCH_RUN_DIR}/server_metrics/${stem}.after.prom" "${url}/metrics"
+  fi
+  return 0
+}
+
+#######################################
+# Run one scenario: warmup, prefix-cache reset, /metrics before (vLLM),
+# accelerator sampling, bench client, /metrics after, failure detection,
+# `sskj-results parse`.
+# Arguments: $1 c; $2 input; $3 output; $4 prompts
+# Globals:   BENCH_RUN_DIR BENCH_MMDD CHIP PHASE_ENGINE LIB_SERVER_* (read);
+#            BENCH_CURRENT_RAW (written while running)
+# Returns:   0 ok; 1 client failed while the server is fine (not recorded,
+#            rerun on resume); 3 server died or reported out-of-memory
+#            (recorded in skipped_after_oom.csv)
+#######################################
+bench::run_scenario() {
+  local c="$1" in="$2" out="$3" n="$4" stem family url="http://${SERVER_HOST}:${PORT}"
+  local run_dir="${BENCH_RUN_DIR}" ext=jsonl rc=0 offset new_log reason excerpt
+  [[ "${CLIENT}" == "vllm" ]] && ext=json
+  stem="$(lib::raw_stem "${CHIP}" "${PHASE_ENGINE}" "${BENCH_MMDD}" "${c}" "${in}" "${out}")"
+  family="$(lib::engine_family "${PHASE_ENGINE}")"
+  local raw="${run_dir}/raw_outputs/${stem}.${ext}"
+  local client_log="${run_dir}/logs/client_${stem}.log"
+  rm -f "${raw}"
+  offset="$(lib::file_size "${LIB_SERVER_LOG}")"
+  lib::info "scenario c${c}_i${in}_o${out}: ${n} prompts -> ${raw#"${BENCH_RESULT_ROOT}"/}"
+
+  if ((WARMUP_REQUESTS > 0)); then
+    lib::build_warmup_cmd "${in}" "${WARMUP_REQUESTS}"
+    printf '# %s\n' "$(lib::quote_cmd "${LIB_WARMUP_CMD[@]}")" >>"${client_log}"
+    if ! lib::run_child "${client_log}" "${LIB_WARMUP_CMD[@]}"; then
+      lib::warn "warmup failed (see ${client_log}):"
+      tail -n 5 "${client_log}" >&2 || true
+    fi
+  fi
+  if lib::pid_alive "${LIB_SERVER_PID}"; then
+    lib::reset_prefix_cache "${PHASE_ENGINE}" "${url}" || true
+    if [[ "${family}" == "vllm" ]]; then
+      lib::save_metrics "${url}" "${run_dir}/server_metrics/${stem}.before.prom" || true
+    fi
+    lib::build_client_cmd "${raw}" "${c}" "${in}" "${out}" "${n}" || return 1
+    printf '# %s\n' "$(lib::quote_cmd "${LIB_CLIENT_CMD[@]}")" >>"${client_log}"
+    lib::info "client: $(lib::quote_cmd "${LIB_CLIENT_CMD[@]}")"
+    lib::start_accel_sampler "${run_dir}/gpu_logs/${stem}"
+    BENCH_CURRENT_RAW="${raw}"
+    lib::run_child "${client_log}" "${LIB_CLIENT_CMD[@]}" || rc=$?
+    BENCH_CURRENT_RAW=""
+    lib::stop_accel_sampler
+  else
+    rc=1
+  fi
+
+  new_log="$(lib::log_since "${LIB_SERVER_LOG}" "${offset}" 100000)"
+  if ! lib::pid_alive "${LIB_SERVER_PID}" || grep -Eqi -- "${OOM_PATTERN}" <<<"${new_log}"; then
+    if grep -Eqi -- "${OOM_PATTERN}" <<<"${new_log}"; then
+      reason="oom"
+      excerpt="$(grep -Ei -m 5 -- "${OOM_PATTERN}" <<<"${new_log}")"
+    else
+      reason="server_died"
+      excerpt="$(tail -n 20 <<<"${new_log}")"
+    fi
+    lib::err "server failure during c${c}_i${in}_o${out} (${reason}); log ${LIB_SERVER_LOG}"
+    rm -f "${raw}"
+    bench::record_skip "${run_dir}" "${c}" "${in}" "${out}" "${reason}" "${excerpt}"
+    lib::results parse "${run_dir}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 ||
+      lib::warn "sskj-results parse ${run_dir} failed"
+    return 3
+  fi
+  if [[ "${family}" == "vllm" ]]; then
+    lib::save_metrics "${url}" "${run_dir}/server_metrics/${stem}.after.prom" || true
+  fi
+  if ((rc != 0)) || [[ ! -s "${raw}" ]]; then
+    lib::err "bench client failed for c${c}_i${in}_o${out} (exit ${rc}); last lines of ${client_log}:"
+    tail -n 15 "${client_log}" >&2 || true
+    rm -f "${raw}"
+    return 1
+  fi
+  lib::results parse "${run_dir}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 ||
+    lib::warn "sskj-results parse ${run_dir} failed; rerun it by hand"
+  return 0
+}
+
+#######################################
+# Tell whether a scenario needs no run: its raw output exists and is
+# non-empty, or it is recorded in skipped_after_oom.csv.
+# Arguments: $1 c; $2 input; $3 output
+# Returns:   0 done, 1 to run
+#######################################
+bench::scenario_done() {
+  local c="$1" in="$2" out="$3"
+  [[ -n "${BENCH_SKIPPED[c${c}_i${in}_o${out}]+x}" ]] && return 0
+  lib::find_raw_output "${BENCH_RUN_DIR}" "${CHIP}" "${PHASE_ENGINE}" "${c}" "${in}" "${out}" >/dev/null
+}
+
+#######################################
+# Run the grid of the current phase: ascending concurrency per shape; when
+# the server dies or reports OOM, record it, skip the larger concurrencies
+# of that shape (recorded too), restart the server, continue.
+# Globals:   BENCH_GRID BENCH_RUN_DIR (read); BENCH_STATUS (written)
+# Outputs:   commands on stdout with DRY_RUN=1
+# Returns:   0 done (failures recorded), 1 server could not (re)start
+#######################################
+bench::run_grid() {
+  local entry in out c np n rc shape
+  local -A failed_at=()
+  local reason
+  # On resume, failures recorded earlier still cut off their shape.
+  for entry in "${!BENCH_SKIPPED[@]}"; do
+    reason="${BENCH_SKIPPED[${entry}]}"
+    [[ "${reason}" == skipped* ]] && continue
+    if [[ "${entry}" =~ ^c([0-9]+)_i([0-9]+)_o([0-9]+)$ ]]; then
+      shape="${BASH_REMATCH[2]}x${BASH_REMATCH[3]}"
+      if [[ -z "${failed_at[${shape}]+x}" ]] || ((BASH_REMATCH[1] < failed_at[${shape}])); then
+        failed_at["${shape}"]="${BASH_REMATCH[1]}"
+      fi
+    fi
+  done
+  for entry in "${BENCH_GRID[@]}"; do
+    read -r in out c np <<<"${entry}"
+    n="$(bench::num_prompts "${c}" "${np}")"
+    shape="${in}x${out}"
+    if lib::is_dry_run; then
+      bench::print_scenario "${c}" "${in}" "${out}" "${n}" || return 1
+      continue
+    fi
+    if bench::scenario_done "${c}" "${in}" "${out}"; then
+      lib::info "scenario c${c}_i${in}_o${out} already done; skipping"
+      continue
+    fi
+    if [[ -n "${failed_at[${shape}]+x}" ]] && ((c > failed_at[${shape}])); then
+      bench::record_skip "${BENCH_RUN_DIR}" "${c}" "${in}" "${out}" \
+        "skipped: c${failed_at[${shape}]} of this shape failed" ""
+      continue
+    fi
+    bench::ensure_server || return 1
+    rc=0
+    bench::run_scenario "${c}" "${in}" "${out}" "${n}" || rc=$?
+    case "${rc}" in
+      0) ;;
+      3)
+        failed_at["${shape}"]="${c}"
+        bench::stop_phase_server
+        ;;
+      *) BENCH_STATUS=1 ;;
+    esac
+  done
+  return 0
+}
+
+#######################################
+# SLO search (SLO_SEARCH=1): per shape, ask `sskj-results slo-next` for the
+# next concurrency, run it, parse, repeat until it prints nothing.
+# Bounds: SLO_MIN_CONCURRENCY / SLO_MAX_CONCURRENCY (default: the grid's
+# smallest / largest concurrency of the shape); at most SLO_MAX_STEPS runs.
+# Globals:   BENCH_GRID BENCH_RUN_DIR SLO_TIER (read); BENCH_STATUS (written)
+# Returns:   0 done, 1 server could not start or slo-next failed
+#######################################
+bench::run_slo_search() {
+  local entry in out c np shape next steps rc
+  local -a shapes=()
+  local -A lo=() hi=()
+  for entry in "${BENCH_GRID[@]}"; do
+    read -r in out c np <<<"${entry}"
+    shape="${in}x${out}"
+    if [[ -z "${lo[${shape}]+x}" ]]; then
+      shapes+=("${shape}")
+      lo["${shape}"]="${c}"
+    fi
+    hi["${shape}"]="${c}"
+  done
+  for shape in "${shapes[@]}"; do
+    in="${shape%x*}"
+    out="${shape#*x}"
+    local -a ask=(slo-next "${BENCH_RUN_DIR}" --input-len "${in}" --output-len "${out}"
+      --min-concurrency "${SLO_MIN_CONCURRENCY:-${lo[${shape}]}}"
+      --max-concurrency "${SLO_MAX_CONCURRENCY:-${hi[${shape}]}}")
+    [[ -n "${SLO_TIER:-}" ]] && ask+=(--slo-tier "${SLO_TIER}")
+    if lib::is_dry_run; then
+      printf '# SLO search for %s: run the concurrency printed by\n' "${shape}"
+      lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" "${ask[@]}"
+      continue
+    fi
+    steps=0
+    while :; do
+      next="$(lib::results "${ask[@]}")" || {
+        lib::err "sskj-results slo-next failed for ${shape}"
+        return 1
+      }
+      next="${next//[[:space:]]/}"
+      [[ -z "${next}" ]] && break
+      if [[ ! "${next}" =~ ^[1-9][0-9]*$ ]]; then
+        lib::err "sskj-results slo-next printed '${next}', not a concurrency"
+        return 1
+      fi
+      if bench::scenario_done "${next}" "${in}" "${out}"; then
+        lib::err "slo-next proposed c${next} for ${shape}, which is already measured; stopping this search"
+        BENCH_STATUS=1
+        break
+      fi
+      steps=$((steps + 1))
+      if ((steps > ${SLO_MAX_STEPS:-32})); then
+        lib::err "SLO search for ${shape} exceeded ${SLO_MAX_STEPS:-32} steps; stopping"
+        BENCH_STATUS=1
+        break
+      fi
+      lib::info "SLO search ${shape}: trying concurrency ${next}"
+      bench::ensure_server || return 1
+      rc=0
+      bench::run_scenario "${next}" "${in}" "${out}" "$(bench::num_prompts "${next}" -)" || rc=$?
+      case "${rc}" in
+        0) ;;
+        3) bench::stop_phase_server ;;
+        *)
+          BENCH_STATUS=1
+          break
+          ;;
+      esac
+    done
+  done
+  return 0
+}
+
+#######################################
+# The config keys recorded in results.json config: port, client settings,
+# and every variable named in RECORD_CONFIG (lower-cased keys).
+# Outputs:   none
+# Globals:   BENCH_CONFIG_ARGS (written, array of --config KEY=VALUE)
+# Returns:   0
+#######################################
+bench::collect_config_args() {
+  BENCH_CONFIG_ARGS=(
+    --config "port=${PORT}" --config "client_backend=${CLIENT_BACKEND}"
+    --config "dataset_name=${DATASET_NAME:-$([[ "${CLIENT}" == vllm ]] && echo random || echo random-ids)}"
+    --config "warmup_requests=${WARMUP_REQUESTS}"
+  )
+  local -a names=()
+  local name key
+  read -r -a names <<<"${RECORD_CONFIG:-}"
+  for name in "${names[@]}"; do
+    [[ "${name}" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue
+    [[ -n "${!name:-}" ]] || continue
+    key="$(printf '%s' "${name}" | tr '[:upper:]' '[:lower:]')"
+    BENCH_CONFIG_ARGS+=(--config "${key}=${!name}")
+  done
+  return 0
+}
+
+#######################################
+# Run one phase in its run directory: server command, metadata, patches,
+# server, grid (or SLO search), report, validate.
+# Arguments: $1 phase index (1-based); $2 phase spec
+# Globals:   BENCH_* (read/written), configuration (read)
+# Outputs:   commands on stdout with DRY_RUN=1
+# Returns:   0 ok, 1 failure
+#######################################
+bench::run_phase() {
+  local index="$1" spec="$2"
+  bench::parse_phase_spec "${spec}" || return 1
+  bench::apply_phase_settings
+  export PHASE_SPEC="${spec}" PHASE_NAME="${BENCH_PHASE_NAME}" PHASE_ENGINE="${BENCH_PHASE_ENGINE}" PHASE_INDEX="${index}"
+  local family
+  family="$(lib::engine_family "${PHASE_ENGINE}")"
+  local saved_backend="${CLIENT_BACKEND:-}"
+  if [[ -z "${CLIENT_BACKEND:-}" ]]; then
+    export CLIENT_BACKEND="${family}"
+  fi
+  if ((BENCH_PHASE_COUNT > 1)); then
+    BENCH_RUN_DIR="${BENCH_RESULT_ROOT}/phase${index}_${PHASE_NAME}"
+  else
+    BENCH_RUN_DIR="${BENCH_RESULT_ROOT}"
+  fi
+  mkdir -p "${BENCH_RUN_DIR}"/{raw_outputs,logs,gpu_logs,server_metrics} || return 1
+  lib::info "phase ${index}/${BENCH_PHASE_COUNT} ${PHASE_NAME} (engine ${PHASE_ENGINE}) -> ${BENCH_RUN_DIR}"
+  bench::get_server_cmd "${BENCH_EXPERIMENT_DIR}" "${spec}" || return 1
+
+  # Metadata globals read by lib::write_metadata.
+  # shellcheck disable=SC2034
+  ENGINE_VERSION=""
+  # shellcheck disable=SC2034
+  CLIENT_VERSION=""
+  if ! lib::is_dry_run; then
+    # shellcheck disable=SC2034
+    ENGINE_VERSION="$(lib::engine_version "${PHASE_ENGINE}")"
+    # shellcheck disable=SC2034
+    CLIENT_VERSION="$(lib::client_version "${CLIENT_PYTHON:-}" "${CLIENT}")"
+  fi
+  if [[ "${RUNTIME}" == "docker" ]]; then
+    # shellcheck disable=SC2034
+    ENGINE_ENV="docker:${DOCKER_IMAGE} (container ${CONTAINER_NAME}, ${CONTAINER_PYTHON})"
+  else
+    lib::engine_launcher "${PHASE_ENGINE}" 2>/dev/null || true
+    # shellcheck disable=SC2034
+    ENGINE_ENV="$(dirname "$(dirname "${LIB_LAUNCHER[-1]:-unknown/bin/python}")")"
+  fi
+  if [[ "${CLIENT}" == "vllm" ]]; then
+    # shellcheck disable=SC2034
+    CLIENT_LABEL="vllm bench serve"
+  else
+    # shellcheck disable=SC2034
+    CLIENT_LABEL="sglang.bench_serving"
+  fi
+  bench::collect_config_args
+  local phase_index=""
+  if ((BENCH_PHASE_COUNT > 1)); then
+    phase_index="${index}"
+  fi
+  local server_line
+  server_line="$(lib::quote_cmd "${BENCH_SERVER_CMD[@]}")"
+  BENCH_CONFIG_ARGS+=(--config "server_args=${server_line}")
+  if [[ -n "${phase_index}" ]]; then
+    BENCH_CONFIG_ARGS+=(--config "phase${phase_index}_server_args=${server_line}")
+  fi
+  lib::write_metadata "${BENCH_RUN_DIR}" "${BENCH_CONFIG_ARGS[@]}" || {
+    lib::err "sskj-results metadata ${BENCH_RUN_DIR} failed"
+    return 1
+  }
+  bench::load_skipped "${BENCH_RUN_DIR}"
+
+  if lib::is_dry_run; then
+    printf '# phase %s: %s (engine %s) -> %s\n' "${index}" "${PHASE_NAME}" "${PHASE_ENGINE}" "${BENCH_RUN_DIR}"
+  fi
+  if [[ "${RUNTIME}" == "docker" ]]; then
+    if ! lib::is_dry_run; then
+      bench::ensure_container || return 1
+    fi
+    bash "${_BENCH_LIB_DIR}/apply_patches.sh" "${BENCH_RUN_DIR}" || return 1
+  fi
+  if lib::is_dry_run; then
+    lib::print_cmd "${BENCH_SERVER_CMD[@]}"
+  fi
+
+  BENCH_SERVER_UP=0
+  local rc=0
+  if [[ "${SLO_SEARCH:-0}" == "1" ]]; then
+    bench::run_slo_search || rc=1
+  else
+    bench::run_grid || rc=1
+  fi
+  if ((BENCH_SERVER_UP == 1)); then
+    bench::stop_phase_server
+  fi
+  if ((rc != 0)); then
+    return 1
+  fi
+  if ! lib::is_dry_run; then
+    lib::results parse "${BENCH_RUN_DIR}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 || BENCH_STATUS=1
+    lib::results report "${BENCH_RUN_DIR}" >&2 || BENCH_STATUS=1
+    lib::results validate "${BENCH_RUN_DIR}" >&2 || {
+      lib::err "results.json of ${BENCH_RUN_DIR} is not valid"
+      BENCH_STATUS=1
+    }
+  fi
+  bench::restore_phase_settings
+  export CLIENT_BACKEND="${saved_backend}"
+  [[ -n "${saved_backend}" ]] || unset CLIENT_BACKEND
+  return 0
+}
+
+#######################################
+# Print the command that resumes this run.
+# Globals:   RUN_ID PLATFORM BENCH_RESULT_ROOT_SET RESULT_ROOT
+#            BENCH_ENTRY_SCRIPT (read)
+# Outputs:   the command on stdout
+# Returns:   0
+#######################################
+bench::resume_command() {
+  local -a cmd=("RESUME=1" "RUN_ID=${RUN_ID}")
+  if [[ "${BENCH_RESULT_ROOT_SET:-0}" == "1" ]]; then
+    cmd+=("RESULT_ROOT=${RESULT_ROOT}")
+  fi
+  cmd+=("PLATFORM=${PLATFORM}")
+  local line
+  line="$(printf '%q ' "${cmd[@]}")"
+  printf '%sbash %q' "${line}" "${BENCH_ENTRY_SCRIPT}"
+}
+
+#######################################
+# Signal handler (INT/TERM): stop the client, the sampler and the server
+# tree, keep what was measured (parse), print the resume command, exit.
+# Arguments: $1 signal name; $2 exit status (130 or 143)
+# Returns:   does not return
+#######################################
+bench::on_signal() {
+  trap '' INT TERM
+  lib::warn "received SIG$1; stopping the run"
+  if [[ -n "${LIB_CHILD_PID:-}" ]]; then
+    lib::stop_tree "${LIB_CHILD_PID}" 5
+    LIB_CHILD_PID=""
+  fi
+  if [[ -n "${BENCH_CURRENT_RAW:-}" ]]; then
+    rm -f "${BENCH_CURRENT_RAW}"
+  fi
+  lib::stop_accel_sampler
+  lib::stop_server
+  if [[ -n "${BENCH_RUN_DIR:-}" && -f "${BENCH_RUN_DIR}/results.json" ]] && ! lib::is_dry_run; then
+    timeout 120 "${SSKJ_RESULTS_CMD[@]}" parse "${BENCH_RUN_DIR}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 ||
+      lib::warn "sskj-results parse ${BENCH_RUN_DIR} failed"
+  fi
+  lib::err "interrupted; completed scenarios are kept in results.json. Resume with:"
+  printf '%s\n' "$(bench::resume_command)" >&2
+  trap - EXIT
+  exit "$2"
+}
+
+#######################################
+# EXIT handler: never leave a server, client or sampler behind.
+# Returns:   0
+#######################################
+bench::on_exit() {
+  if [[ -n "${LIB_CHILD_PID:-}" ]]; then
+    lib::stop_tree "${LIB_CHILD_PID}" 5
+  fi
+  lib::stop_accel_sampler
+  if [[ -n "${LIB_SERVER_PID:-}" ]]; then
+    lib::stop_server
+  fi
+  return 0
+}
+
+#######################################
+# Run an experiment: configuration, grid, every phase, comparison, summary.
+# Arguments: $1 experiment directory; $2.. phase specs (see file header)
+# Globals:   RUN_ID RESULT_ROOT RESUME DRY_RUN SLO_SEARCH COMPARE_BASELINE
+#            (read); BENCH_* (written)
+# Outputs:   progress on stderr; commands on stdout with DRY_RUN=1
+# Returns:   0 all ok, 1 failure, 2 misuse; 130/143 after SIGINT/SIGTERM
+#######################################
+bench::run_experiment() {
+  if (($# < 2)); then
+    lib::err "usage: bench::run_experiment EXPERIMENT_DIR PHASE_SPEC..."
+    return 2
+  fi
+  BENCH_EXPERIMENT_DIR="$(cd "$1" && pwd)" || return 2
+  shift
+  local -a specs=("$@")
+  local spec
+  for spec in "${specs[@]}"; do
+    bench::parse_phase_spec "${spec}" || return 2
+  done
+  BENCH_ENTRY_SCRIPT="${0}"
+  BENCH_PHASE_COUNT="${#specs[@]}"
+  BENCH_STATUS=0
+  BENCH_RESULT_ROOT_SET=0
+  [[ -n "${RESULT_ROOT:-}" ]] && BENCH_RESULT_ROOT_SET=1
+
+  if [[ "${RESUME:-0}" == "1" && -z "${RUN_ID:-}" ]]; then
+    lib::err "RESUME=1 needs RUN_ID=<the run to continue>"
+    return 2
+  fi
+  bench::load_config "${BENCH_EXPERIMENT_DIR}" || return 1
+  export RUN_ID="${RUN_ID:-$(date '+%Y%m%d-%H%M%S')}"
+  export RESULT_ROOT="${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}}"
+  BENCH_RESULT_ROOT="${RESULT_ROOT}"
+  if [[ "${RUN_ID}" =~ ^[0-9]{4}([0-9]{4})- ]]; then
+    BENCH_MMDD="${BASH_REMATCH[1]}"
+  else
+    BENCH_MMDD="$(date '+%m%d')"
+  fi
+  local root
+  root="$(lib::repo_root)"
+  export SCRIPT_PATH="${BENCH_EXPERIMENT_DIR#"${root}"/}/run_bench.sh"
+  if [[ "${RESUME:-0}" == "1" ]]; then
+    if [[ ! -d "${BENCH_RESULT_ROOT}" ]]; then
+      lib::err "RESUME=1: ${BENCH_RESULT_ROOT} does not exist"
+      return 1
+    fi
+    lib::info "resuming run ${RUN_ID} in ${BENCH_RESULT_ROOT}"
+  elif [[ -e "${BENCH_RESULT_ROOT}/results.json" ]] && ! lib::is_dry_run; then
+    lib::err "${BENCH_RESULT_ROOT} already holds a run; use RESUME=1 RUN_ID=${RUN_ID} or a new RUN_ID"
+    return 1
+  fi
+  mkdir -p "${BENCH_RESULT_ROOT}/logs" || return 1
+  # shellcheck disable=SC2034  # read by lib::log
+  LIB_LOG_FILE="${BENCH_RESULT_ROOT}/logs/${EXPERIMENT}_orchestrator_$(date '+%Y%m%d_%H%M%S').log"
+  lib::info "experiment ${EXPERIMENT}, run ${RUN_ID}, platform ${PLATFORM} (${ACCELERATOR}), results ${BENCH_RESULT_ROOT}"
+  lib::results_init || return 1
+  bench::load_grid "${BENCH_EXPERIMENT_DIR}" || return 1
+
+  trap 'bench::on_signal INT 130' INT
+  trap 'bench::on_signal TERM 143' TERM
+  trap 'bench::on_exit' EXIT
+
+  if lib::is_dry_run; then
+    printf '# DRY_RUN: experiment %s, platform %s, run %s\n' "${EXPERIMENT}" "${PLATFORM}" "${RUN_ID}"
+  fi
+  local i=0
+  local -a run_dirs=()
+  for spec in "${specs[@]}"; do
+    i=$((i + 1))
+    if ! bench::run_phase "${i}" "${spec}"; then
+      lib::err "phase ${spec} failed. After fixing the cause, resume with:"
+      printf '%s\n' "$(bench::resume_command)" >&2
+      return 1
+    fi
+    run_dirs+=("${BENCH_RUN_DIR}")
+  done
+
+  if ((BENCH_PHASE_COUNT > 1)) && ! lib::is_dry_run; then
+    local -a cmp=(compare "${run_dirs[@]}")
+    if [[ -n "${COMPARE_BASELINE:-}" ]]; then
+      local d found=""
+      for d in "${run_dirs[@]}"; do
+        [[ "${d##*/}" =~ ^phase[0-9]+_${COMPARE_BASELINE}$ ]] && found="${d}"
+      done
+      if [[ -n "${found}" ]]; then
+        cmp+=(--baseline "${found}")
+      else
+        lib::warn "COMPARE_BASELINE=${COMPARE_BASELINE} names no phase; comparing without a baseline"
+      fi
+    fi
+    cmp+=(--out "${BENCH_RESULT_ROOT}")
+    lib::results "${cmp[@]}" >&2 || {
+      lib::err "sskj-results compare failed"
+      BENCH_STATUS=1
+    }
+  elif ((BENCH_PHASE_COUNT > 1)); then
+    lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" compare "${run_dirs[@]}" --out "${BENCH_RESULT_ROOT}"
+  fi
+
+  trap - INT TERM
+  local d
+  if lib::is_dry_run; then
+    lib::info "dry run: nothing was started; metadata written to ${run_dirs[*]/%//results.json}"
+  else
+    for d in "${run_dirs[@]}"; do
+      lib::info "report: ${d}/report.md"
+    done
+    if ((BENCH_PHASE_COUNT > 1)); then
+      lib::info "comparison: ${BENCH_RESULT_ROOT}/comparison.md"
+    fi
+  fi
+  if ((BENCH_STATUS != 0)); then
+    lib::err "the run finished with errors (see above); resume with: $(bench::resume_command)"
+    return 1
+  fi
+  return 0
+}

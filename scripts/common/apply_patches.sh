@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+#
+# Copy a platform's runtime patches into the engine container, apply them,
+# and record every patch (file, sha256, package, target, status) in the run's
+# results.json as config.patches (a JSON string).
+#
+# Usage: apply_patches.sh RUN_DIR
+#
+# Environment (normally from platforms/<chip>.env, see platform.sh):
+#   CONTAINER_NAME, CONTAINER_PYTHON, PATCH_ROOT (required)
+#   CONTAINER_PATCH_DIR  where patches are copied in the container
+#                        (default /tmp/sskj_patches)
+#   DRY_RUN=1            print the docker commands instead of running them
+#
+# PATCH_ROOT/series lists the patches in order, one per line:
+#   <patch file in PATCH_ROOT> <python package it patches>
+# Each patch is a unified diff with paths relative to the directory that
+# contains the package (site-packages), applied with `patch -p1`. A patch
+# that is already applied (reverse dry run succeeds) is left as it is.
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+#######################################
+# Run a docker command, or print it with DRY_RUN=1.
+# Arguments: the command
+# Outputs:   the command's output; with DRY_RUN the quoted command
+# Returns:   the command's status (0 in dry run)
+#######################################
+run_or_print() {
+  if lib::is_dry_run; then
+    lib::print_cmd "$@"
+    return 0
+  fi
+  "$@"
+}
+
+#######################################
+# Quote a string for JSON (backslash and double quote escaped; control
+# characters rejected).
+# Arguments: $1 text
+# Outputs:   "text" on stdout
+# Returns:   0 ok, 1 control characters present
+#######################################
+json_str() {
+  local s="$1"
+  if [[ "${s}" =~ [[:cntrl:]] ]]; then
+    lib::err "refusing a control character in '${s}'"
+    return 1
+  fi
+  s="${s//\\/\\\\}"
+  s="${s//\"/\\\"}"
+  printf '"%s"' "${s}"
+}
+
+#######################################
+# Print the site-packages directory that holds a package in the container.
+# Arguments: $1 package
+# Outputs:   directory on stdout
+# Returns:   0 found, 1 not found
+#######################################
+package_parent() {
+  docker exec "${CONTAINER_NAME}" "${CONTAINER_PYTHON}" -c '
+import importlib.util, os, sys
+spec = importlib.util.find_spec(sys.argv[1])
+if spec is None or spec.origin is None:
+    sys.exit("package not found: " + sys.argv[1])
+path = spec.origin
+if os.path.basename(path) == "__init__.py":
+    path = os.path.dirname(path)
+print(os.path.dirname(path))
+' "$1"
+}
+
+main() {
+  if (($# != 1)); then
+    lib::err "usage: apply_patches.sh RUN_DIR"
+    return 2
+  fi
+  local run_dir="$1"
+  lib::require_env CONTAINER_NAME CONTAINER_PYTHON PATCH_ROOT || return 1
+  local dest="${CONTAINER_PATCH_DIR:-/tmp/sskj_patches}"
+  local series="${PATCH_ROOT}/series"
+  local -a entries=()
+  local line file package extra n=0
+  if [[ -f "${series}" ]]; then
+    while IFS= read -r line || [[ -n "${line}" ]]; do
+      n=$((n + 1))
+      line="${line%%#*}"
+      read -r file package extra <<<"${line}"
+      [[ -z "${file:-}" ]] && continue
+      if [[ -n "${extra:-}" || -z "${package:-}" ]]; then
+        lib::err "${series}:${n}: expected '<patch file> <python package>'"
+        return 1
+      fi
+      if [[ ! "${file}" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ || ! "${package}" =~ ^[A-Za-z_][A-Za-z0-9_.]*$ ]]; then
+        lib::err "${series}:${n}: invalid patch file or package name"
+        return 1
+      fi
+      if [[ ! -f "${PATCH_ROOT}/${file}" ]]; then
+        lib::err "${series}:${n}: ${PATCH_ROOT}/${file} does not exist"
+        return 1
+      fi
+      entries+=("${file} ${package}")
+    done <"${series}"
+  fi
+  if ((${#entries[@]} == 0)); then
+    lib::info "no patches listed in ${series}"
+    lib::results metadata "${run_dir}" --config "patches=[]" >&2
+    return 0
+  fi
+
+  run_or_print docker exec "${CONTAINER_NAME}" mkdir -p "${dest}"
+  local json="[" sep="" sha target status entry
+  for entry in "${entries[@]}"; do
+    read -r file package <<<"${entry}"
+    sha="$(sha256sum "${PATCH_ROOT}/${file}" | cut -d ' ' -f 1)"
+    run_or_print docker cp "${PATCH_ROOT}/${file}" "${CONTAINER_NAME}:${dest}/${file}"
+    if lib::is_dry_run; then
+      target="<site-packages of ${package}>"
+      lib::print_cmd docker exec "${CONTAINER_NAME}" patch -p1 --forward --batch -d "${target}" -i "${dest}/${file}"
+      status="dry_run"
+    else
+      target="$(package_parent "${package}")" || {
+        lib::err "cannot locate package ${package} in container ${CONTAINER_NAME}"
+        return 1
+      }
+      if docker exec "${CONTAINER_NAME}" patch -p1 -R --dry-run --force -s -d "${target}" -i "${dest}/${file}" >/dev/null 2>&1; then
+        status="already_applied"
+      elif docker exec "${CONTAINER_NAME}" patch -p1 --forward --batch -d "${target}" -i "${dest}/${file}" >&2; then
+        status="applied"
+      else
+        lib::err "patch ${file} does not apply to ${package} in ${CONTAINER_NAME} (${target})"
+        return 1
+      fi
+      lib::info "patch ${file} (${package}): ${status}, sha256 ${sha}"
+    fi
+    json+="${sep}{\"file\": $(json_str "${file}"), \"sha256\": $(json_str "${sha}"), \"package\": $(json_str "${package}"), \"target\": $(json_str "${target}"), \"status\": $(json_str "${status}")}"
+    sep=", "
+  done
+  json+="]"
+  lib::results metadata "${run_dir}" --config "patches=${json}" >&2
+}
+
+main "$@"

@@ -1,0 +1,1109 @@
+# shellcheck shell=bash source-path=SCRIPTDIR
+#
+# Shared shell helpers of the benchmark workflow.
+#
+# Sourcing this file only defines functions (names lib::*, private _lib::*).
+# Nothing here computes metrics: results.json belongs to the Python package
+# (`sskj-results`), which these functions call.
+#
+# Conventions: errors go to stderr through lib::err; functions return 2 for
+# misuse (bad arguments), 1 for failure. Commands are built as arrays and
+# never eval'ed. With DRY_RUN=1 the functions that would start something print
+# the exact command (printf '%q ', secrets redacted) to stdout instead.
+
+#######################################
+# Print a timestamped log line to stderr (and to LIB_LOG_FILE when set).
+# Globals:   LIB_LOG_FILE (read, optional)
+# Arguments: $1 level (INFO, WARN, ERROR); $2.. message
+# Outputs:   one line on stderr
+# Returns:   0
+#######################################
+lib::log() {
+  local level="$1"
+  shift
+  local line
+  line="[$(date '+%Y-%m-%dT%H:%M:%S%z')] [${level}] $*"
+  printf '%s\n' "${line}" >&2
+  if [[ -n "${LIB_LOG_FILE:-}" ]]; then
+    printf '%s\n' "${line}" >>"${LIB_LOG_FILE}" 2>/dev/null || true
+  fi
+  return 0
+}
+
+#######################################
+# Log an informational message.
+# Arguments: message words
+# Outputs:   stderr
+# Returns:   0
+#######################################
+lib::info() {
+  lib::log INFO "$@"
+}
+
+#######################################
+# Log a warning.
+# Arguments: message words
+# Outputs:   stderr
+# Returns:   0
+#######################################
+lib::warn() {
+  lib::log WARN "$@"
+}
+
+#######################################
+# The one error helper: log an error message to stderr.
+# Arguments: message words
+# Outputs:   stderr
+# Returns:   0 (callers return 1 or 2 themselves)
+#######################################
+lib::err() {
+  lib::log ERROR "$@"
+}
+
+#######################################
+# Tell whether DRY_RUN is on.
+# Globals:   DRY_RUN (read)
+# Returns:   0 when DRY_RUN=1, else 1
+#######################################
+lib::is_dry_run() {
+  [[ "${DRY_RUN:-0}" == "1" ]]
+}
+
+#######################################
+# Print the repository root (the directory two levels above this file).
+# Outputs:   absolute path on stdout
+# Returns:   0
+#######################################
+lib::repo_root() {
+  (cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+}
+
+#######################################
+# Check that every named variable is set and non-empty; report all missing
+# ones in one message.
+# Arguments: variable names
+# Outputs:   error on stderr naming every missing variable
+# Returns:   0 all set, 1 some missing, 2 no names given
+#######################################
+lib::require_env() {
+  if (($# == 0)); then
+    lib::err "lib::require_env: no variable names given"
+    return 2
+  fi
+  local name
+  local -a missing=()
+  for name in "$@"; do
+    if [[ ! "${name}" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+      lib::err "lib::require_env: invalid variable name '${name}'"
+      return 2
+    fi
+    if [[ -z "${!name:-}" ]]; then
+      missing+=("${name}")
+    fi
+  done
+  if ((${#missing[@]} > 0)); then
+    lib::err "missing required variables: ${missing[*]}"
+    return 1
+  fi
+  return 0
+}
+
+#######################################
+# Remember which variables the caller's environment sets, so that config
+# files never override them (environment > config.env > platform .env).
+# Globals:   _LIB_ENV_PRESET (written, associative)
+# Returns:   0
+#######################################
+lib::snapshot_env() {
+  declare -gA _LIB_ENV_PRESET=()
+  local name
+  while IFS= read -r name; do
+    _LIB_ENV_PRESET["${name}"]=1
+  done < <(compgen -e)
+  return 0
+}
+
+#######################################
+# Expand ${NAME}, ${NAME:-default} and $NAME references in a config value.
+# Only variables that are already set can be referenced; command
+# substitution is rejected. Nothing is executed.
+# Arguments: $1 text; $2 location (file:line) for messages
+# Outputs:   expanded text on stdout
+# Returns:   0 ok, 1 undefined variable or forbidden construct
+#######################################
+_lib::expand_refs() {
+  local text="$1" where="$2" out="" name default ref
+  local re_braced='^\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}'
+  # shellcheck disable=SC2016  # literal $ in a regex
+  local re_bare='^\$([A-Za-z_][A-Za-z0-9_]*)'
+  while [[ -n "${text}" ]]; do
+    # shellcheck disable=SC2016  # literal $( and backquote
+    if [[ "${text}" == '$('* || "${text}" == '`'* ]]; then
+      lib::err "${where}: command substitution is not allowed in config values"
+      return 1
+    fi
+    if [[ "${text}" == '$'* ]]; then
+      if [[ "${text}" =~ ${re_braced} ]]; then
+        name="${BASH_REMATCH[1]}"
+        ref="${BASH_REMATCH[0]}"
+        default="${BASH_REMATCH[3]}"
+        if [[ -n "${!name:-}" ]]; then
+          out+="${!name}"
+        elif [[ -n "${BASH_REMATCH[2]}" ]]; then
+          out+="${default}"
+        else
+          lib::err "${where}: \${${name}} is not set"
+          return 1
+        fi
+        text="${text:${#ref}}"
+        continue
+      fi
+      # shellcheck disable=SC2016  # a literal ${
+      if [[ "${text}" == '${'* ]]; then
+        lib::err "${where}: unsupported expansion in '${text}' (use \${NAME} or \${NAME:-default})"
+        return 1
+      fi
+      if [[ "${text}" =~ ${re_bare} ]]; then
+        name="${BASH_REMATCH[1]}"
+        if [[ -z "${!name+x}" ]]; then
+          lib::err "${where}: \$${name} is not set"
+          return 1
+        fi
+        out+="${!name}"
+        text="${text:$((${#name} + 1))}"
+        continue
+      fi
+    fi
+    out+="${text:0:1}"
+    text="${text:1}"
+  done
+  printf '%s' "${out}"
+}
+
+#######################################
+# Parse the right-hand side of KEY=VALUE: "double quoted" (escapes \" \\ \$
+# \`, references expanded), 'single quoted' (literal) or bare (no spaces,
+# references expanded). A trailing " # comment" is allowed.
+# Arguments: $1 raw value; $2 location for messages
+# Outputs:   the value on stdout
+# Returns:   0 ok, 1 syntax error
+#######################################
+_lib::parse_value() {
+  local raw="$1" where="$2" value="" rest ch i
+  if [[ "${raw}" == '"'* ]]; then
+    # Escaped characters are protected from expansion with a private marker.
+    local seg="" out="" closed=0
+    i=1
+    while ((i < ${#raw})); do
+      ch="${raw:i:1}"
+      # shellcheck disable=SC1003  # a literal backslash
+      if [[ "${ch}" == '\' ]]; then
+        local nxt="${raw:i+1:1}"
+        # shellcheck disable=SC1003  # a literal backslash
+        case "${nxt}" in
+          '"' | '\' | '`') seg+="${nxt}" ;;
+          '$')
+            out+="$(_lib::expand_refs "${seg}" "${where}")" || return 1
+            out+='$'
+            seg=""
+            ;;
+          *) seg+="\\${nxt}" ;;
+        esac
+        i=$((i + 2))
+        continue
+      fi
+      if [[ "${ch}" == '"' ]]; then
+        closed=1
+        break
+      fi
+      seg+="${ch}"
+      i=$((i + 1))
+    done
+    if ((closed == 0)); then
+      lib::err "${where}: unterminated double quote"
+      return 1
+    fi
+    out+="$(_lib::expand_refs "${seg}" "${where}")" || return 1
+    value="${out}"
+    rest="${raw:i+1}"
+  elif [[ "${raw}" == "'"* ]]; then
+    rest="${raw:1}"
+    if [[ "${rest}" != *"'"* ]]; then
+      lib::err "${where}: unterminated single quote"
+      return 1
+    fi
+    value="${rest%%\'*}"
+    rest="${rest#*\'}"
+  else
+    # Bare value: up to an unquoted " #" comment; no blanks inside.
+    value="${raw%%[[:space:]]#*}"
+    value="${value%"${value##*[![:space:]]}"}"
+    if [[ "${value}" =~ [[:space:]\"\'] ]]; then
+      lib::err "${where}: values with blanks or quotes inside must be quoted"
+      return 1
+    fi
+    value="$(_lib::expand_refs "${value}" "${where}")" || return 1
+    rest=""
+  fi
+  if [[ -n "${rest}" && ! "${rest}" =~ ^[[:space:]]*(#.*)?$ ]]; then
+    lib::err "${where}: unexpected text after the value: ${rest}"
+    return 1
+  fi
+  printf '%s' "${value}"
+}
+
+#######################################
+# Load KEY=VALUE lines from a config file WITHOUT executing it: every line is
+# parsed (comments, blank lines, optional `export`, quoted values, ${VAR}
+# references to variables already set). A variable that the caller's
+# environment already set (see lib::snapshot_env) is kept as it is, so
+# `PORT=1234 bash run_bench.sh` overrides config files. Loaded variables are
+# exported so that child scripts (start_server.sh) see the same values.
+# Keys named after --protect are always taken from the file (identity keys
+# such as CONTAINER_NAME are too often set in environments for other
+# purposes). Every environment override is logged (unless
+# SSKJ_QUIET_OVERRIDES is set, as for child scripts of the run loop).
+# Arguments: $1 file; optional: --protect KEY...
+# Globals:   _LIB_ENV_PRESET (read); the file's variables (written, exported)
+# Outputs:   errors name file:line; overrides logged on stderr
+# Returns:   0 ok, 1 unreadable file or syntax error, 2 misuse
+#######################################
+lib::load_env_file() {
+  if (($# < 1)) || { (($# > 1)) && [[ "$2" != "--protect" ]]; }; then
+    lib::err "usage: lib::load_env_file FILE [--protect KEY...]"
+    return 2
+  fi
+  local file="$1" line key raw value n=0
+  local -A protect=()
+  shift
+  (($# > 0)) && shift
+  for key in "$@"; do
+    protect["${key}"]=1
+  done
+  if [[ ! -r "${file}" ]]; then
+    lib::err "cannot read config file ${file}"
+    return 1
+  fi
+  local re='^[[:space:]]*(export[[:space:]]+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$'
+  if ! declare -p _LIB_ENV_PRESET >/dev/null 2>&1; then
+    lib::snapshot_env
+  fi
+  while IFS= read -r line || [[ -n "${line}" ]]; do
+    n=$((n + 1))
+    line="${line%$'\r'}"
+    [[ "${line}" =~ ^[[:space:]]*(#.*)?$ ]] && continue
+    if [[ ! "${line}" =~ ${re} ]]; then
+      lib::err "${file}:${n}: expected KEY=VALUE, got: ${line}"
+      return 1
+    fi
+    key="${BASH_REMATCH[2]}"
+    raw="${BASH_REMATCH[3]}"
+    value="$(_lib::parse_value "${raw}" "${file}:${n}")" || return 1
+    if [[ -n "${_LIB_ENV_PRESET[${key}]+x}" && -z "${protect[${key}]+x}" ]]; then
+      if [[ "${!key}" != "${value}" && -z "${SSKJ_QUIET_OVERRIDES:-}" ]]; then
+        lib::info "${key}=${!key} from the environment overrides ${file##*/}"
+      fi
+      continue
+    fi
+    declare -gx "${key}=${value}"
+  done <"${file}"
+  return 0
+}
+
+#######################################
+# Copy an argument list with secret values replaced by '<redacted>': the value after
+# an option named --api-key, --token, --hf-token, --*-secret, --*-password
+# (also in --opt=value form), and NAME=value words whose NAME has a KEY,
+# TOKEN, SECRET or PASSWORD component (HF_TOKEN=..., OPENAI_API_KEY=...).
+# Arguments: the words
+# Globals:   LIB_REDACTED (written, array)
+# Returns:   0
+#######################################
+lib::redact_args() {
+  LIB_REDACTED=()
+  local word lower upper hide_next=0
+  # Option names ending in one of these words carry a secret value.
+  local re_opt='^--([a-z0-9]+-)*(api-key|apikey|token|secret|password|passwd)(=.*)?$'
+  # NAME=value words whose NAME has one of these _-separated components.
+  local re_env='^([A-Za-z_][A-Za-z0-9_]*)=(.*)$'
+  local re_secret_name='(^|_)(KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD)(_|$)'
+  for word in "$@"; do
+    if ((hide_next)); then
+      LIB_REDACTED+=('<redacted>')
+      hide_next=0
+      continue
+    fi
+    lower="$(printf '%s' "${word}" | tr '[:upper:]' '[:lower:]')"
+    if [[ "${lower}" =~ ${re_opt} ]]; then
+      if [[ -n "${BASH_REMATCH[3]}" ]]; then
+        LIB_REDACTED+=("${word%%=*}=<redacted>")
+      else
+        LIB_REDACTED+=("${word}")
+        hide_next=1
+      fi
+      continue
+    fi
+    if [[ "${word}" =~ ${re_env} ]]; then
+      upper="$(printf '%s' "${BASH_REMATCH[1]}" | tr '[:lower:]' '[:upper:]')"
+      if [[ "${upper}" =~ ${re_secret_name} ]]; then
+        LIB_REDACTED+=("${word%%=*}=<redacted>")
+        continue
+      fi
+    fi
+    LIB_REDACTED+=("${word}")
+  done
+  return 0
+}
+
+#######################################
+# Render a command as one shell-pasteable line (printf '%q '), secrets
+# redacted, without a trailing blank.
+# Arguments: the command words
+# Outputs:   the line on stdout (no newline)
+# Returns:   0
+#######################################
+lib::quote_cmd() {
+  local -a LIB_REDACTED=()
+  lib::redact_args "$@"
+  local line
+  line="$(printf '%q ' "${LIB_REDACTED[@]}")"
+  printf '%s' "${line% }"
+}
+
+#######################################
+# Print a command that would run (DRY_RUN) as one quoted line on stdout.
+# Arguments: the command words
+# Outputs:   one line on stdout
+# Returns:   0
+#######################################
+lib::print_cmd() {
+  printf '%s\n' "$(lib::quote_cmd "$@")"
+}
+
+#######################################
+# Resolve the sskj-results command: $SSKJ_RESULTS_BIN, else sskj-results on
+# PATH, else <repo>/.venv/bin/sskj-results; when none exists, create the repo
+# venv and install the package into it (editable).
+# Globals:   SSKJ_RESULTS_BIN (read); SSKJ_RESULTS_CMD (written, array)
+# Outputs:   progress on stderr
+# Returns:   0 found, 1 could not be found or installed
+#######################################
+lib::results_init() {
+  if [[ -n "${SSKJ_RESULTS_CMD[0]:-}" ]]; then
+    return 0
+  fi
+  local root venv_bin
+  root="$(lib::repo_root)"
+  venv_bin="${root}/.venv/bin/sskj-results"
+  if [[ -n "${SSKJ_RESULTS_BIN:-}" ]]; then
+    SSKJ_RESULTS_CMD=("${SSKJ_RESULTS_BIN}")
+  elif command -v sskj-results >/dev/null 2>&1; then
+    SSKJ_RESULTS_CMD=("$(command -v sskj-results)")
+  elif [[ -x "${venv_bin}" ]]; then
+    SSKJ_RESULTS_CMD=("${venv_bin}")
+  else
+    lib::info "sskj-results not found; creating ${root}/.venv and installing the package (takes a few minutes)"
+    if ! python3 -m venv "${root}/.venv" >&2; then
+      lib::err "python3 -m venv ${root}/.venv failed"
+      return 1
+    fi
+    lib::info "pip install -e ${root}"
+    if ! "${root}/.venv/bin/pip" install -e "${root}" >&2; then
+      lib::err "pip install -e ${root} failed"
+      return 1
+    fi
+    SSKJ_RESULTS_CMD=("${venv_bin}")
+  fi
+  return 0
+}
+
+#######################################
+# Run `sskj-results ARGS...`.
+# Arguments: sskj-results arguments
+# Outputs:   whatever the command prints (callers send it to stderr unless
+#            they read it, so that stdout stays for DRY_RUN command lines)
+# Returns:   the command's exit status (1 if it cannot be resolved)
+#######################################
+lib::results() {
+  lib::results_init || return 1
+  "${SSKJ_RESULTS_CMD[@]}" "$@"
+}
+
+#######################################
+# Tell whether nothing listens on a TCP port.
+# Arguments: $1 port; $2 host (default 127.0.0.1)
+# Returns:   0 free, 1 in use, 2 misuse
+#######################################
+lib::port_is_free() {
+  local port="${1:-}" host="${2:-127.0.0.1}"
+  if [[ ! "${port}" =~ ^[0-9]+$ ]]; then
+    lib::err "lib::port_is_free: invalid port '${port}'"
+    return 2
+  fi
+  if command -v ss >/dev/null 2>&1; then
+    if ss -Hltn "sport = :${port}" 2>/dev/null | grep -q .; then
+      return 1
+    fi
+  fi
+  # A successful connect means something is listening.
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  if timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "${host}" "${port}" 2>/dev/null; then
+    return 1
+  fi
+  return 0
+}
+
+#######################################
+# Wait until a port is free (after a server stopped).
+# Arguments: $1 port; $2 timeout seconds (default 30)
+# Returns:   0 free, 1 still in use at the deadline
+#######################################
+lib::wait_port_free() {
+  local port="$1" timeout_s="${2:-30}" waited=0
+  until lib::port_is_free "${port}"; do
+    if ((waited >= timeout_s)); then
+      return 1
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  return 0
+}
+
+#######################################
+# Tell whether a process is alive (zombies count as dead).
+# Arguments: $1 pid
+# Returns:   0 alive, 1 dead or no pid
+#######################################
+lib::pid_alive() {
+  local pid="${1:-}" stat
+  [[ "${pid}" =~ ^[0-9]+$ ]] || return 1
+  stat="$(ps -o stat= -p "${pid}" 2>/dev/null)" || return 1
+  [[ -n "${stat}" && "${stat}" != Z* ]]
+}
+
+#######################################
+# Print every descendant pid of a process (children first level last).
+# Arguments: $1 pid
+# Outputs:   pids, one per line
+# Returns:   0
+#######################################
+_lib::descendants() {
+  local root="$1" pid ppid
+  local -A children=()
+  while read -r pid ppid; do
+    children["${ppid}"]+="${pid} "
+  done < <(ps -eo pid=,ppid= 2>/dev/null)
+  local -a queue=("${root}")
+  local current child
+  local -a kids=()
+  while ((${#queue[@]} > 0)); do
+    current="${queue[0]}"
+    queue=("${queue[@]:1}")
+    read -r -a kids <<<"${children[${current}]:-}"
+    for child in "${kids[@]}"; do
+      printf '%s\n' "${child}"
+      queue+=("${child}")
+    done
+  done
+  return 0
+}
+
+#######################################
+# Stop a process and its whole tree: TERM to its process group (when it
+# leads one) and to every descendant, wait up to GRACE seconds, then KILL
+# what is left. Reaps the process when it is a child of this shell.
+# Arguments: $1 pid; $2 grace seconds (default 30)
+# Outputs:   progress on stderr
+# Returns:   0 (also when the process was already gone), 2 misuse
+#######################################
+lib::stop_tree() {
+  local pid="${1:-}" grace="${2:-30}"
+  if [[ ! "${pid}" =~ ^[0-9]+$ ]]; then
+    lib::err "lib::stop_tree: invalid pid '${pid}'"
+    return 2
+  fi
+  local -a pids=("${pid}")
+  local p pgid waited=0 any
+  mapfile -t -O 1 pids < <(_lib::descendants "${pid}")
+  pids[0]="${pid}"
+  pgid="$(ps -o pgid= -p "${pid}" 2>/dev/null | tr -d ' ')"
+  if [[ "${pgid}" == "${pid}" ]]; then
+    kill -TERM -- "-${pid}" 2>/dev/null || true
+  fi
+  for p in "${pids[@]}"; do
+    kill -TERM "${p}" 2>/dev/null || true
+  done
+  while :; do
+    any=0
+    for p in "${pids[@]}"; do
+      if lib::pid_alive "${p}"; then
+        any=1
+        break
+      fi
+    done
+    ((any == 0)) && break
+    if ((waited >= grace * 10)); then
+      lib::warn "process tree of ${pid} still alive after ${grace}s; sending KILL"
+      if [[ "${pgid}" == "${pid}" ]]; then
+        kill -KILL -- "-${pid}" 2>/dev/null || true
+      fi
+      for p in "${pids[@]}"; do
+        kill -KILL "${p}" 2>/dev/null || true
+      done
+      break
+    fi
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  wait "${pid}" 2>/dev/null || true
+  return 0
+}
+
+#######################################
+# Run a command in its own process group in the background and wait for it,
+# so that a trapped signal interrupts the wait at once; the handler can stop
+# the child through LIB_CHILD_PID.
+# Arguments: $1 log file (stdout+stderr, '-' to inherit); $2.. command
+# Globals:   LIB_CHILD_PID (written while running)
+# Returns:   the command's exit status
+#######################################
+lib::run_child() {
+  local log="$1" rc=0
+  shift
+  if [[ "${log}" == "-" ]]; then
+    setsid -w "$@" </dev/null &
+  else
+    setsid -w "$@" >>"${log}" 2>&1 </dev/null &
+  fi
+  LIB_CHILD_PID=$!
+  wait "${LIB_CHILD_PID}" || rc=$?
+  LIB_CHILD_PID=""
+  return "${rc}"
+}
+
+#######################################
+# Start a server in its own session/process group, output to
+# <log_dir>/<service>_<YYYYmmdd_HHMMSS>.log (first line: the command).
+# Arguments: $1 service name; $2 log directory; $3.. command
+# Globals:   LIB_SERVER_PID, LIB_SERVER_LOG (written)
+# Outputs:   progress on stderr
+# Returns:   0 started, 1 failure, 2 misuse
+#######################################
+lib::start_server() {
+  if (($# < 3)); then
+    lib::err "usage: lib::start_server SERVICE LOG_DIR CMD..."
+    return 2
+  fi
+  local service="$1" log_dir="$2"
+  shift 2
+  mkdir -p "${log_dir}" || return 1
+  LIB_SERVER_LOG="${log_dir}/${service}_$(date '+%Y%m%d_%H%M%S').log"
+  printf '# %s\n' "$(lib::quote_cmd "$@")" >>"${LIB_SERVER_LOG}"
+  lib::info "starting ${service} (log ${LIB_SERVER_LOG}): $(lib::quote_cmd "$@")"
+  setsid -w "$@" >>"${LIB_SERVER_LOG}" 2>&1 </dev/null &
+  LIB_SERVER_PID=$!
+  return 0
+}
+
+#######################################
+# Poll GET <base_url>/health until it answers 200, the timeout passes, or the
+# server process dies (then fail at once). On failure print the log tail.
+# Arguments: $1 base url; $2 server pid; $3 timeout seconds; $4 server log
+# Outputs:   progress and log tail on stderr
+# Returns:   0 healthy, 1 died or timed out, 2 misuse
+#######################################
+lib::wait_for_health() {
+  if (($# != 4)); then
+    lib::err "usage: lib::wait_for_health BASE_URL PID TIMEOUT_S LOG"
+    return 2
+  fi
+  local url="$1" pid="$2" timeout_s="$3" log="$4" start now
+  start="$(date +%s)"
+  lib::info "waiting for ${url}/health (timeout ${timeout_s}s)"
+  while :; do
+    if ! lib::pid_alive "${pid}"; then
+      lib::err "server process ${pid} exited before it became healthy; last lines of ${log}:"
+      tail -n "${LOG_TAIL_LINES:-40}" "${log}" >&2 2>/dev/null || true
+      return 1
+    fi
+    if curl -fsS -o /dev/null --max-time 5 "${url}/health" 2>/dev/null; then
+      now="$(date +%s)"
+      lib::info "server healthy after $((now - start))s"
+      return 0
+    fi
+    now="$(date +%s)"
+    if ((now - start >= timeout_s)); then
+      lib::err "server not healthy after ${timeout_s}s; last lines of ${log}:"
+      tail -n "${LOG_TAIL_LINES:-40}" "${log}" >&2 2>/dev/null || true
+      return 1
+    fi
+    sleep 1
+  done
+}
+
+#######################################
+# Send a signal to every process of a container that carries
+# SSKJ_SERVER_TAG=<tag> in its environment (the server started by
+# `docker exec --env SSKJ_SERVER_TAG=... ` and all its children); with signal
+# 0 only test for them.
+# Arguments: $1 container; $2 tag; $3 signal name or 0
+# Returns:   0 some process matched, 1 none matched
+#######################################
+lib::container_signal_tagged() {
+  local container="$1" tag="$2" sig="$3"
+  # Fixed script text; tag and signal are passed as positional parameters.
+  # shellcheck disable=SC2016  # expanded by the container's sh
+  local script='tag="$1"; sig="$2"; found=1
+for d in /proc/[0-9]*; do
+  pid="${d#/proc/}"
+  [ "$pid" = "$$" ] && continue
+  if tr "\000" "\n" < "$d/environ" 2>/dev/null | grep -qx "SSKJ_SERVER_TAG=$tag"; then
+    kill "-$sig" "$pid" 2>/dev/null && found=0
+  fi
+done
+exit "$found"'
+  docker exec "${container}" sh -c "${script}" sskj-stop "${tag}" "${sig}" 2>/dev/null
+}
+
+#######################################
+# Stop the server started by lib::start_server: its host process tree, then
+# (for docker exec servers) the tagged processes inside the container.
+# Globals:   LIB_SERVER_PID (read, cleared); LIB_SERVER_CONTAINER,
+#            LIB_SERVER_TAG (read, optional); STOP_GRACE_S (read)
+# Outputs:   progress on stderr
+# Returns:   0
+#######################################
+lib::stop_server() {
+  local grace="${STOP_GRACE_S:-30}" waited=0
+  if [[ -n "${LIB_SERVER_PID:-}" ]]; then
+    lib::info "stopping server (pid ${LIB_SERVER_PID})"
+    lib::stop_tree "${LIB_SERVER_PID}" "${grace}"
+  fi
+  if [[ -n "${LIB_SERVER_CONTAINER:-}" && -n "${LIB_SERVER_TAG:-}" ]]; then
+    if lib::container_signal_tagged "${LIB_SERVER_CONTAINER}" "${LIB_SERVER_TAG}" TERM; then
+      while lib::container_signal_tagged "${LIB_SERVER_CONTAINER}" "${LIB_SERVER_TAG}" 0; do
+        if ((waited >= grace)); then
+          lib::warn "server in container ${LIB_SERVER_CONTAINER} still alive after ${grace}s; sending KILL"
+          lib::container_signal_tagged "${LIB_SERVER_CONTAINER}" "${LIB_SERVER_TAG}" KILL || true
+          break
+        fi
+        sleep 1
+        waited=$((waited + 1))
+      done
+    fi
+  fi
+  LIB_SERVER_PID=""
+  return 0
+}
+
+#######################################
+# Map an engine name to its family (sglang or vllm).
+# Arguments: $1 engine (sglang, vllm, vllm-dspark, vllm-xpu, vllm-cpu, ...)
+# Outputs:   family on stdout
+# Returns:   0 known, 1 unknown engine
+#######################################
+lib::engine_family() {
+  case "${1:-}" in
+    sglang*) printf 'sglang' ;;
+    vllm*) printf 'vllm' ;;
+    *)
+      lib::err "unknown engine '${1:-}' (expected sglang, vllm, vllm-dspark, vllm-xpu, ...)"
+      return 1
+      ;;
+  esac
+}
+
+#######################################
+# Fill LIB_LAUNCHER with the prefix that runs the engine's Python: on docker
+# platforms `docker exec --env K=V... --env SSKJ_SERVER_TAG=sskj-<PORT>
+# CONTAINER_NAME CONTAINER_PYTHON`, natively `env K=V... <python>` where the
+# python is SGLANG_PYTHON / VLLM_PYTHON / DSPARK_PYTHON / XPU_PYTHON by
+# engine, falling back to ENGINE_PYTHON.
+# Arguments: $1 engine; $2.. KEY=VALUE environment for the server
+# Globals:   RUNTIME, CONTAINER_NAME, CONTAINER_PYTHON, PORT, *_PYTHON (read);
+#            LIB_LAUNCHER (written, array)
+# Returns:   0 ok, 1 no python configured, 2 misuse
+#######################################
+lib::engine_launcher() {
+  local engine="${1:-}"
+  shift || true
+  local kv
+  for kv in "$@"; do
+    if [[ ! "${kv}" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then
+      lib::err "lib::engine_launcher: expected KEY=VALUE, got '${kv}'"
+      return 2
+    fi
+  done
+  LIB_LAUNCHER=()
+  if [[ "${RUNTIME:-native}" == "docker" ]]; then
+    lib::require_env CONTAINER_NAME CONTAINER_PYTHON PORT || return 1
+    LIB_LAUNCHER=(docker exec)
+    for kv in "$@"; do
+      LIB_LAUNCHER+=(--env "${kv}")
+    done
+    LIB_LAUNCHER+=(--env "SSKJ_SERVER_TAG=sskj-${PORT}" "${CONTAINER_NAME}" "${CONTAINER_PYTHON}")
+    return 0
+  fi
+  local var
+  case "${engine}" in
+    sglang*) var=SGLANG_PYTHON ;;
+    vllm-dspark*) var=DSPARK_PYTHON ;;
+    vllm-xpu*) var=XPU_PYTHON ;;
+    vllm*) var=VLLM_PYTHON ;;
+    *)
+      lib::engine_family "${engine}" >/dev/null
+      return 2
+      ;;
+  esac
+  local python="${!var:-${ENGINE_PYTHON:-}}"
+  if [[ -z "${python}" ]]; then
+    lib::err "no Python for engine ${engine}: set ${var} or ENGINE_PYTHON (platforms/<chip>.env or environment)"
+    return 1
+  fi
+  if (($# > 0)); then
+    LIB_LAUNCHER=(env "$@" "${python}")
+  else
+    LIB_LAUNCHER=("${python}")
+  fi
+  return 0
+}
+
+#######################################
+# Print the installed version of the engine package (empty when unknown).
+# Arguments: $1 engine
+# Globals:   LIB_LAUNCHER (overwritten), RUNTIME/CONTAINER_* (read)
+# Outputs:   version on stdout
+# Returns:   0
+#######################################
+lib::engine_version() {
+  local engine="$1"
+  local -a dists=()
+  case "${engine}" in
+    sglang*) dists=(sglang) ;;
+    *) dists=(vllm vllm-cpu vllm-xpu vllm-dspark vllm_dspark) ;;
+  esac
+  lib::engine_launcher "${engine}" 2>/dev/null || return 0
+  local -a cmd=("${LIB_LAUNCHER[@]}")
+  if [[ "${RUNTIME:-native}" == "docker" ]]; then
+    # Drop the --env SSKJ_SERVER_TAG=... pair: not a server here.
+    cmd=(docker exec "${CONTAINER_NAME}" "${CONTAINER_PYTHON}")
+  fi
+  timeout 60 "${cmd[@]}" -c '
+import sys
+from importlib import metadata
+for name in sys.argv[1:]:
+    try:
+        print(metadata.version(name))
+        break
+    except Exception:
+        pass
+' "${dists[@]}" 2>/dev/null | head -n 1 || true
+  return 0
+}
+
+#######################################
+# Print the installed version of the bench client package (empty if unknown).
+# Arguments: $1 client python; $2 client kind (sglang or vllm)
+# Outputs:   version on stdout
+# Returns:   0
+#######################################
+lib::client_version() {
+  local python="$1" kind="$2" dist
+  case "${kind}" in
+    vllm) dist=vllm ;;
+    *) dist=sglang ;;
+  esac
+  [[ -x "${python}" ]] || command -v "${python}" >/dev/null 2>&1 || return 0
+  timeout 60 "${python}" -c '
+import sys
+from importlib import metadata
+try:
+    print(metadata.version(sys.argv[1]))
+except Exception:
+    pass
+' "${dist}" 2>/dev/null | head -n 1 || true
+  return 0
+}
+
+#######################################
+# Write/update RUN_DIR/results.json metadata and config through
+# `sskj-results metadata`. Standard metadata keys are taken from globals when
+# set; extra --meta/--config/--slo-tier arguments are passed through.
+# Arguments: $1 run dir; $2.. extra sskj-results metadata arguments
+# Globals:   EXPERIMENT RUN_ID MODEL_PATH PHASE_ENGINE HARDWARE ACCELERATOR
+#            CHIP PLATFORM SCRIPT_PATH ENGINE_ENV PHASE_NAME ENGINE_VERSION
+#            CLIENT_LABEL CLIENT_VERSION DESCRIPTION DRIVER_VERSION RUNTIME_VERSION
+#            SLO_TIER (read)
+# Returns:   the command's status
+#######################################
+lib::write_metadata() {
+  local run_dir="$1"
+  shift
+  local -a args=(metadata "${run_dir}")
+  local key var
+  local -a pairs=(
+    experiment:EXPERIMENT run_id:RUN_ID model:MODEL_PATH backend:PHASE_ENGINE
+    engine:PHASE_ENGINE hardware:HARDWARE accelerator:ACCELERATOR chip:CHIP
+    platform:PLATFORM script:SCRIPT_PATH env:ENGINE_ENV phase:PHASE_NAME
+    engine_version:ENGINE_VERSION client:CLIENT_LABEL client_version:CLIENT_VERSION
+    description:DESCRIPTION driver_version:DRIVER_VERSION
+    runtime_version:RUNTIME_VERSION
+  )
+  for key in "${pairs[@]}"; do
+    var="${key#*:}"
+    if [[ -n "${!var:-}" ]]; then
+      args+=(--meta "${key%%:*}=${!var}")
+    fi
+  done
+  args+=(--meta "host=$(hostname 2>/dev/null || echo unknown)")
+  if [[ -n "${SLO_TIER:-}" ]]; then
+    args+=(--slo-tier "${SLO_TIER}")
+  fi
+  lib::results "${args[@]}" "$@" >&2
+}
+
+#######################################
+# Record the exact server command in results.json as config.server_args and
+# config.phase<N>_server_args (secrets redacted).
+# Arguments: $1 run dir; $2 phase index (empty: server_args only); $3.. cmd
+# Returns:   the metadata command's status
+#######################################
+lib::record_server_args() {
+  local run_dir="$1" index="$2"
+  shift 2
+  local line
+  line="$(lib::quote_cmd "$@")"
+  local -a args=(metadata "${run_dir}" --config "server_args=${line}")
+  if [[ -n "${index}" ]]; then
+    args+=(--config "phase${index}_server_args=${line}")
+  fi
+  lib::results "${args[@]}" >&2
+}
+
+#######################################
+# Print the raw output file stem of a scenario:
+# {chip}_{engine}_{MMDD}_{c}_{in}_{out}.
+# Arguments: $1 chip; $2 engine; $3 MMDD; $4 concurrency; $5 input; $6 output
+# Outputs:   stem on stdout
+# Returns:   0
+#######################################
+lib::raw_stem() {
+  printf '%s_%s_%s_%s_%s_%s' "$1" "$2" "$3" "$4" "$5" "$6"
+}
+
+#######################################
+# Print the existing non-empty raw output of a scenario, whatever its MMDD
+# (so a resumed run finds files written on an earlier day).
+# Arguments: $1 run dir; $2 chip; $3 engine; $4 c; $5 input; $6 output
+# Outputs:   path on stdout
+# Returns:   0 found (scenario done), 1 not found
+#######################################
+lib::find_raw_output() {
+  local run_dir="$1" f
+  local prefix="${run_dir}/raw_outputs/${2}_${3}_" suffix="_${4}_${5}_${6}"
+  # The MMDD part is a glob; everything else is quoted.
+  for f in "${prefix}"[0-9][0-9][0-9][0-9]"${suffix}.jsonl" "${prefix}"[0-9][0-9][0-9][0-9]"${suffix}.json"; do
+    if [[ -s "${f}" ]]; then
+      printf '%s' "${f}"
+      return 0
+    fi
+  done
+  return 1
+}
+
+#######################################
+# Fill LIB_CLIENT_CMD with one bench client invocation.
+# CLIENT=sglang (default): CLIENT_PYTHON -m sglang.bench_serving ...
+# CLIENT=vllm: CLIENT_PYTHON -m vllm.entrypoints.cli.main bench serve ...
+# Arguments: $1 output file; $2 concurrency; $3 input len; $4 output len;
+#            $5 number of prompts
+# Globals:   CLIENT CLIENT_PYTHON CLIENT_BACKEND SERVER_HOST PORT MODEL_PATH
+#            SERVED_MODEL_NAME TOKENIZER_PATH DATASET_NAME DATASET_PATH
+#            RANDOM_RANGE_RATIO SEED CLIENT_EXTRA_ARGS API_KEY (read);
+#            LIB_CLIENT_CMD (written, array)
+# Returns:   0 ok, 1 missing configuration
+#######################################
+lib::build_client_cmd() {
+  local out="$1" c="$2" in_len="$3" out_len="$4" n="$5"
+  lib::require_env CLIENT_PYTHON PORT MODEL_PATH CLIENT_BACKEND || return 1
+  local -a extra=()
+  read -r -a extra <<<"${CLIENT_EXTRA_ARGS:-}"
+  local model="${SERVED_MODEL_NAME:-${MODEL_PATH}}"
+  local tokenizer="${TOKENIZER_PATH:-${MODEL_PATH}}"
+  if [[ "${CLIENT:-sglang}" == "vllm" ]]; then
+    LIB_CLIENT_CMD=(
+      "${CLIENT_PYTHON}" -m vllm.entrypoints.cli.main bench serve
+      --backend "${CLIENT_BACKEND}" --host "${SERVER_HOST:-127.0.0.1}" --port "${PORT}"
+      --model "${model}" --tokenizer "${tokenizer}"
+      --dataset-name "${DATASET_NAME:-random}"
+    )
+    [[ -n "${DATASET_PATH:-}" ]] && LIB_CLIENT_CMD+=(--dataset-path "${DATASET_PATH}")
+    LIB_CLIENT_CMD+=(
+      --random-input-len "${in_len}" --random-output-len "${out_len}"
+      --random-range-ratio "${RANDOM_RANGE_RATIO:-0.0}"
+      --num-prompts "${n}" --max-concurrency "${c}" --seed "${SEED:-1}"
+      --ignore-eos --save-result --save-detailed
+      --percentile-metrics "ttft,tpot,itl,e2el" --metric-percentiles "50,90,95,99"
+      --result-dir "$(dirname "${out}")" --result-filename "$(basename "${out}")"
+    )
+  else
+    LIB_CLIENT_CMD=(
+      "${CLIENT_PYTHON}" -m sglang.bench_serving
+      --backend "${CLIENT_BACKEND}" --host "${SERVER_HOST:-127.0.0.1}" --port "${PORT}"
+      --model "${model}" --tokenizer "${tokenizer}"
+      --dataset-name "${DATASET_NAME:-random-ids}"
+    )
+    [[ -n "${DATASET_PATH:-}" ]] && LIB_CLIENT_CMD+=(--dataset-path "${DATASET_PATH}")
+    LIB_CLIENT_CMD+=(
+      --random-input-len "${in_len}" --random-output-len "${out_len}"
+      --random-range-ratio "${RANDOM_RANGE_RATIO:-1.0}"
+      --num-prompts "${n}" --max-concurrency "${c}" --seed "${SEED:-1}"
+      --disable-tqdm --output-file "${out}" --output-details
+    )
+  fi
+  LIB_CLIENT_CMD+=("${extra[@]}")
+  return 0
+}
+
+#######################################
+# Fill LIB_WARMUP_CMD with the warmup invocation for one scenario.
+# Arguments: $1 input len; $2 number of requests
+# Globals:   WARMUP_PYTHON CLIENT_PYTHON SERVER_HOST PORT SERVED_MODEL_NAME
+#            MODEL_PATH WARMUP_MAX_TOKENS WARMUP_TIMEOUT_S (read);
+#            LIB_WARMUP_CMD (written, array)
+# Returns:   0
+#######################################
+lib::build_warmup_cmd() {
+  local in_len="$1" n="$2"
+  # shellcheck disable=SC2034  # read by the caller
+  LIB_WARMUP_CMD=(
+    "${WARMUP_PYTHON:-${CLIENT_PYTHON:-python3}}" "$(lib::repo_root)/scripts/common/warmup.py"
+    --base-url "http://${SERVER_HOST:-127.0.0.1}:${PORT}"
+    --model "${SERVED_MODEL_NAME:-${MODEL_PATH}}"
+    --input-len "${in_len}" --num-requests "${n}"
+    --max-tokens "${WARMUP_MAX_TOKENS:-8}" --timeout "${WARMUP_TIMEOUT_S:-600}"
+  )
+  return 0
+}
+
+#######################################
+# Reset the server's prefix cache so one scenario cannot warm the next:
+# sglang POST /flush_cache, vLLM POST /reset_prefix_cache (vLLM registers it
+# only with VLLM_SERVER_DEV_MODE=1). A failure is a warning.
+# Arguments: $1 engine; $2 base url
+# Outputs:   warning on stderr when the engine refuses
+# Returns:   0 reset, 1 not reset
+#######################################
+lib::reset_prefix_cache() {
+  local engine="$1" url="$2" path family
+  family="$(lib::engine_family "${engine}")" || return 1
+  case "${family}" in
+    sglang) path=/flush_cache ;;
+    *) path=/reset_prefix_cache ;;
+  esac
+  if curl -fsS -o /dev/null --max-time 60 -X POST "${url}${path}" 2>/dev/null; then
+    return 0
+  fi
+  lib::warn "POST ${url}${path} failed: prefix cache not reset"
+  return 1
+}
+
+#######################################
+# Save the raw text of GET <base_url>/metrics to a file.
+# Arguments: $1 base url; $2 output file
+# Returns:   0 saved, 1 failed (warning printed, no file left)
+#######################################
+lib::save_metrics() {
+  local url="$1" out="$2"
+  if curl -fsS --max-time 30 -o "${out}" "${url}/metrics" 2>/dev/null; then
+    return 0
+  fi
+  rm -f "${out}"
+  lib::warn "GET ${url}/metrics failed; no ${out##*/}"
+  return 1
+}
+
+#######################################
+# Start sampling the accelerator into <stem>.csv (nvidia-smi, CSV with
+# header) or <stem>.xpu-smi.log (xpu-smi text snapshots); nothing on CPU.
+# Arguments: $1 output path without extension
+# Globals:   ACCEL_SAMPLER (nvidia-smi | xpu-smi | none), SAMPLE_INTERVAL_MS
+#            (read); LIB_SAMPLER_PID (written)
+# Returns:   0
+#######################################
+lib::start_accel_sampler() {
+  local stem="$1" interval_ms="${SAMPLE_INTERVAL_MS:-1000}"
+  LIB_SAMPLER_PID=""
+  case "${ACCEL_SAMPLER:-none}" in
+    nvidia-smi)
+      command -v nvidia-smi >/dev/null 2>&1 || return 0
+      setsid -w nvidia-smi \
+        --query-gpu=timestamp,index,utilization.gpu,memory.used,memory.total,power.draw \
+        --format=csv,nounits -lms "${interval_ms}" >"${stem}.csv" 2>/dev/null </dev/null &
+      LIB_SAMPLER_PID=$!
+      ;;
+    xpu-smi)
+      command -v xpu-smi >/dev/null 2>&1 || return 0
+      # Fixed script text; the interval is a positional parameter.
+      # shellcheck disable=SC2016  # expanded by the inner bash
+      setsid -w bash -c 'while :; do printf "### %s\n" "$(date "+%Y-%m-%dT%H:%M:%S%z")"; xpu-smi; sleep "$1"; done' \
+        sskj-xpu-sampler "$((interval_ms / 1000 > 0 ? interval_ms / 1000 : 1))" \
+        >"${stem}.xpu-smi.log" 2>&1 </dev/null &
+      LIB_SAMPLER_PID=$!
+      ;;
+    *) ;;
+  esac
+  return 0
+}
+
+#######################################
+# Stop the accelerator sampler started by lib::start_accel_sampler.
+# Globals:   LIB_SAMPLER_PID (read, cleared)
+# Returns:   0
+#######################################
+lib::stop_accel_sampler() {
+  if [[ -n "${LIB_SAMPLER_PID:-}" ]]; then
+    lib::stop_tree "${LIB_SAMPLER_PID}" 2
+  fi
+  LIB_SAMPLER_PID=""
+  return 0
+}
+
+#######################################
+# Print the last lines of a file written after a byte offset (for excerpts).
+# Arguments: $1 file; $2 byte offset; $3 number of lines (default 20)
+# Outputs:   text on stdout
+# Returns:   0
+#######################################
+lib::log_since() {
+  local file="$1" offset="${2:-0}" lines="${3:-20}"
+  [[ -r "${file}" ]] || return 0
+  tail -c "+$((offset + 1))" "${file}" 2>/dev/null | tail -n "${lines}"
+  return 0
+}
+
+#######################################
+# Print a file's size in bytes (0 when missing).
+# Arguments: $1 file
+# Outputs:   size on stdout
+# Returns:   0
+#######################################
+lib::file_size() {
+  if [[ -e "$1" ]]; then
+    wc -c <"$1" | tr -d ' '
+  else
+    printf '0'
+  fi
+}
+
+#######################################
+# Quote one field for CSV (RFC 4180: double quotes doubled, always quoted).
+# Arguments: $1 text
+# Outputs:   quoted field on stdout
+# Returns:   0
+#######################################
+lib::csv_field() {
+  local s="${1//\"/\"\"}"
+  printf '"%s"' "${s}"
+}

@@ -1,0 +1,188 @@
+# shellcheck shell=bash source-path=SCRIPTDIR
+#
+# Platform selection: PLATFORM from the environment, or auto-detection
+# (nvidia-smi GPU name, then xpu-smi, else the CPU), then platforms/<name>.env.
+#
+# Sourcing this file only defines functions (names platform::*); it needs
+# lib.sh (sourced here from the same directory when not loaded yet).
+#
+# Why the .env files are parsed and never `source`d: they are data. `source`
+# would run any command or $(...) that slips into one, and PLATFORM comes
+# from the environment. lib::load_env_file reads KEY=VALUE lines (quoted
+# values, ${VAR} references to variables already set) and executes nothing;
+# PLATFORM must be a plain name, so only files in the repo's platforms/
+# directory can be selected.
+
+if ! declare -F lib::load_env_file >/dev/null; then
+  # shellcheck source=lib.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+fi
+
+#######################################
+# Detect the platform of this machine.
+# nvidia-smi GPU name: *H200* -> nvidia_h200, *H20* -> nvidia_h20,
+# *RTX PRO 6000* / *6000D* -> nvidia_rtx6000d; working xpu-smi ->
+# kunlun_p800; otherwise cpu.
+# Outputs:   platform name on stdout; error on stderr for an unknown GPU
+# Returns:   0 detected, 1 an NVIDIA GPU of unknown kind
+#######################################
+platform::detect() {
+  local name=""
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    name="$(timeout 30 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)" || name=""
+    name="${name%%$'\n'*}"
+  fi
+  if [[ -n "${name}" ]]; then
+    case "${name}" in
+      *H200*) printf 'nvidia_h200' ;;
+      *H20*) printf 'nvidia_h20' ;;
+      *"RTX PRO 6000"* | *6000D*) printf 'nvidia_rtx6000d' ;;
+      *)
+        lib::err "unknown NVIDIA GPU '${name}': set PLATFORM to one of $(platform::list | tr '\n' ' ')"
+        return 1
+        ;;
+    esac
+    return 0
+  fi
+  if command -v xpu-smi >/dev/null 2>&1 && timeout 30 xpu-smi >/dev/null 2>&1; then
+    printf 'kunlun_p800'
+    return 0
+  fi
+  printf 'cpu'
+  return 0
+}
+
+#######################################
+# List the platforms that have an .env file.
+# Outputs:   names, one per line
+# Returns:   0
+#######################################
+platform::list() {
+  local f
+  for f in "$(lib::repo_root)"/platforms/*.env; do
+    [[ -e "${f}" ]] || continue
+    f="${f##*/}"
+    printf '%s\n' "${f%.env}"
+  done
+  return 0
+}
+
+#######################################
+# Describe the hardware of this machine for HARDWARE="auto".
+# Globals:   CHIP, ACCELERATOR (read)
+# Outputs:   e.g. "8x NVIDIA H20 97871MiB" or "Intel Xeon ... (2 cores, 24 GB RAM)"
+# Returns:   0
+#######################################
+platform::detect_hardware() {
+  local lines count name mem
+  if [[ "${CHIP:-}" == nvidia_* ]] && command -v nvidia-smi >/dev/null 2>&1; then
+    lines="$(timeout 30 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null)" || lines=""
+    if [[ -n "${lines}" ]]; then
+      local -a rows=()
+      mapfile -t rows <<<"${lines}"
+      count="${#rows[@]}"
+      name="${rows[0]%%,*}"
+      mem="${rows[0]#*,}"
+      mem="${mem// /}"
+      printf '%sx %s %s' "${count}" "${name}" "${mem}"
+      return 0
+    fi
+  fi
+  if [[ "${CHIP:-}" == "cpu" && -r /proc/cpuinfo ]]; then
+    name="$(grep -m 1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+    count="$(nproc 2>/dev/null || echo '?')"
+    mem="$(awk '/^MemTotal:/ { printf "%d", $2 / 1048576 + 0.5 }' /proc/meminfo 2>/dev/null)"
+    printf '%s (%s cores, %s GB RAM)' "${name:-unknown CPU}" "${count}" "${mem:-?}"
+    return 0
+  fi
+  printf '%s' "${ACCELERATOR:-unknown}"
+  return 0
+}
+
+#######################################
+# Check the keys of the loaded platform; report every problem at once.
+# Globals:   CHIP ACCELERATOR HARDWARE ENGINE DEFAULT_PORT MODEL_ROOT RUNTIME
+#            DOCKER_IMAGE CONTAINER_NAME CONTAINER_PYTHON PATCH_ROOT (read)
+# Arguments: $1 env file (for messages)
+# Outputs:   errors on stderr
+# Returns:   0 valid, 1 invalid
+#######################################
+platform::validate() {
+  local file="$1" key
+  local -a problems=() missing=()
+  local -a required=(CHIP ACCELERATOR HARDWARE ENGINE DEFAULT_PORT MODEL_ROOT)
+  case "${RUNTIME:-native}" in
+    docker) required+=(DOCKER_IMAGE CONTAINER_NAME CONTAINER_PYTHON PATCH_ROOT) ;;
+    native) ;;
+    *) problems+=("RUNTIME must be 'native' or 'docker', got '${RUNTIME}'") ;;
+  esac
+  for key in "${required[@]}"; do
+    [[ -n "${!key:-}" ]] || missing+=("${key}")
+  done
+  if ((${#missing[@]} > 0)); then
+    problems+=("missing keys: ${missing[*]}")
+  fi
+  if [[ -n "${DEFAULT_PORT:-}" && ! "${DEFAULT_PORT}" =~ ^[0-9]+$ ]]; then
+    problems+=("DEFAULT_PORT must be a number, got '${DEFAULT_PORT}'")
+  fi
+  if [[ -n "${ENGINE:-}" ]] && ! lib::engine_family "${ENGINE}" >/dev/null 2>&1; then
+    problems+=("unknown ENGINE '${ENGINE}'")
+  fi
+  if ((${#problems[@]} > 0)); then
+    local p
+    for p in "${problems[@]}"; do
+      lib::err "${file}: ${p}"
+    done
+    return 1
+  fi
+  return 0
+}
+
+#######################################
+# Select and load the platform: PLATFORM (environment or argument) or
+# detection; load platforms/<PLATFORM>.env with lib::load_env_file (the
+# identity and container keys are always the file's; other keys can be
+# overridden from the environment); resolve
+# HARDWARE="auto"; default RUNTIME=native and ACCEL_SAMPLER by chip; validate.
+# Arguments: $1 platform name (optional; overrides PLATFORM)
+# Globals:   PLATFORM, REPO_ROOT, the file's keys, ACCEL_SAMPLER (written,
+#            exported)
+# Outputs:   progress on stderr
+# Returns:   0 loaded, 1 unknown platform or invalid file
+#######################################
+platform::load() {
+  local name="${1:-${PLATFORM:-}}"
+  if [[ -z "${REPO_ROOT:-}" ]]; then
+    REPO_ROOT="$(lib::repo_root)"
+  fi
+  export REPO_ROOT
+  if [[ -z "${name}" ]]; then
+    name="$(platform::detect)" || return 1
+    lib::info "detected platform ${name} (set PLATFORM to override)"
+  fi
+  if [[ ! "${name}" =~ ^[a-z0-9_]+$ ]]; then
+    lib::err "invalid PLATFORM '${name}' (expected a name like nvidia_h200)"
+    return 1
+  fi
+  local file="${REPO_ROOT}/platforms/${name}.env"
+  if [[ ! -f "${file}" ]]; then
+    lib::err "unknown platform '${name}': no ${file} (known: $(platform::list | tr '\n' ' '))"
+    return 1
+  fi
+  export PLATFORM="${name}"
+  lib::load_env_file "${file}" --protect CHIP ACCELERATOR RUNTIME DOCKER_IMAGE CONTAINER_NAME CONTAINER_PYTHON || return 1
+  export RUNTIME="${RUNTIME:-native}"
+  if [[ "${HARDWARE:-}" == "auto" ]]; then
+    HARDWARE="$(platform::detect_hardware)"
+  fi
+  export HARDWARE
+  if [[ -z "${ACCEL_SAMPLER:-}" ]]; then
+    case "${CHIP:-}" in
+      nvidia_*) ACCEL_SAMPLER=nvidia-smi ;;
+      kunlun_*) ACCEL_SAMPLER=xpu-smi ;;
+      *) ACCEL_SAMPLER=none ;;
+    esac
+  fi
+  export ACCEL_SAMPLER
+  platform::validate "${file}"
+}

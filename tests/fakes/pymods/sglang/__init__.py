@@ -1,0 +1,1 @@
+"""Test double of the `sglang` package: only `sglang.bench_serving` exists."""

@@ -1,0 +1,153 @@
+"""Helpers shared by the shell tests (imported by conftest.py and the tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FAKES = REPO / "tests" / "fakes"
+COMMON = REPO / "scripts" / "common"
+
+
+def sskj_results_bin() -> str | None:
+    """The sskj-results next to this Python, on PATH, or in the repo venv."""
+    for candidate in (
+        Path(sys.executable).parent / "sskj-results",
+        Path(shutil.which("sskj-results") or "/nonexistent"),
+        REPO / ".venv" / "bin" / "sskj-results",
+    ):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+SSKJ_RESULTS = sskj_results_bin()
+needs_results = pytest.mark.skipif(SSKJ_RESULTS is None, reason="sskj-results is not installed")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def tagged_pids(tag: str) -> list[int]:
+    """Pids of live processes whose environment holds SSKJ_TEST_TAG=tag."""
+    needle = f"SSKJ_TEST_TAG={tag}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_no_tagged(tag: str, timeout: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = tagged_pids(tag)
+        if not pids or time.monotonic() > deadline:
+            return pids
+        time.sleep(0.1)
+
+
+START_SERVER = """\
+#!/usr/bin/env bash
+# Test experiment: the "engine" is tests/fakes/fake_openai_server.py.
+set -euo pipefail
+EXPERIMENT_DIR="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
+source {lib}
+
+build_server_cmd() {{
+  local -a extra=()
+  read -r -a extra <<<"${{FAKE_SERVER_ARGS:-}}"
+  case "${{PHASE_ENGINE}}" in
+    sglang) lib::engine_launcher sglang || return 1 ;;
+    *) lib::engine_launcher "${{PHASE_ENGINE}}" VLLM_SERVER_DEV_MODE=1 || return 1 ;;
+  esac
+  SERVER_CMD=("${{LIB_LAUNCHER[@]}}" {server} --model "${{MODEL_PATH}}"
+    --host "${{SERVER_HOST}}" --port "${{PORT}}" --api-key "${{FAKE_API_KEY:-sk-test-secret}}" "${{extra[@]}}")
+}}
+
+main() {{
+  bench::server_main "${{EXPERIMENT_DIR}}" build_server_cmd "$@"
+}}
+
+main "$@"
+"""
+
+RUN_BENCH = """\
+#!/usr/bin/env bash
+set -euo pipefail
+EXPERIMENT_DIR="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
+source {lib}
+
+main() {{
+  local -a phases=({phases})
+  bench::run_experiment "${{EXPERIMENT_DIR}}" "${{phases[@]}}"
+}}
+
+main "$@"
+"""
+
+DEFAULT_CONFIG = """\
+MODEL_PATH="fake-model"
+CONCURRENCIES="1 2"
+SHAPES="16x8"
+MIN_PROMPTS="4"
+PROMPTS_PER_CONCURRENCY="2"
+WARMUP_REQUESTS="1"
+STOP_GRACE_S="5"
+HEALTH_TIMEOUT_S="30"
+"""
+
+
+def load_json(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def run_script(script: Path, env: dict[str, str], timeout: float = 240, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+        **kw,
+    )
+
+
+def bash_lib(snippet: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run a bash snippet with lib.sh and platform.sh sourced."""
+    script = f"set -euo pipefail\nsource {COMMON / 'lib.sh'}\nsource {COMMON / 'platform.sh'}\n{snippet}\n"
+    return subprocess.run(
+        ["bash", "-c", script],
+        env=env if env is not None else dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+    )

@@ -1,0 +1,338 @@
+"""The repository's experiments: dry runs (exact commands, metadata), the
+Docker path with patches (fake docker), and the thin Python wrappers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from shellkit import (
+    COMMON,
+    FAKES,
+    REPO,
+    SSKJ_RESULTS,
+    free_port,
+    load_json,
+    needs_results,
+    port_listening,
+    run_script,
+)
+
+pytestmark = pytest.mark.shell
+
+H200_VS = REPO / "experiments" / "h200" / "dsv4_h200_sglang_vs_vllm"
+P800 = REPO / "experiments" / "p800" / "dsv4_p800_sglang"
+
+
+def command_lines(stdout: str) -> list[list[str]]:
+    return [shlex.split(line) for line in stdout.splitlines() if line and not line.startswith("#")]
+
+
+def options(cmd: list[str]) -> dict[str, str | None]:
+    """--flag value pairs of a command line (value None for bare flags)."""
+    out: dict[str, str | None] = {}
+    for i, word in enumerate(cmd):
+        if word.startswith("--"):
+            nxt = cmd[i + 1] if i + 1 < len(cmd) else None
+            out[word] = None if nxt is None or nxt.startswith("--") else nxt
+    return out
+
+
+def validate(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([SSKJ_RESULTS, "validate", str(path)], capture_output=True, text=True, timeout=120)
+
+
+@needs_results
+def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
+    env = dict(base_env, DRY_RUN="1", PLATFORM="nvidia_h200", RUN_ID="20260707-132641", RESULT_ROOT=str(tmp_path / "r"))
+    for key in ("CLIENT_PYTHON", "ENGINE_PYTHON"):  # use the platform file's
+        env.pop(key)
+    proc = run_script(H200_VS / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    cmds = command_lines(proc.stdout)
+    servers = [c for c in cmds if "sglang.launch_server" in c or "vllm.entrypoints.openai.api_server" in c]
+    assert servers == [
+        [f"{REPO}/envs/sglang/bin/python", "-m", "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash",
+         "--tp", "8", "--trust-remote-code", "--host", "127.0.0.1", "--port", "30000"],
+        ["env", "VLLM_SERVER_DEV_MODE=1", f"{REPO}/envs/vllm/bin/python", "-m", "vllm.entrypoints.openai.api_server",
+         "--model", "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
+         "--kv-cache-dtype", "fp8", "--max-num-seqs", "1024", "--host", "127.0.0.1", "--port", "30000"],
+    ]
+    clients = [c for c in cmds if "sglang.bench_serving" in c]
+    warmups = [c for c in cmds if c[1].endswith("warmup.py")]
+    assert len(clients) == 64 and len(warmups) == 64  # 32 scenarios x 2 phases
+    first = clients[0]
+    assert first[:3] == [f"{REPO}/envs/client/bin/python", "-m", "sglang.bench_serving"]
+    opts = options(first)
+    assert opts["--backend"] == "sglang" and opts["--max-concurrency"] == "32"
+    assert opts["--random-input-len"] == "512" and opts["--random-output-len"] == "256"
+    assert opts["--num-prompts"] == "128"
+    assert opts["--output-file"] == str(tmp_path / "r/phase1_sglang/raw_outputs/nvidia_h200_sglang_0707_32_512_256.jsonl")
+    assert "--output-details" in opts
+    assert options(clients[32])["--backend"] == "vllm"
+    assert ["curl", "-fsS", "-X", "POST", "http://127.0.0.1:30000/flush_cache"] in cmds
+    assert ["curl", "-fsS", "-X", "POST", "http://127.0.0.1:30000/reset_prefix_cache"] in cmds
+    assert cmds[-1][1:] == ["compare", str(tmp_path / "r/phase1_sglang"), str(tmp_path / "r/phase2_vllm"),
+                            "--out", str(tmp_path / "r")]
+    for index, engine, server in ((1, "sglang", servers[0]), (2, "vllm", servers[1])):
+        run = tmp_path / "r" / f"phase{index}_{engine}"
+        results = load_json(run / "results.json")
+        assert shlex.split(results["config"]["server_args"]) == server
+        assert shlex.split(results["config"][f"phase{index}_server_args"]) == server
+        meta = results["metadata"]
+        assert (meta["engine"], meta["chip"], meta["accelerator"]) == (engine, "nvidia_h200", "NVIDIA H200")
+        assert meta["hardware"] == "8x NVIDIA H200 143GB"
+        assert meta["script"] == "experiments/h200/dsv4_h200_sglang_vs_vllm/run_bench.sh"
+        assert meta["run_id"] == "20260707-132641"
+        assert results["scenarios"] == []
+        assert validate(run / "results.json").returncode == 0
+        assert list((run / "raw_outputs").iterdir()) == []  # nothing ran
+    assert not (tmp_path / "docker_calls.log").exists()
+
+
+@needs_results
+def test_dry_run_p800_prints_docker_launch_and_records_patches(tmp_path, base_env, tag):
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    patch_text = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-A = 1\n+A = 2\n"
+    (patches / "0001-fix.patch").write_text(patch_text)
+    (patches / "series").write_text("# order\n0001-fix.patch sglang\n")
+    env = dict(
+        base_env,
+        DRY_RUN="1",
+        PLATFORM="kunlun_p800",
+        RUN_ID="20260708-120000",
+        RESULT_ROOT=str(tmp_path / "r"),
+        PATCH_ROOT=str(patches),
+        CONTAINER_NAME="ignored-from-env",  # the platform file wins
+    )
+    proc = run_script(P800 / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    cmds = command_lines(proc.stdout)
+    launch = [
+        "docker", "exec", "--env", "SSKJ_SERVER_TAG=sskj-30000", "sskj_p800_sglang", "python3",
+        "-m", "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash", "--tp", "8",
+        "--trust-remote-code", "--mem-fraction-static", "0.85", "--host", "127.0.0.1", "--port", "30000",
+    ]
+    assert launch in cmds
+    assert ["docker", "cp", str(patches / "0001-fix.patch"), "sskj_p800_sglang:/tmp/sskj_patches/0001-fix.patch"] in cmds
+    # Patches come before the server.
+    assert cmds.index(launch) > next(i for i, c in enumerate(cmds) if c[:2] == ["docker", "cp"])
+    clients = [c for c in cmds if "sglang.bench_serving" in c]
+    assert len(clients) == 10
+    samplers = [c for c in cmds if "xpu-smi" in " ".join(c)]
+    assert samplers == []  # samplers are not commands to paste
+    results = load_json(tmp_path / "r" / "results.json")
+    assert shlex.split(results["config"]["server_args"]) == launch
+    assert results["metadata"]["chip"] == "kunlun_p800" and results["metadata"]["engine"] == "sglang"
+    assert results["metadata"]["env"].startswith("docker:")
+    recorded = results["config"]["patches"]
+    recorded = recorded if isinstance(recorded, list) else json.loads(recorded)
+    assert recorded == [
+        {
+            "file": "0001-fix.patch",
+            "sha256": hashlib.sha256(patch_text.encode()).hexdigest(),
+            "package": "sglang",
+            "target": "<site-packages of sglang>",
+            "status": "dry_run",
+        }
+    ]
+    assert validate(tmp_path / "r" / "results.json").returncode == 0
+    assert not (tmp_path / "docker_calls.log").exists()  # DRY_RUN started nothing
+
+
+def _fake_site(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    pkg = site / "fakepkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mod.py").write_text("VALUE = 1\n")
+    return site
+
+
+def _patch_dir(tmp_path: Path) -> tuple[Path, str]:
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    text = "--- a/fakepkg/mod.py\n+++ b/fakepkg/mod.py\n@@ -1 +1 @@\n-VALUE = 1\n+VALUE = 2\n"
+    (patches / "0001-value.patch").write_text(text)
+    (patches / "series").write_text("0001-value.patch fakepkg\n")
+    return patches, text
+
+
+@needs_results
+def test_apply_patches_applies_once_and_records_sha256(tmp_path, base_env, tag):
+    site = _fake_site(tmp_path)
+    patches, text = _patch_dir(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    assert subprocess.run([SSKJ_RESULTS, "metadata", str(run), "--meta", "experiment=t", "--meta", "model=m"], capture_output=True).returncode == 0
+    env = dict(
+        base_env,
+        CONTAINER_NAME="c1",
+        CONTAINER_PYTHON=sys.executable,
+        PATCH_ROOT=str(patches),
+        CONTAINER_PATCH_DIR=str(tmp_path / "in_container"),
+        PYTHONPATH=f"{site}:{base_env['PYTHONPATH']}",
+    )
+    script = COMMON / "apply_patches.sh"
+    first = subprocess.run(["bash", str(script), str(run)], env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert (site / "fakepkg" / "mod.py").read_text() == "VALUE = 2\n"
+    second = subprocess.run(["bash", str(script), str(run)], env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr
+    assert (site / "fakepkg" / "mod.py").read_text() == "VALUE = 2\n"  # not applied twice
+    recorded = load_json(run / "results.json")["config"]["patches"]
+    recorded = recorded if isinstance(recorded, list) else json.loads(recorded)
+    assert recorded == [
+        {
+            "file": "0001-value.patch",
+            "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "package": "fakepkg",
+            "target": str(site),
+            "status": "already_applied",
+        }
+    ]
+    calls = (tmp_path / "docker_calls.log").read_text()
+    assert f"docker cp {patches}/0001-value.patch c1:{tmp_path}/in_container/0001-value.patch" in calls
+
+
+def test_apply_patches_refuses_a_patch_that_does_not_apply(tmp_path, base_env, tag):
+    site = _fake_site(tmp_path)
+    (site / "fakepkg" / "mod.py").write_text("VALUE = 7\n")
+    patches, _ = _patch_dir(tmp_path)
+    env = dict(
+        base_env,
+        CONTAINER_NAME="c1",
+        CONTAINER_PYTHON=sys.executable,
+        PATCH_ROOT=str(patches),
+        CONTAINER_PATCH_DIR=str(tmp_path / "in_container"),
+        PYTHONPATH=f"{site}:{base_env['PYTHONPATH']}",
+        SSKJ_RESULTS_BIN="/bin/false",
+    )
+    proc = subprocess.run(
+        ["bash", str(COMMON / "apply_patches.sh"), str(tmp_path)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1
+    assert "patch 0001-value.patch does not apply to fakepkg" in proc.stderr
+    assert (site / "fakepkg" / "mod.py").read_text() == "VALUE = 7\n"
+
+
+@needs_results
+def test_docker_platform_run_stops_the_server_inside_the_container(tmp_path, base_env, make_experiment, tag):
+    """kunlun_p800 with the fake docker: the server runs via `docker exec`,
+    patches are applied first, xpu-smi is sampled, and stopping the run also
+    stops the tagged processes "inside the container"."""
+    site = _fake_site(tmp_path)
+    patches, _ = _patch_dir(tmp_path)
+    exp = make_experiment(phases="sglang")
+    port = free_port()
+    env = dict(
+        base_env,
+        PLATFORM="kunlun_p800",
+        PORT=str(port),
+        RUN_ID="20260708-120000",
+        RESULT_ROOT=str(tmp_path / "r"),
+        PATCH_ROOT=str(patches),
+        CONTAINER_PATCH_DIR=str(tmp_path / "in_container"),
+        PYTHONPATH=f"{site}:{base_env['PYTHONPATH']}",
+        SAMPLE_INTERVAL_MS="1000",
+    )
+    proc = run_script(exp / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    run = tmp_path / "r"
+    results = load_json(run / "results.json")
+    server = shlex.split(results["config"]["server_args"])
+    assert server[:6] == ["docker", "exec", "--env", f"SSKJ_SERVER_TAG=sskj-{port}", "sskj_p800_sglang", "python3"]
+    assert (site / "fakepkg" / "mod.py").read_text() == "VALUE = 2\n"
+    assert len(results["scenarios"]) == 2
+    xpu_logs = sorted((run / "gpu_logs").glob("*.xpu-smi.log"))
+    assert [p.name for p in xpu_logs] == [
+        "kunlun_p800_sglang_0708_1_16_8.xpu-smi.log",
+        "kunlun_p800_sglang_0708_2_16_8.xpu-smi.log",
+    ]
+    assert "XPU-SMI" in xpu_logs[0].read_text()
+    calls = (tmp_path / "docker_calls.log").read_text()
+    assert "docker inspect" in calls
+    assert f"sskj-stop sskj-{port} TERM" in calls  # the in-container stop
+    assert not port_listening(port)
+
+
+def test_warmup_succeeds_and_reports_server_errors(tmp_path, base_env, tag):
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(FAKES / "fake_openai_server.py"), "--port", str(port), "--max-model-len", "64"],
+        env=base_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not port_listening(port):
+            assert time.monotonic() < deadline, "fake server did not start"
+            time.sleep(0.1)
+        warmup = [sys.executable, str(COMMON / "warmup.py"), "--base-url", f"http://127.0.0.1:{port}"]
+        ok = subprocess.run(warmup + ["--input-len", "16", "--num-requests", "2"], capture_output=True, text=True, timeout=60)
+        assert ok.returncode == 0, ok.stderr
+        assert ok.stdout.count("ok in") == 2
+        bad = subprocess.run(warmup + ["--input-len", "100"], capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 1
+        assert "HTTP 400" in bad.stderr and "exceeds max_model_len 64" in bad.stderr
+        usage = subprocess.run(warmup + ["--input-len", "0"], capture_output=True, text=True, timeout=60)
+        assert usage.returncode == 2
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_warmup_unreachable_server_fails(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(COMMON / "warmup.py"), "--base-url", f"http://127.0.0.1:{free_port()}", "--input-len", "8"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1 and "cannot list models" in proc.stderr
+
+
+def test_python_wrappers_exec_the_cli(tmp_path):
+    record = tmp_path / "argv.log"
+    stub = tmp_path / "stub"
+    stub.write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$*" >> {record}\n')
+    stub.chmod(0o755)
+    env = {"PATH": "/usr/bin:/bin", "SSKJ_RESULTS_BIN": str(stub)}
+    parse = subprocess.run(
+        [sys.executable, str(COMMON / "parse_backend.py"), "runs/x", "--slo-tier", "S3"], env=env, timeout=60
+    )
+    compare = subprocess.run(
+        [sys.executable, str(COMMON / "compare.py"), "runs/a", "runs/b", "--out", "o"], env=env, timeout=60
+    )
+    assert parse.returncode == 0 and compare.returncode == 0
+    assert record.read_text().splitlines() == [
+        "parse runs/x --slo-tier S3",
+        "report runs/x",
+        "compare runs/a runs/b --out o",
+    ]
+
+
+@needs_results
+def test_dry_run_dspark_phases_record_their_spec_tokens(tmp_path, base_env, tag):
+    env = dict(base_env, DRY_RUN="1", PLATFORM="nvidia_h200", RUN_ID="20260707-000000", RESULT_ROOT=str(tmp_path / "r"))
+    env.pop("ENGINE_PYTHON")
+    proc = run_script(REPO / "experiments" / "h200" / "dsv4_h200_dspark" / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    launches = [c for c in command_lines(proc.stdout) if "vllm.entrypoints.openai.api_server" in c]
+    assert [options(c)["--spec-tokens"] for c in launches] == ["5", "3", "1"]
+    assert all(options(c)["--spec-method"] == "dspark" for c in launches)
+    assert all(c[2] == f"{REPO}/envs/vllm-dspark/bin/python" for c in launches)
+    for index, tokens in ((1, 5), (2, 3), (3, 1)):
+        results = load_json(tmp_path / "r" / f"phase{index}_dspark_t{tokens}" / "results.json")
+        assert results["config"]["spec_tokens"] == tokens
+        assert results["config"]["spec_method"] == "dspark"
+        assert results["metadata"]["engine"] == "vllm-dspark"
+        assert f"--spec-tokens {tokens}" in results["config"][f"phase{index}_server_args"]

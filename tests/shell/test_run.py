@@ -1,0 +1,264 @@
+"""Whole runs of the orchestration against the fake server, client and tools."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from shellkit import free_port, load_json, needs_results, port_listening, run_script, wait_no_tagged
+
+pytestmark = [pytest.mark.shell, needs_results]
+
+
+def client_calls(tmp_path: Path) -> list[tuple[int, int, int]]:
+    log = tmp_path / "client_calls.log"
+    if not log.exists():
+        return []
+    return [tuple(int(x) for x in line.split()[:3]) for line in log.read_text().splitlines()]
+
+
+def run_env(base_env, tmp_path, **extra) -> dict[str, str]:
+    env = dict(
+        base_env,
+        PLATFORM="cpu",
+        PORT=str(free_port()),
+        RUN_ID="20250102-030405",
+        RESULT_ROOT=str(tmp_path / "results" / "run"),
+    )
+    env.update(extra)
+    return env
+
+
+def test_single_phase_run_writes_raw_outputs_metrics_and_results(tmp_path, base_env, make_experiment, tag):
+    exp = make_experiment(phases="vllm")
+    env = run_env(base_env, tmp_path, FAKE_SERVER_ARGS="--spec-decode")
+    proc = run_script(exp / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    run = Path(env["RESULT_ROOT"])
+    raws = sorted(p.name for p in (run / "raw_outputs").iterdir())
+    # {chip}_{engine}_{MMDD from RUN_ID}_{c}_{in}_{out}.jsonl
+    assert raws == ["cpu_vllm_0102_1_16_8.jsonl", "cpu_vllm_0102_2_16_8.jsonl"]
+    line = (run / "raw_outputs" / raws[0]).read_text()
+    assert '"request_rate": Infinity' in line and line.count("\n") == 1
+    for stem in ("cpu_vllm_0102_1_16_8", "cpu_vllm_0102_2_16_8"):
+        before = (run / "server_metrics" / f"{stem}.before.prom").read_text()
+        after = (run / "server_metrics" / f"{stem}.after.prom").read_text()
+        assert "vllm:spec_decode_num_drafts_total" in before and before != after
+    server_logs = list((run / "logs").glob("vllm_*.log"))
+    assert len(server_logs) == 1
+    # One prefix-cache reset per scenario, between warmup and measurement.
+    assert server_logs[0].read_text().count("POST /reset_prefix_cache") == 2
+    results = load_json(run / "results.json")
+    assert results["metadata"]["engine"] == "vllm" and results["metadata"]["chip"] == "cpu"
+    assert results["metadata"]["run_id"] == "20250102-030405"
+    assert len(results["scenarios"]) == 2
+    server_args = results["config"]["server_args"]
+    assert "fake_openai_server.py" in server_args and f"--port {env['PORT']}" in server_args
+    assert "VLLM_SERVER_DEV_MODE=1" in server_args
+    assert "sk-test-secret" not in server_args and "--api-key" in server_args
+    assert "phase1_server_args" not in results["config"]  # single phase
+    assert (run / "report.md").is_file()
+    assert client_calls(tmp_path) == [(1, 16, 8), (2, 16, 8)]
+    assert "report: " + str(run / "report.md") in proc.stderr
+    assert not port_listening(int(env["PORT"]))
+
+
+def test_two_phases_each_in_its_own_run_dir_then_compare(tmp_path, base_env, make_experiment, tag):
+    exp = make_experiment(phases="sglang vllm")
+    env = run_env(base_env, tmp_path)
+    proc = run_script(exp / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    root = Path(env["RESULT_ROOT"])
+    for index, engine in ((1, "sglang"), (2, "vllm")):
+        run = root / f"phase{index}_{engine}"
+        results = load_json(run / "results.json")
+        assert results["metadata"]["engine"] == engine
+        assert results["config"][f"phase{index}_server_args"] == results["config"]["server_args"]
+        assert (run / "report.md").is_file()
+        assert sorted(p.name for p in (run / "raw_outputs").iterdir()) == [
+            f"cpu_{engine}_0102_1_16_8.jsonl",
+            f"cpu_{engine}_0102_2_16_8.jsonl",
+        ]
+    sglang_log = next((root / "phase1_sglang" / "logs").glob("sglang_*.log")).read_text()
+    assert sglang_log.count("POST /flush_cache") == 2 and "reset_prefix_cache" not in sglang_log
+    assert list((root / "phase1_sglang" / "server_metrics").iterdir()) == []  # no /metrics for sglang
+    assert (root / "comparison.md").is_file()
+    assert "comparison: " + str(root / "comparison.md") in proc.stderr
+
+
+OOM_CONFIG = """\
+MODEL_PATH="fake-model"
+CONCURRENCIES="1 2 4 8"
+SHAPES="16x8 32x4"
+MIN_PROMPTS="8"
+PROMPTS_PER_CONCURRENCY="2"
+WARMUP_REQUESTS="0"
+STOP_GRACE_S="5"
+HEALTH_TIMEOUT_S="30"
+"""
+
+
+def test_server_death_records_skip_skips_larger_restarts_and_continues(tmp_path, base_env, make_experiment, tag):
+    exp = make_experiment(phases="vllm", config=OOM_CONFIG)
+    # Dies ("CUDA out of memory") as soon as 4 requests are in flight.
+    env = run_env(base_env, tmp_path, FAKE_SERVER_ARGS="--crash-at-inflight 4 --oom --latency-ms 20")
+    proc = run_script(exp / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    run = Path(env["RESULT_ROOT"])
+    with open(run / "skipped_after_oom.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["scenario", "concurrency", "input_len", "output_len", "reason", "log_excerpt"]
+    by_name = {r[0]: r for r in rows[1:]}
+    assert set(by_name) == {"c4_i16_o8", "c8_i16_o8", "c4_i32_o4", "c8_i32_o4"}
+    assert by_name["c4_i16_o8"][4] == "oom" and "CUDA out of memory" in by_name["c4_i16_o8"][5]
+    assert by_name["c8_i16_o8"][4].startswith("skipped")
+    # c8 never ran; the second shape ran after a restart.
+    assert client_calls(tmp_path) == [(1, 16, 8), (2, 16, 8), (4, 16, 8), (1, 32, 4), (2, 32, 4), (4, 32, 4)]
+    starts = sum(p.read_text().count("\n# ") + p.read_text().startswith("# ") for p in (run / "logs").glob("vllm_*.log"))
+    assert starts == 2
+    assert sorted(p.name for p in (run / "raw_outputs").iterdir()) == [
+        "cpu_vllm_0102_1_16_8.jsonl", "cpu_vllm_0102_1_32_4.jsonl",
+        "cpu_vllm_0102_2_16_8.jsonl", "cpu_vllm_0102_2_32_4.jsonl",
+    ]
+    results = load_json(run / "results.json")
+    assert len(results["scenarios"]) == 4
+    assert not port_listening(int(env["PORT"]))
+
+
+def test_health_timeout_fails_the_run_with_log_tail(tmp_path, base_env, make_experiment, tag):
+    exp = make_experiment(phases="vllm")
+    env = run_env(base_env, tmp_path, FAKE_SERVER_ARGS="--hang-health", HEALTH_TIMEOUT_S="3", STOP_GRACE_S="3")
+    start = time.monotonic()
+    proc = run_script(exp / "run_bench.sh", env, timeout=120)
+    assert proc.returncode == 1
+    assert time.monotonic() - start < 60
+    assert "not healthy after 3s" in proc.stderr
+    assert "fake-server" in proc.stderr  # log tail
+    assert "RESUME=1 RUN_ID=20250102-030405" in proc.stderr
+    assert not port_listening(int(env["PORT"]))
+
+
+def test_server_dying_at_start_fails_fast(tmp_path, base_env, make_experiment, tag):
+    exp = make_experiment(phases="vllm")
+    env = run_env(base_env, tmp_path, FAKE_SERVER_ARGS="--exit-at-start 1 --oom", HEALTH_TIMEOUT_S="300")
+    start = time.monotonic()
+    proc = run_script(exp / "run_bench.sh", env, timeout=120)
+    assert proc.returncode == 1
+    assert time.monotonic() - start < 30
+    assert "exited before it became healthy" in proc.stderr and "CUDA out of memory" in proc.stderr
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_stops_everything_and_resume_reruns_only_missing(
+    tmp_path, base_env, make_experiment, tag, sig, code
+):
+    exp = make_experiment(
+        phases="vllm",
+        config=OOM_CONFIG.replace('CONCURRENCIES="1 2 4 8"', 'CONCURRENCIES="1 2"').replace(
+            'SHAPES="16x8 32x4"', 'SHAPES="16x8"'
+        ),
+    )
+    env = run_env(base_env, tmp_path, FAKE_SERVER_ARGS="--latency-ms 150")
+    run = Path(env["RESULT_ROOT"])
+    proc = subprocess.Popen(
+        ["bash", str(exp / "run_bench.sh")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        # First scenario done, second one measuring.
+        _wait_for(lambda: (run / "raw_outputs" / "cpu_vllm_0102_1_16_8.jsonl").exists(), 90, "first scenario")
+        _wait_for(lambda: len(client_calls(tmp_path)) == 2, 30, "second client")
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == code, err
+    resume = f"RESUME=1 RUN_ID=20250102-030405 RESULT_ROOT={shlex.quote(str(run))} PLATFORM=cpu bash {exp / 'run_bench.sh'}"
+    assert resume in err
+    assert not port_listening(int(env["PORT"]))
+    assert wait_no_tagged(tag) == []  # no process of the run survives
+    assert sorted(p.name for p in (run / "raw_outputs").iterdir()) == ["cpu_vllm_0102_1_16_8.jsonl"]
+    assert len(load_json(run / "results.json")["scenarios"]) == 1  # completed scenario kept
+
+    # A new run in the same directory is refused; RESUME=1 reruns only what is missing.
+    again = run_script(exp / "run_bench.sh", dict(env, FAKE_SERVER_ARGS=""))
+    assert again.returncode == 1 and "already holds a run" in again.stderr
+    resumed = run_script(exp / "run_bench.sh", dict(env, RESUME="1", FAKE_SERVER_ARGS=""))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "scenario c1_i16_o8 already done" in resumed.stderr
+    assert client_calls(tmp_path) == [(1, 16, 8), (2, 16, 8), (2, 16, 8)]
+    assert len(load_json(run / "results.json")["scenarios"]) == 2
+
+
+def test_resume_without_run_id_is_misuse(tmp_path, base_env, make_experiment, tag):
+    exp = make_experiment()
+    env = run_env(base_env, tmp_path, RESUME="1")
+    env.pop("RUN_ID")
+    proc = run_script(exp / "run_bench.sh", env)
+    assert proc.returncode == 2 and "RESUME=1 needs RUN_ID" in proc.stderr
+
+
+def test_resume_does_not_rerun_recorded_failures(tmp_path, base_env, make_experiment, tag):
+    exp = make_experiment(phases="vllm", config=OOM_CONFIG.replace('SHAPES="16x8 32x4"', 'SHAPES="16x8"'))
+    env = run_env(base_env, tmp_path, FAKE_SERVER_ARGS="--crash-at-inflight 4 --oom --latency-ms 20")
+    assert run_script(exp / "run_bench.sh", env).returncode == 0
+    first = client_calls(tmp_path)
+    resumed = run_script(exp / "run_bench.sh", dict(env, RESUME="1"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert client_calls(tmp_path) == first  # nothing left to run: no server started either
+    assert "starting vllm" not in resumed.stderr
+
+
+def test_slo_search_runs_what_slo_next_proposes(tmp_path, base_env, make_experiment, tag):
+    exp = make_experiment(phases="vllm", config=OOM_CONFIG.replace('SHAPES="16x8 32x4"', 'SHAPES="16x8"'))
+    env = run_env(base_env, tmp_path, SLO_SEARCH="1", FAKE_SERVER_ARGS="--latency-ms 1")
+    proc = run_script(exp / "run_bench.sh", env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    calls = client_calls(tmp_path)
+    assert calls, proc.stderr
+    assert all(1 <= c <= 8 and (i, o) == (16, 8) for c, i, o in calls)
+    assert len(set(calls)) == len(calls)  # never the same concurrency twice
+    assert "SLO search 16x8: trying concurrency" in proc.stderr
+    results = load_json(Path(env["RESULT_ROOT"]) / "results.json")
+    assert results["slo_search"], "the search is recorded by sskj-results slo-next"
+
+
+def test_nvidia_platform_samples_the_gpu_per_scenario(tmp_path, base_env, make_experiment, tag):
+    exp = make_experiment(phases="vllm")
+    env = run_env(
+        base_env, tmp_path, PLATFORM="nvidia_h20", VLLM_PYTHON=sys.executable, FAKE_GPU_NAME="NVIDIA H20",
+        SAMPLE_INTERVAL_MS="200", FAKE_SERVER_ARGS="--latency-ms 50",
+    )
+    proc = run_script(exp / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    assert "failed" not in proc.stderr  # e.g. "sskj-results parse … failed" on a bad gpu_logs CSV
+    run = Path(env["RESULT_ROOT"])
+    samples = sorted((run / "gpu_logs").glob("*.csv"))
+    assert [p.name for p in samples] == ["nvidia_h20_vllm_0102_1_16_8.csv", "nvidia_h20_vllm_0102_2_16_8.csv"]
+    lines = samples[0].read_text().splitlines()
+    assert lines[0] == "timestamp, index, utilization.gpu, memory.used, memory.total, power.draw"
+    assert len(lines) >= 9  # header + at least one sample of 8 GPUs
+    results = load_json(run / "results.json")
+    assert results["metadata"]["hardware"] == "8x NVIDIA H20 143771MiB"  # HARDWARE="auto"
