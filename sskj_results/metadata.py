@@ -36,7 +36,9 @@ def parse_assignments(items: tuple[str, ...], option: str) -> dict[str, str]:
 
 
 def config_value(text: str) -> Any:
-    """A --config value: a JSON scalar when it is one (8, 2.5, true, null), else the string itself."""
+    """A --config value: a JSON scalar when it is one (8, 2.5, true, null), else the string itself; "" is null."""
+    if not text.strip():
+        return None
     try:
         value = json.loads(text)
     except ValueError:

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+#
+# Server launch command of each phase: vLLM's CPU build serving the tiny
+# model, with ngram speculative decoding when SPEC_METHOD=ngram.
+#
+# Usage: bash start_server.sh [--print-cmd] [PHASE_SPEC]
+#   PHASE_SPEC  as in run_bench.sh, e.g. vllm_baseline:vllm (default: vllm)
+#   --print-cmd print the command NUL-separated instead of running it
+set -euo pipefail
+
+EXPERIMENT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export PLATFORM="${PLATFORM:-cpu}"
+# shellcheck source-path=SCRIPTDIR source=../../../scripts/common/adaptive_bench_lib.sh
+source "${EXPERIMENT_DIR}/../../../scripts/common/adaptive_bench_lib.sh"
+
+#######################################
+# Fill SERVER_CMD for the phase.
+# Globals:   PHASE_ENGINE MODEL_PATH SERVER_HOST PORT MAX_MODEL_LEN DTYPE
+#            KVCACHE_SPACE_GIB SPEC_METHOD SPEC_TOKENS PROMPT_LOOKUP_MAX
+#            PROMPT_LOOKUP_MIN (read); SERVER_CMD (written)
+# Returns:   0 ok, 1 missing configuration, 2 unsupported engine or method
+#######################################
+build_server_cmd() {
+  if [[ "${PHASE_ENGINE}" != "vllm" ]]; then
+    lib::err "engine ${PHASE_ENGINE} is not supported by this experiment (vllm only)"
+    return 2
+  fi
+  # VLLM_SERVER_DEV_MODE=1 enables POST /reset_prefix_cache between scenarios.
+  lib::engine_launcher vllm VLLM_SERVER_DEV_MODE=1 "VLLM_CPU_KVCACHE_SPACE=${KVCACHE_SPACE_GIB}" HF_HUB_OFFLINE=1 || return 1
+  SERVER_CMD=("${LIB_LAUNCHER[@]}" -m vllm.entrypoints.openai.api_server
+    --model "${MODEL_PATH}" --host "${SERVER_HOST}" --port "${PORT}"
+    --enforce-eager --max-model-len "${MAX_MODEL_LEN}" --dtype "${DTYPE}")
+  case "${SPEC_METHOD:-}" in
+    "") ;;
+    ngram)
+      local spec
+      printf -v spec '{"method":"ngram","num_speculative_tokens":%d,"prompt_lookup_max":%d,"prompt_lookup_min":%d}' \
+        "${SPEC_TOKENS}" "${PROMPT_LOOKUP_MAX}" "${PROMPT_LOOKUP_MIN}"
+      SERVER_CMD+=(--speculative-config "${spec}")
+      ;;
+    *)
+      lib::err "SPEC_METHOD=${SPEC_METHOD} is not supported here (empty or ngram)"
+      return 2
+      ;;
+  esac
+}
+
+main() {
+  bench::server_main "${EXPERIMENT_DIR}" build_server_cmd "$@"
+}
+
+main "$@"

@@ -1,0 +1,5 @@
+"""`python -m sskj_results` = `sskj-results`."""
+
+from sskj_results.cli import main
+
+main()

@@ -1,0 +1,111 @@
+"""End to end: the README's main command with a real vLLM CPU engine and the real sglang.bench_serving.
+
+Reduced grid (3 concurrencies x 1 shape, 2 phases). On a fresh machine the
+run first installs envs/ and builds models/tiny-llama (a few minutes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sskj_results.io import load_run
+from sskj_results.rawio import loads_lenient
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+MAIN = REPO / "experiments" / "cpu" / "tiny_vllm_ngram" / "run_bench.sh"
+PORT = 18731
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(f"{proc.name}: {cmdline[:200]}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    assert not _listening(PORT), f"port {PORT} is busy before the run"
+    root = tmp_path_factory.mktemp("cpu_run") / "run"
+    env = dict(os.environ)
+    env.update(
+        RESULT_ROOT=str(root), RUN_ID="20261130-000000", PORT=str(PORT),
+        CONCURRENCIES="1 2 4", SHAPES="128x32", MIN_PROMPTS="8", PROMPTS_PER_CONCURRENCY="2",
+        SSKJ_RESULTS_BIN=str(Path(sys.executable).parent / "sskj-results"),
+    )
+    env.pop("PLATFORM", None)
+    proc = subprocess.run(["bash", str(MAIN)], env=env, capture_output=True, text=True, timeout=1800)
+    log = root.parent / "run.log"
+    log.write_text(proc.stdout + proc.stderr)
+    assert proc.returncode == 0, f"main command failed ({proc.returncode}); tail:\n{(proc.stdout + proc.stderr)[-4000:]}"
+    assert f"comparison: {root}/comparison.md" in proc.stderr
+    return root
+
+
+def test_every_results_json_validates(cpu_run: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "sskj_results", "validate", str(cpu_run)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count(": valid (") == 2
+
+
+def test_phases_measured_with_real_accept_length(cpu_run: Path) -> None:
+    base = load_run(cpu_run / "phase1_vllm_baseline")
+    spec = load_run(cpu_run / "phase2_vllm_ngram")
+    for run in (base, spec):
+        assert len(run.scenarios) >= 3
+        assert all(s.success > 0 and s.failed == 0 for s in run.scenarios)
+        assert run.metadata.engine == "vllm" and run.metadata.chip == "cpu"
+        assert run.config.server_args and "vllm.entrypoints.openai.api_server" in run.config.server_args
+    assert all(s.accept_length is None for s in base.scenarios)
+    assert all(s.accept_length is not None and s.accept_length > 1 for s in spec.scenarios)
+    assert spec.config.spec_method == "ngram" and base.config.spec_method is None
+    assert "--speculative-config" in spec.config.server_args
+
+
+def test_ttft_p99_equals_the_clients_own(cpu_run: Path) -> None:
+    for phase in ("phase1_vllm_baseline", "phase2_vllm_ngram"):
+        run_dir = cpu_run / phase
+        for scenario in load_run(run_dir).scenarios:
+            raw = (run_dir / scenario.source.file).read_bytes().splitlines()[scenario.source.line - 1]
+            client = loads_lenient(raw)
+            assert scenario.latencies.ttft_ms.p99 == client["p99_ttft_ms"]
+            assert scenario.latencies.e2e_ms.mean == client["mean_e2e_latency_ms"]
+
+
+def test_reports_comparison_and_plots_exist(cpu_run: Path) -> None:
+    for phase in ("phase1_vllm_baseline", "phase2_vllm_ngram"):
+        assert (cpu_run / phase / "report.md").is_file()
+        assert list((cpu_run / phase / "plots").glob("*.png"))
+    assert (cpu_run / "comparison.md").read_text().count("| c") >= 6
+    comparison = json.loads((cpu_run / "comparison.json").read_text())
+    assert {t["metric"] for s in comparison["scenarios"] for t in s["tests"]} >= {"ttft_ms", "tpot_ms", "e2e_ms"}
+    assert len(list(cpu_run.glob("*.png"))) >= 3
+
+
+def test_nothing_left_running(cpu_run: Path) -> None:
+    assert not _listening(PORT)
+    assert _processes_mentioning(str(cpu_run)) == []
+    assert _processes_mentioning(f"--port {PORT}") == []
