@@ -7,12 +7,14 @@ are computed from the per-request arrays and listed in Scenario.reconstructed.
 
 from __future__ import annotations
 
+import functools
+import gc
 import shlex
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 import numpy as np
 
@@ -24,15 +26,40 @@ from .models import (
     Config, Latencies, Metadata, Percentiles, RawFile, RawRequest, Results, Scenario,
     SkippedScenario, SloSpec, Source,
 )
-from .rawio import LineError, count_lines, iter_items, sha256_file
+from .rawio import FileHashes, FileScan, LineError, count_lines, sha256_file
 from .readers import NameHints, RawRun, RunError, name_hints, read_run
-from .sidecars import accept_length_between, read_skipped, sidecar_digest, sidecar_paths, summarize_gpu_log
+from .sidecars import (
+    accept_length_between, read_skipped, sidecar_digest, sidecar_paths, summarize_gpu_log, summarize_xpu_log,
+)
 from .slo import resolve_slo, slo_status
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 RAW_REQUESTS_CAP = 20000
 RAW_SUFFIXES = (".jsonl", ".json")
 LATENCY_FIELDS = ("e2e_ms", "ttft_ms", "tpot_ms", "itl_ms")
 PCT_FIELDS = ("mean", "p50", "p90", "p95", "p99", "std")
+
+
+def _bulk(func: F) -> F:
+    """Run func with the cyclic garbage collector paused (restored after).
+
+    An import allocates millions of objects without reference cycles (parsed
+    JSON, then one small model per request); the collector would scan them
+    over and over for nothing: about a tenth of the import time.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not gc.isenabled():
+            return func(*args, **kwargs)
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return wrapper  # type: ignore[return-value]
 
 
 @dataclass
@@ -53,29 +80,49 @@ class ReadOutcome:
     runs: list[RawRun] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # of the bytes read, from the same pass; None when the file could not be read to its end
+    sha256: Optional[str] = None
+    size: int = 0
+    lines: int = 0
 
 
-def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, strict: bool = False) -> ReadOutcome:
-    """Every run of one raw file; bad runs become Problems (or raise with strict)."""
+def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, strict: bool = False,
+                  digest: bool = True) -> ReadOutcome:
+    """Every run of one raw file; bad runs become Problems (or raise with strict).
+
+    The file is read once, one line at a time: each object is normalized into
+    a RawRun (compact numpy arrays) before the next line is parsed.
+    """
     hints = hints if hints is not None else name_hints(path.stem)
     out = ReadOutcome()
+    scan = FileScan(path, digest=digest)
+    seen = 0
     try:
-        items = list(iter_items(path))
+        for item in scan:
+            seen += 1
+            if isinstance(item, LineError):
+                problem = Problem(label, item.line or None, item.message)
+            else:
+                try:
+                    out.runs.append(read_run(item.data, item.line, hints))
+                    continue
+                except RunError as exc:
+                    problem = Problem(label, item.line, str(exc))
+                finally:
+                    del item
+            if strict:
+                raise RawFormatError(f"{problem} (--strict: stopped at the first bad run)")
+            out.problems.append(problem)
     except OSError as exc:
-        items = [LineError(0, f"cannot read: {exc.strerror}")]
-    for item in items:
-        if isinstance(item, LineError):
-            problem = Problem(label, item.line or None, item.message)
-        else:
-            try:
-                out.runs.append(read_run(item.data, item.line, hints))
-                continue
-            except RunError as exc:
-                problem = Problem(label, item.line, str(exc))
+        # unreadable: nothing of the file counts, one problem says why
+        out = ReadOutcome()
+        problem = Problem(label, None, f"cannot read: {exc.strerror}")
         if strict:
-            raise RawFormatError(f"{problem} (--strict: stopped at the first bad run)")
+            raise RawFormatError(f"{problem} (--strict: stopped at the first bad run)") from None
         out.problems.append(problem)
-    if not items:
+        return out
+    out.sha256, out.size, out.lines = scan.sha256, scan.size, scan.lines
+    if not seen:
         problem = Problem(label, None, "empty file: no runs")
         if strict:
             raise RawFormatError(str(problem))
@@ -98,7 +145,13 @@ def _percentiles(client: dict[str, float], computed: dict[str, Optional[float]],
 
 
 def _ms(seconds: np.ndarray) -> list[Optional[float]]:
-    return [None if not np.isfinite(v) else float(v * 1000) for v in seconds]
+    """Milliseconds as Python floats, None where the seconds are not finite."""
+    seconds = np.asarray(seconds, dtype=np.float64)
+    finite = np.isfinite(seconds)
+    values = (seconds * 1000).tolist()
+    if finite.all():
+        return values
+    return [v if ok else None for v, ok in zip(values, finite.tolist())]
 
 
 def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str] = None,
@@ -118,11 +171,12 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         )
         if not per.e2e_from_latencies:
             e2e_method = "ttft_plus_itls"
+        # only what the client did not write itself is reported from the arrays
         computed = {
-            "ttft_ms": summarize(per.ttft),
-            "e2e_ms": summarize(per.e2e),
-            "tpot_ms": summarize(per.tpot),
-            "itl_ms": summarize(per.itl),
+            "ttft_ms": summarize(per.ttft, _missing(run, "ttft_ms")),
+            "e2e_ms": summarize(per.e2e, _missing(run, "e2e_ms")),
+            "tpot_ms": summarize(per.tpot, _missing(run, "tpot_ms")),
+            "itl_ms": summarize(per.itl, _missing(run, "itl_ms")),
         }
         attainment = slo_attainment(details.success, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
         raw_requests = _raw_requests(details, e2e_all, tpot_all, cap)
@@ -146,6 +200,11 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         num_prompts=run.num_prompts, request_rate=run.request_rate, dataset_name=run.dataset_name,
         request_format=run.request_format, notes=list(run.notes), source=source,
     )
+
+
+def _missing(run: RawRun, metric: str) -> list[str]:
+    client = run.client.get(metric, {})
+    return [stat for stat in PCT_FIELDS if stat not in client]
 
 
 def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: int) -> list[RawRequest]:
@@ -222,11 +281,14 @@ def raw_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in RAW_SUFFIXES)
 
 
+@_bulk
 def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_REQUESTS_CAP) -> ParseOutcome:
     """Merge RUN_DIR/raw_outputs/* into RUN_DIR/results.json (idempotent, atomic)."""
     file = run_dir / RESULTS_NAME
     if not file.is_file():
         raise ResultsError(f"{file}: no results.json; create it first with `sskj-results metadata {run_dir} --meta ...`")
+    # raw files are hashed on helper threads while results.json loads
+    hashes = FileHashes(raw_files(run_dir / "raw_outputs"))
     existing = load_run(file)
     spec = slo or existing.slo or resolve_slo()
     same_slo = existing.slo is not None and existing.slo == spec
@@ -241,9 +303,9 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
     warnings: list[str] = []
     skipped: list[SkippedScenario] = []
     read = reused = 0
-    for path in raw_files(run_dir / "raw_outputs"):
+    # content hashes decide what is read again
+    for path, (digest, size) in zip(hashes.paths, hashes.result()):
         label = f"raw_outputs/{path.name}"
-        digest, size = sha256_file(path)
         sides = sidecar_paths(run_dir, path.stem)
         side_digest = sidecar_digest(sides)
         prev = known.get(label)
@@ -254,7 +316,7 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
             continue
         read += 1
         hints = name_hints(path.stem)
-        outcome = read_raw_file(path, label, hints)
+        outcome = read_raw_file(path, label, hints, digest=False)  # hashed above
         problems.extend(outcome.problems)
         skipped.extend(_skip_entry(p, hints) for p in outcome.problems)
         accept, gpu = _sidecar_values(run_dir, path.stem, len(outcome.runs), warnings)
@@ -290,11 +352,16 @@ def _sidecar_values(run_dir: Path, stem: str, runs: int, warnings: list[str]) ->
             accept = accept_length_between(before.read_text(errors="replace"), after.read_text(errors="replace"))
         else:
             warnings.append(f"server_metrics/{stem}.*.prom: {runs} runs in the raw file; metrics apply to one scenario only, ignored")
+    xpu_log = run_dir / "gpu_logs" / f"{stem}.xpu-smi.log"
     if gpu_csv.is_file():
         try:
             gpu = summarize_gpu_log(gpu_csv)
         except RawFormatError as exc:
             warnings.append(str(exc))
+    elif xpu_log.is_file():
+        gpu = summarize_xpu_log(xpu_log)
+        if gpu is None:
+            warnings.append(f"gpu_logs/{xpu_log.name}: no device rows (`N MiB / N MiB`) found; accelerator usage not recorded")
     return accept, gpu
 
 
@@ -342,6 +409,7 @@ class ImportOutcome:
 NOT_RECORDED = "not recorded: imported from raw client outputs by sskj-results import-legacy"
 
 
+@_bulk
 def import_legacy(
     raw_dir: Path,
     out: Path,
@@ -380,8 +448,12 @@ def import_legacy(
         outcome = read_raw_file(path, path.name, hints, strict=strict)
         problems.extend(outcome.problems)
         skipped.setdefault(file_engine, []).extend(_skip_entry(p, hints) for p in outcome.problems)
-        digest, size = sha256_file(path)
-        sources.setdefault(file_engine, []).append((path, digest, size, count_lines(path)))
+        if outcome.sha256 is None:
+            digest, size = sha256_file(path)  # unreadable: raises as it always did
+            lines = count_lines(path)
+        else:
+            digest, size, lines = outcome.sha256, outcome.size, outcome.lines
+        sources.setdefault(file_engine, []).append((path, digest, size, lines))
         for run in outcome.runs:
             for note in run.notes:
                 if note.startswith("file name says"):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
 from typing import Any, Union
 
+import orjson
 from pydantic import ValidationError
 
 from .errors import ResultsError
@@ -84,9 +86,39 @@ def load_run(path: PathLike) -> Results:
 
 
 def to_json_bytes(results: Results) -> bytes:
-    """The exact bytes save_run writes: 2-space indented, UTF-8, trailing newline."""
-    text = json.dumps(dump_dict(results), ensure_ascii=False, indent=2, allow_nan=False)
-    return (text + "\n").encode("utf-8")
+    """The exact bytes save_run writes: 2-space indented, UTF-8, trailing newline.
+
+    Written by orjson (same layout as ``json.dumps(indent=2, ensure_ascii=False)``;
+    floats in their shortest round-trip form); NaN and infinities are refused
+    as ``json.dumps(allow_nan=False)`` refuses them.
+    """
+    data = dump_dict(results)
+    _require_finite(data)
+    try:
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits in config: the standard library copes
+        text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
+        return (text + "\n").encode("utf-8")
+
+
+def _require_finite(node: Any) -> None:
+    """Raise ValueError (as json.dumps(allow_nan=False) does) on a NaN or infinite float anywhere in node."""
+    kind = type(node)
+    if kind is dict:
+        values = node.values()
+    elif kind is list:
+        values = node
+    else:
+        if kind is float and not math.isfinite(node):
+            raise ValueError(f"Out of range float values are not JSON compliant: {node!r}")
+        return
+    for value in values:
+        kind = type(value)
+        if kind is float:
+            if value - value != 0.0:  # NaN or +-inf
+                raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+        elif kind is dict or kind is list:
+            _require_finite(value)
 
 
 def atomic_write_bytes(file: Path, data: bytes) -> None:

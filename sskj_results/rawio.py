@@ -5,16 +5,23 @@ writes bare ``Infinity``/``NaN`` (Python's json), ``vllm bench serve`` writes
 one object per file, or one per line with ``--append-result``. Lines are read
 one at a time; a bad line is reported with its 1-based number and does not
 stop the others.
+
+`FileScan` reads a file once: its objects, its SHA-256, size and line count
+come from the same pass (big lines are hashed on a helper thread while they
+are parsed; hashlib releases the GIL). `FileHashes` hashes many files on
+several threads.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import orjson
 
@@ -42,18 +49,62 @@ class LineError:
 Item = Union[Record, LineError]
 
 
+# How many bare constants are replaced one by one, where orjson reports them,
+# before the regular expression takes over (sglang.bench_serving writes one:
+# its request_rate).
+_MAX_TARGETED = 4
+
+
 def loads_lenient(text: bytes) -> Any:
     """Parse one JSON document; bare Infinity/-Infinity/NaN become null."""
     try:
         return orjson.loads(text)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as exc:
         if b"Infinity" not in text and b"NaN" not in text:
             raise
+        pos = exc.pos  # no reference to the exception is kept: its .doc is the whole text
+    # Replace each constant where orjson stopped at it: no scan of the whole line.
+    fixed = text
+    for _ in range(_MAX_TARGETED):
+        patched = _null_at(fixed, pos)
+        if patched is None:
+            break
+        fixed = patched
+        data, pos = _try_loads(fixed)
+        if pos is None:
+            return data
     try:
         return orjson.loads(_NONFINITE.sub(rb"\1null", text))
     except orjson.JSONDecodeError:
         # Rare shapes the substitution does not cover: the standard library accepts them all.
         return json.loads(text, parse_constant=lambda _name: None)
+
+
+def _try_loads(data: Any) -> tuple[Any, Optional[int]]:
+    """(parsed, None), or (None, character position where orjson stopped)."""
+    try:
+        return orjson.loads(data), None
+    except orjson.JSONDecodeError as exc:
+        return None, exc.pos
+
+
+def _null_at(text: bytes, pos: int) -> Optional[bytes]:
+    """text with the bare constant orjson stopped at (character pos) made null; None if it is not one."""
+    if pos <= 0 or pos >= len(text):
+        return None
+    if text.startswith(b"Infinity", pos):
+        start, end = pos, pos + 8
+        if text[pos - 1:pos] == b"-":
+            start -= 1
+    elif text.startswith(b"NaN", pos):
+        start, end = pos, pos + 3
+    else:
+        return None
+    # orjson counts characters: its position is a byte offset only after ASCII text
+    if not text[:start].isascii():
+        return None
+    view = memoryview(text)
+    return b"".join((view[:start], b"null", view[end:]))
 
 
 def _describe(exc: Exception, last: bool) -> str:
@@ -69,33 +120,233 @@ def iter_items(path: Path) -> Iterator[Item]:
     A file holding one pretty-printed object (lines that are not complete JSON
     on their own) is read whole.
     """
-    with path.open("rb") as handle:
-        first = handle.readline()
-        handle.seek(0)
-        stripped = first.strip()
-        if stripped in (b"{", b"[") or (stripped.startswith(b"{") and not stripped.endswith(b"}")):
-            yield from _whole(path, handle.read())
+    return iter(FileScan(path, digest=False))
+
+
+def _opens_pretty_object(line: bytes) -> bool:
+    """The first line opens a pretty-printed object: `{` or `[` alone, or `{` not closed on the line."""
+    stripped = line.strip()
+    return stripped in (b"{", b"[") or (stripped.startswith(b"{") and not stripped.endswith(b"}"))
+
+
+def _ends_of(buf: bytearray, start: int, end: int) -> bytes:
+    """A line, or for a long one a stand-in with the same first and last non-blank bytes
+    (a long line has two distinct non-blank bytes, so it is never a lone `{` or `[`)."""
+    if end - start <= 8192:
+        return bytes(buf[start:end])
+    first = bytes(buf[start:start + 4096]).lstrip()
+    last = bytes(buf[end - 4096:end]).rstrip()
+    if not first or not last:
+        return bytes(buf[start:end])
+    return first[:1] + b" " + last[-1:]
+
+
+class _Digest:
+    """SHA-256 of a file fed in order; big pieces are hashed on a helper
+    thread, concurrently with whatever the caller does next (hashlib releases
+    the GIL while it hashes)."""
+
+    BIG = 1 << 20
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self._thread: Optional[threading.Thread] = None
+
+    def add(self, data: Any, background: bool = True) -> None:
+        self.wait()
+        if not background or len(data) < self.BIG:
+            self._hash.update(data)
             return
-        pending: tuple[int, bytes] | None = None
-        number = 0
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
+        started = threading.Event()
+
+        def run() -> None:
+            started.set()
+            self._hash.update(data)
+
+        thread = threading.Thread(target=run, name="sskj-sha256", daemon=True)
+        thread.start()
+        started.wait()  # let the helper take the GIL once and enter update()
+        self._thread = thread
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def hexdigest(self) -> str:
+        self.wait()
+        return self._hash.hexdigest()
+
+
+_BLOCK = 64 << 20  # read size; a line longer than this grows the buffer
+_HEAD = 1 << 16  # of a line, hashed at once: bare constants there may be patched while the rest is hashed
+_BLANK = re.compile(rb"[ \t\n\r\x0b\x0c]*")  # what bytes.isspace() calls whitespace
+
+
+class FileScan:
+    """One pass over a raw file: iterate it for its objects (or per-line errors);
+    afterwards `sha256`, `size` and `lines` describe the bytes that were read
+    (as `sha256_file` and `count_lines` would).
+
+    The file is read in large blocks into a buffer; orjson parses each line
+    where it lies (no copy per line), and the bare ``Infinity`` of
+    sglang.bench_serving is overwritten in the buffer with ``null`` padded by
+    spaces, after that part of the line has been hashed. Memory stays at one
+    block (or the longest line) plus one parsed object.
+    """
+
+    def __init__(self, path: Path, digest: bool = True) -> None:
+        self.path = path
+        self._want_digest = digest
+        self._digest: Optional[_Digest] = None
+        self.size = 0
+        self.lines = 0
+        self.sha256: Optional[str] = None
+
+    def __iter__(self) -> Iterator[Item]:
+        self._digest = _Digest() if self._want_digest else None
+        with self.path.open("rb", buffering=0) as handle:
+            yield from self._scan(handle)
+        self._finish()
+
+    def _scan(self, handle: Any) -> Iterator[Item]:
+        digest = self._digest
+        try:
+            hint = os.fstat(handle.fileno()).st_size
+        except OSError:
+            hint = 0
+        buf = bytearray(min(max(hint + 1, 1 << 16), _BLOCK))  # +1: EOF shows without a second buffer
+        filled = 0
+        eof = False
+        number = size = 0
+        consumed = 0  # bytes of the file before buf[0]
+        start = search = 0  # the current line starts at buf[start]; its newline is not before buf[search]
+        while True:
+            nl = buf.find(b"\n", search, filled)
+            if nl < 0 and not eof:
+                if filled == len(buf):
+                    # full: move the unfinished line into a fresh (larger if needed) buffer;
+                    # the old one is left as it is to the hash helper that may still read it
+                    keep = filled - start
+                    cap = max(_BLOCK, 2 * keep)
+                    rest = hint - consumed - filled  # what the file still holds, if it did not grow
+                    if rest >= 0:
+                        cap = min(cap, keep + rest + 1)
+                    fresh = bytearray(max(cap, keep + 1))
+                    fresh[:keep] = memoryview(buf)[start:filled]
+                    consumed += start
+                    buf, filled, search, start = fresh, keep, keep, 0
+                search = filled
+                n = handle.readinto(memoryview(buf)[filled:]) or 0
+                filled += n
+                eof = n == 0
                 continue
-            if pending is not None:
-                yield _parse(*pending, last=False)
-            pending = (number, raw)
-        if pending is not None:
-            yield _parse(*pending, last=not pending[1].endswith(b"\n"))
+            if nl < 0:
+                if start >= filled:
+                    break
+                end = filled  # the last line, without its newline
+            else:
+                end = nl + 1
+            number += 1
+            if number == 1 and _opens_pretty_object(_ends_of(buf, 0, end)):
+                # one pretty-printed (or truncated) object: read whole, as the standard library does
+                blob = bytes(memoryview(buf)[:filled]) + handle.read()
+                del buf
+                if digest is not None:
+                    digest.add(blob, background=False)
+                self.size = len(blob)
+                self.lines = blob.count(b"\n") + (1 if blob and not blob.endswith(b"\n") else 0)
+                yield from _whole(self.path, blob)
+                return
+            size += end - start
+            if _BLANK.match(buf, start, end).end() < end:
+                item = self._parse_line(buf, start, end, number)
+                yield item
+                del item
+            elif digest is not None:
+                digest.add(memoryview(buf)[start:end], background=False)
+            start = search = end
+        self.size = size
+        self.lines = number
+
+    def _parse_line(self, buf: bytearray, start: int, end: int, number: int) -> Item:
+        digest = self._digest
+        view = memoryview(buf)[start:end]
+        head_end = end
+        if digest is not None:
+            head_end = min(end, start + _HEAD)
+            digest.add(view[:head_end - start], background=False)
+            if head_end < end:
+                digest.add(view[head_end - start:])  # on the helper thread, while orjson parses
+
+        def before_patch(a: int, b: int) -> None:
+            if digest is not None and b > head_end:
+                digest.wait()  # the original bytes there must be hashed first
+
+        last = buf[end - 1] != 0x0A  # only the file's last line can lack its newline
+        try:
+            data = _loads_in_place(buf, start, end, view, before_patch)
+        except (ValueError, orjson.JSONDecodeError) as exc:
+            return LineError(number, _describe(exc, last))
+        if not isinstance(data, dict):
+            return LineError(number, f"expected a JSON object per line, got {type(data).__name__}")
+        return Record(number, data)
+
+    def _finish(self) -> None:
+        if self._digest is not None:
+            self.sha256 = self._digest.hexdigest()
 
 
-def _parse(number: int, raw: bytes, last: bool) -> Item:
+_PROBE = 1 << 16  # a long line is first parsed this far: a bare constant there is found cheaply
+
+
+def _constant_at(buf: bytearray, start: int, pos: int) -> Optional[tuple[int, int]]:
+    """Span of the bare Infinity/-Infinity at byte pos of the line starting at start (None if none is there)."""
+    if pos <= start or not buf.startswith(b"Infinity", pos):
+        return None
+    a = pos - 1 if buf[pos - 1] == 0x2D else pos  # 0x2D: "-"
+    # orjson reports a character position: it is a byte offset only after ASCII text
+    if not buf[start:a].isascii():
+        return None
+    return a, pos + 8
+
+
+def _loads_in_place(buf: bytearray, start: int, end: int, view: memoryview,
+                    before_patch: Callable[[int, int], None]) -> Any:
+    """`loads_lenient(bytes(buf[start:end]))` without copying the line.
+
+    A bare Infinity/-Infinity where orjson stops is overwritten in the buffer
+    by ``null`` and spaces (same length, same meaning as the substitution of
+    loads_lenient); anything else takes the copying path on the original bytes.
+    A failed orjson parse costs a copy of its whole input as text (the
+    exception's ``doc``), so a long line is first probed on its start, where
+    sglang.bench_serving writes its ``"request_rate": Infinity``.
+    """
+    pos: Optional[int] = None
+    if end - start > _PROBE:
+        _, probed = _try_loads(view[:_PROBE])
+        # parsing is left to right: a constant stopping the probe stops the whole line there
+        if probed is not None and _constant_at(buf, start, start + probed) is not None:
+            pos = probed
+    patches: list[tuple[int, bytes]] = []
     try:
-        data = loads_lenient(raw)
-    except (ValueError, orjson.JSONDecodeError) as exc:
-        return LineError(number, _describe(exc, last))
-    if not isinstance(data, dict):
-        return LineError(number, f"expected a JSON object per line, got {type(data).__name__}")
-    return Record(number, data)
+        while True:
+            if pos is None:
+                data, pos = _try_loads(view)
+                if pos is None:
+                    return data
+            span = _constant_at(buf, start, start + pos)
+            if span is None or len(patches) == _MAX_TARGETED:
+                break
+            a, b = span
+            before_patch(a, b)
+            patches.append((a, bytes(buf[a:b])))
+            buf[a:b] = b"null" + b" " * (b - a - 4)
+            pos = None
+    finally:
+        for a, original in reversed(patches):
+            buf[a:a + len(original)] = original
+    return loads_lenient(bytes(view))
 
 
 def _whole(path: Path, blob: bytes) -> Iterator[Item]:
@@ -130,15 +381,59 @@ def _whole(path: Path, blob: bytes) -> Iterator[Item]:
         pos = end
 
 
-def sha256_file(path: Path) -> tuple[str, int]:
+def sha256_file(path: Path, chunk: int = 1 << 20) -> tuple[str, int]:
     """SHA-256 hex digest and size of a file, read in chunks."""
     digest = hashlib.sha256()
     size = 0
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-            size += len(chunk)
+    buffer = bytearray(chunk)
+    view = memoryview(buffer)
+    with path.open("rb", buffering=0) as handle:
+        while True:
+            n = handle.readinto(buffer)
+            if not n:
+                break
+            digest.update(view[:n])
+            size += n
     return digest.hexdigest(), size
+
+
+class FileHashes:
+    """`sha256_file` of each path, computed on helper threads from construction on
+    (reading and hashing release the GIL, so the caller can do other work);
+    `result()` waits for them."""
+
+    def __init__(self, paths: Sequence[Path], workers: Optional[int] = None) -> None:
+        self.paths = list(paths)
+        self._results: list[Optional[tuple[str, int]]] = [None] * len(self.paths)
+        self._failures: dict[int, BaseException] = {}
+        self._indexes = iter(range(len(self.paths)))  # shared; next() is atomic under the GIL
+        n = max(0, min(workers or min(os.cpu_count() or 1, 4), len(self.paths)))
+        self._threads = [threading.Thread(target=self._work, name="sskj-sha256", daemon=True) for _ in range(n)]
+        for thread in self._threads:
+            thread.start()
+
+    def _work(self) -> None:
+        for i in self._indexes:
+            try:
+                self._results[i] = sha256_file(self.paths[i])
+            except BaseException as exc:  # re-raised in the caller's thread
+                self._failures[i] = exc
+
+    def result(self) -> list[tuple[str, int]]:
+        """(hex digest, size) per path, in order; the first path that could not be
+        read raises its OSError, as a loop over `sha256_file` would."""
+        self._work()  # the caller helps with what is left
+        for thread in self._threads:
+            thread.join()
+        if self._failures:
+            raise self._failures[min(self._failures)]
+        return [r for r in self._results if r is not None]
+
+
+def sha256_files(paths: Sequence[Path], workers: Optional[int] = None) -> list[tuple[str, int]]:
+    """`sha256_file` of each path, in order, on up to `workers` threads (default:
+    the CPU count, at most 4)."""
+    return FileHashes(paths, workers).result()
 
 
 def count_lines(path: Path) -> int:

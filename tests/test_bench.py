@@ -1,0 +1,60 @@
+"""The import benchmark runs end to end (tiny scale, one round) and writes its figures.
+
+A guard against rot, not a timing test: no speed is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks"
+PHASES = ("floor", "import", "compare", "reparse", "compare_plots")
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def test_make_raw_is_deterministic_and_shaped_like_the_seed_inventory(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH))
+    try:
+        from make_raw import GRID, file_name, write_all
+    finally:
+        sys.path.remove(str(BENCH))
+    first = write_all(tmp_path / "a", scale=0.01)
+    second = write_all(tmp_path / "b", scale=0.01)
+    assert len(first) == 45
+    assert sorted(p.name for p in first) == sorted(file_name(*row) for row in GRID)
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(first, second))
+    line = first[0].read_bytes()
+    assert b'"request_rate": Infinity' in line and line.endswith(b"}\n") and line.count(b"\n") == 1
+
+
+def test_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_import.py"), "--scale", "0.01", "--rounds", "1",
+         "--work", str(tmp_path / "work"), "--json", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "import / floor" in proc.stdout
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    for key in ("date", "machine", "scale", "rounds", "dataset", "median_s", "median_cpu_s", "module_imports_s",
+                "peak_rss_mb", "ratios", "help_s", "samples"):
+        assert key in figures, key
+    assert figures["rounds"] == 1 and figures["scale"] == 0.01
+    assert figures["dataset"]["files"] == 45 and _positive(figures["dataset"]["bytes"])
+    for phase in PHASES:
+        assert _positive(figures["median_s"][phase]), phase
+        assert _positive(figures["peak_rss_mb"][phase]), phase
+        assert len(figures["samples"][phase]) == 1
+    for ratio in ("import_over_floor", "compare_over_import", "reparse_over_import", "import_rss_over_floor_rss"):
+        assert _positive(figures["ratios"][ratio]), ratio
+    assert _positive(figures["help_s"])
+    machine = figures["machine"]
+    assert _positive(machine["nproc"]) and machine["python"] and machine["numpy"] and machine["orjson"]
