@@ -4,7 +4,9 @@
   vLLM server before and after the scenario of raw file <stem>; the change of
   the ``vllm:spec_decode_*`` counters gives that scenario's acceptance length.
 * ``gpu_logs/<stem>.csv``: accelerator samples taken during the scenario
-  (CSV with a header: nvidia-smi --format=csv or xpu-smi dump).
+  (CSV with a header: nvidia-smi --query-gpu … --format=csv).
+* ``gpu_logs/<stem>.xpu-smi.log``: Kunlun xpu-smi status tables, one per
+  sample, each after a ``### <timestamp>`` line.
 * ``skipped_after_oom.csv``: scenarios skipped after a server death/OOM.
 """
 
@@ -108,6 +110,46 @@ def summarize_gpu_log(path: Path) -> Optional[AcceleratorSummary]:
     )
 
 
+_XPU_MEM = re.compile(r"(\d+(?:\.\d+)?)\s*MiB\s*/\s*\d+(?:\.\d+)?\s*MiB")
+_XPU_POWER = re.compile(r"(\d+(?:\.\d+)?)\s*W\s*/\s*\d+(?:\.\d+)?\s*W")
+_XPU_UTIL = re.compile(r"(\d+(?:\.\d+)?)\s*%")
+
+
+def summarize_xpu_log(path: Path) -> Optional[AcceleratorSummary]:
+    """Utilization, memory and power from xpu-smi status tables (one device per row with `NMiB / NMiB`)."""
+    snapshots: list[list[str]] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("###"):
+            snapshots.append([])
+        elif _XPU_MEM.search(line):
+            if not snapshots:
+                snapshots.append([])
+            snapshots[-1].append(line)
+    rows = [row for snap in snapshots for row in snap]
+    if not rows:
+        return None
+
+    def grab(pattern: re.Pattern[str], last: bool = False) -> np.ndarray:
+        values = []
+        for row in rows:
+            found = pattern.findall(row)
+            if found:
+                values.append(float(found[-1] if last else found[0]))
+        return np.array(values, dtype=np.float64)
+
+    mem, power, util = grab(_XPU_MEM), grab(_XPU_POWER), grab(_XPU_UTIL, last=True)
+
+    def stat(values: np.ndarray, fn: str) -> Optional[float]:
+        return float(getattr(np, fn)(values)) if values.size else None
+
+    return AcceleratorSummary(
+        samples=sum(1 for snap in snapshots if snap), devices=max(len(snap) for snap in snapshots),
+        util_mean_pct=stat(util, "mean"), util_max_pct=stat(util, "max"),
+        mem_used_mean_mib=stat(mem, "mean"), mem_used_max_mib=stat(mem, "max"),
+        power_mean_w=stat(power, "mean"), power_max_w=stat(power, "max"),
+    )
+
+
 def read_skipped(path: Path) -> list[SkippedScenario]:
     """skipped_after_oom.csv (scenario,concurrency,input_len,output_len,reason,log_excerpt)."""
     out: list[SkippedScenario] = []
@@ -141,6 +183,7 @@ def sidecar_paths(run_dir: Path, stem: str) -> list[Path]:
         run_dir / "server_metrics" / f"{stem}.before.prom",
         run_dir / "server_metrics" / f"{stem}.after.prom",
         run_dir / "gpu_logs" / f"{stem}.csv",
+        run_dir / "gpu_logs" / f"{stem}.xpu-smi.log",
     ]
     return [p for p in candidates if p.is_file()]
 

@@ -425,3 +425,25 @@ def test_parse_slo_tier_recomputes_status(tmp_path: Path) -> None:
     assert after.slo.tier is None and after.scenarios[0].slo_status.overall == "❌"
     result = CliRunner().invoke(main, ["parse", str(run), "--slo-tier", "S9"])
     assert result.exit_code == 1 and "unknown SLO tier 'S9'" in result.output
+
+
+def test_parse_summarizes_xpu_smi_snapshots(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path)
+    stem = "p800_sglang_0705_2_128_32"
+    shutil.copy(RAW / "vllm_0705_2_128_32.jsonl", run / "raw_outputs" / f"{stem}.jsonl")
+    (run / "gpu_logs").mkdir()
+    table = (
+        "### 2026-07-08T12:00:0{t}+0800\n"
+        "| XPU-SMI        Driver Version: 5.0.21.21    XRE Version: 5.0.21.21   |\n"
+        "| 0  P800  OAM  |  40C  {p0}W / 400W |  {m0}MiB / 98304MiB |  {u0}% |\n"
+        "| 1  P800  OAM  |  41C  {p1}W / 400W |  {m1}MiB / 98304MiB |  {u1}% |\n"
+    )
+    (run / "gpu_logs" / f"{stem}.xpu-smi.log").write_text(
+        table.format(t=0, p0=100, m0=1000, u0=10, p1=200, m1=2000, u1=30)
+        + table.format(t=1, p0=300, m0=3000, u0=50, p1=400, m1=4000, u1=90))
+    (s,) = parse_run_dir(run).results.scenarios
+    usage = s.accelerator_usage
+    assert (usage.samples, usage.devices) == (2, 2)
+    assert (usage.util_mean_pct, usage.util_max_pct) == (45.0, 90.0)
+    assert (usage.mem_used_mean_mib, usage.mem_used_max_mib) == (2500.0, 4000.0)
+    assert (usage.power_mean_w, usage.power_max_w) == (250.0, 400.0)
