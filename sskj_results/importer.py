@@ -26,7 +26,7 @@ from .models import (
     Config, Latencies, Metadata, Percentiles, RawFile, RawRequest, Results, Scenario,
     SkippedScenario, SloSpec, Source,
 )
-from .rawio import FileHashes, FileScan, LineError, count_lines, sha256_file
+from .rawio import FileScan, LineError, count_lines, sha256_file, sha256_files
 from .readers import NameHints, RawRun, RunError, name_hints, read_run
 from .sidecars import (
     accept_length_between, read_skipped, sidecar_digest, sidecar_paths, summarize_gpu_log, summarize_xpu_log,
@@ -287,12 +287,21 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
     file = run_dir / RESULTS_NAME
     if not file.is_file():
         raise ResultsError(f"{file}: no results.json; create it first with `sskj-results metadata {run_dir} --meta ...`")
-    # raw files are hashed on helper threads while results.json loads
-    hashes = FileHashes(raw_files(run_dir / "raw_outputs"))
+    paths = raw_files(run_dir / "raw_outputs")
     existing = load_run(file)
     spec = slo or existing.slo or resolve_slo()
     same_slo = existing.slo is not None and existing.slo == spec
     known = {rf.file: rf for rf in existing.raw_files}
+    # quick check (as rsync and make do): a file whose size and mtime are those
+    # recorded keeps its recorded hash; every other file is hashed
+    stamps = {path: path.stat() for path in paths}
+    quick: dict[Path, tuple[str, int]] = {}
+    for path, st in stamps.items():
+        prev = known.get(f"raw_outputs/{path.name}")
+        if prev is not None and prev.mtime_ns == st.st_mtime_ns and prev.size == st.st_size:
+            quick[path] = (prev.sha256, prev.size)
+    hashed = iter(sha256_files([p for p in paths if p not in quick]))
+    digests = [quick[p] if p in quick else next(hashed) for p in paths]
     old_by_file: dict[str, list[Scenario]] = {}
     for s in existing.scenarios:
         if s.source is not None:
@@ -304,14 +313,15 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
     skipped: list[SkippedScenario] = []
     read = reused = 0
     # content hashes decide what is read again
-    for path, (digest, size) in zip(hashes.paths, hashes.result()):
+    for path, (digest, size) in zip(paths, digests):
         label = f"raw_outputs/{path.name}"
+        mtime_ns = stamps[path].st_mtime_ns
         sides = sidecar_paths(run_dir, path.stem)
         side_digest = sidecar_digest(sides)
         prev = known.get(label)
         if same_slo and prev and prev.sha256 == digest and prev.sidecar_sha256 == side_digest and label in old_by_file:
             scenarios.extend(old_by_file[label])
-            records.append(prev)
+            records.append(prev if prev.mtime_ns == mtime_ns else prev.model_copy(update={"mtime_ns": mtime_ns}))
             reused += 1
             continue
         read += 1
@@ -327,7 +337,8 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
                 scenario.reconstructed["accept_length"] = "server_metrics"
             scenario.accelerator_usage = gpu
             scenarios.append(scenario)
-        records.append(RawFile(file=label, sha256=digest, size=size, runs=len(outcome.runs), sidecar_sha256=side_digest))
+        records.append(RawFile(file=label, sha256=digest, size=size, runs=len(outcome.runs), sidecar_sha256=side_digest,
+                               mtime_ns=mtime_ns))
     skip_csv = run_dir / "skipped_after_oom.csv"
     if skip_csv.is_file():
         try:
@@ -336,9 +347,10 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
             problems.append(Problem(str(skip_csv.relative_to(run_dir)), None, str(exc).split(": ", 1)[-1]))
     results = existing.model_copy(update={
         "scenarios": name_scenarios(scenarios), "raw_files": records, "slo": spec, "skipped": skipped,
+        "metadata": existing.metadata.model_copy(update={"tool_version": __version__}),
     })
-    results.metadata.tool_version = __version__
-    save_run(results, file)
+    if read or results != existing:  # an unchanged run is not rewritten
+        save_run(results, file)
     return ParseOutcome(results, problems, warnings, read, reused)
 
 

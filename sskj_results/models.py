@@ -293,6 +293,10 @@ class RawFile(_Model):
     sidecar_sha256: Optional[str] = Field(
         default=None, description="SHA-256 over its server_metrics/ and gpu_logs/ side files, when any."
     )
+    mtime_ns: Optional[int] = Field(
+        default=None,
+        description="Modification time (ns) when imported; with an unchanged size it lets parse skip re-hashing (quick check).",
+    )
 
 
 class Results(_Model):

@@ -447,3 +447,30 @@ def test_parse_summarizes_xpu_smi_snapshots(tmp_path: Path) -> None:
     assert (usage.util_mean_pct, usage.util_max_pct) == (45.0, 90.0)
     assert (usage.mem_used_mean_mib, usage.mem_used_max_mib) == (2500.0, 4000.0)
     assert (usage.power_mean_w, usage.power_max_w) == (250.0, 400.0)
+
+
+def test_reparse_quick_check_and_no_rewrite(tmp_path: Path) -> None:
+    import os
+
+    run = _run_dir(tmp_path)
+    raw = run / "raw_outputs" / "cpu_vllm_0705_2_128_32.jsonl"
+    shutil.copy(RAW / "vllm_0705_2_128_32.jsonl", raw)
+    parse_run_dir(run)
+    results_file = run / "results.json"
+    stamp = results_file.stat().st_mtime_ns
+    os.utime(results_file, ns=(stamp - 10**9, stamp - 10**9))
+    again = parse_run_dir(run)
+    assert (again.files_read, again.files_reused) == (0, 1)
+    assert results_file.stat().st_mtime_ns == stamp - 10**9  # unchanged run: not rewritten
+    # same bytes, new mtime: hashed again, still reused, mtime recorded
+    st = raw.stat()
+    os.utime(raw, ns=(st.st_atime_ns, st.st_mtime_ns + 5 * 10**9))
+    touched = parse_run_dir(run)
+    assert (touched.files_read, touched.files_reused) == (0, 1)
+    assert load_run(run).raw_files[0].mtime_ns == st.st_mtime_ns + 5 * 10**9
+    # different content of the same size: read again
+    data = bytearray(raw.read_bytes())
+    data[data.index(b'"max_concurrency": 2')+19] = ord("3")
+    raw.write_bytes(bytes(data))
+    changed = parse_run_dir(run)
+    assert changed.files_read == 1 and changed.results.scenarios[0].concurrency == 3
