@@ -534,7 +534,7 @@ def _write_run_dir_atomically(target: Path, results: Results, sources: list[tupl
     tmp.mkdir(parents=True)
     try:
         save_run(results, tmp / RESULTS_NAME)
-        atomic_write_text(tmp / "report.md", plain_report(results))
+        atomic_write_text(tmp / "report.md", _report_text(results, target))
         atomic_write_text(tmp / "README.md", provenance_readme(results, sources, command))
         tmp.rename(target)
     except BaseException:
@@ -571,35 +571,11 @@ def provenance_readme(results: Results, sources: Iterable[tuple[Path, str, int, 
     return "\n".join(lines)
 
 
-def _fmt(value: Optional[float]) -> str:
-    return "-" if value is None else f"{value:.2f}"
 
+def _report_text(results: Results, target: Path) -> str:
+    """The run's report.md (without plots: `sskj-results report` adds them)."""
+    from .compare import run_data
+    from .report import render_report
+    from .slo import resolve_slo
 
-def plain_report(results: Results) -> str:
-    """A plain scenario table (`sskj-results report` writes the full report)."""
-    from tabulate import tabulate
-
-    meta = results.metadata
-    rows = [
-        [s.name, s.concurrency, s.input_len, s.output_len, s.success, s.failed, _fmt(s.request_throughput),
-         _fmt(s.output_token_throughput), _fmt(s.latencies.ttft_ms.p95), _fmt(s.latencies.tpot_ms.mean),
-         _fmt(s.latencies.e2e_ms.p99), _fmt(s.accept_length), s.slo_status.overall]
-        for s in results.scenarios
-    ]
-    table = tabulate(rows, headers=["Scenario", "Conc", "Input", "Output", "OK", "Failed", "Req/s", "OutTok/s",
-                                    "TTFT P95(ms)", "TPOT Mean(ms)", "E2E P99(ms)", "Accept", "SLO"],
-                     tablefmt="github", disable_numparse=True)
-    slo = results.slo
-    rule = f"TTFT P95 < {slo.ttft_p95_ms}ms, TPOT mean < {slo.tpot_mean_ms}ms" if slo else "not recorded"
-    return "\n".join([
-        f"# {meta.experiment} — {meta.engine or meta.backend} on {meta.chip or meta.accelerator}",
-        "",
-        f"- Model: `{meta.model}`",
-        f"- Run: {meta.run_id} ({meta.timestamp})",
-        f"- SLO reference: {rule}",
-        "",
-        table,
-        "",
-        "Provenance: see README.md in this directory.",
-        "",
-    ])
+    return render_report(run_data(results, target), results.slo or resolve_slo(), recompute=False)
