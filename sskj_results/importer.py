@@ -228,11 +228,20 @@ def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: 
     ]
 
 
-def scenario_name(concurrency: int, input_len: int, output_len: int) -> str:
-    return f"c{concurrency}_i{input_len}_o{output_len}"
+DEFAULT_NAME_FORMAT = "c{concurrency}_i{input_len}_o{output_len}"
 
 
-def name_scenarios(scenarios: list[Scenario]) -> list[Scenario]:
+def scenario_name(concurrency: int, input_len: int, output_len: int, fmt: Optional[str] = None) -> str:
+    """A scenario's name from its shape, by default `c{concurrency}_i{input_len}_o{output_len}`."""
+    try:
+        return (fmt or DEFAULT_NAME_FORMAT).format(concurrency=concurrency, input_len=input_len, output_len=output_len)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ConfigError(
+            f"scenario name format {fmt!r} is invalid ({exc}); use {{concurrency}}, {{input_len}} and {{output_len}}"
+        ) from None
+
+
+def name_scenarios(scenarios: list[Scenario], fmt: Optional[str] = None) -> list[Scenario]:
     """Sort by shape then concurrency; the 2nd, 3rd… run of one shape get `_r2`, `_r3` (repeat set on all)."""
     def order(s: Scenario) -> tuple[Any, ...]:
         src = s.source
@@ -240,14 +249,21 @@ def name_scenarios(scenarios: list[Scenario]) -> list[Scenario]:
 
     ordered = sorted(scenarios, key=order)
     counts: dict[tuple[int, int, int], int] = {}
+    owner: dict[str, tuple[int, int, int]] = {}
     for s in ordered:
         key = (s.concurrency, s.input_len, s.output_len)
         counts[key] = counts.get(key, 0) + 1
+        base = scenario_name(*key, fmt=fmt)
+        if owner.setdefault(base, key) != key:
+            raise ConfigError(
+                f"scenario name format {fmt!r} gives {base!r} to two shapes {owner[base]} and {key} "
+                "(concurrency, input, output); include each of {concurrency}, {input_len}, {output_len} that varies"
+            )
     seen: dict[tuple[int, int, int], int] = {}
     for s in ordered:
         key = (s.concurrency, s.input_len, s.output_len)
         seen[key] = seen.get(key, 0) + 1
-        base = scenario_name(*key)
+        base = scenario_name(*key, fmt=fmt)
         s.repeat = seen[key] if counts[key] > 1 else None
         s.name = base if seen[key] == 1 else f"{base}_r{seen[key]}"
     return ordered
@@ -282,8 +298,13 @@ def raw_files(directory: Path) -> list[Path]:
 
 
 @_bulk
-def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_REQUESTS_CAP) -> ParseOutcome:
-    """Merge RUN_DIR/raw_outputs/* into RUN_DIR/results.json (idempotent, atomic)."""
+def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_REQUESTS_CAP,
+                  name_format: Optional[str] = None) -> ParseOutcome:
+    """Merge RUN_DIR/raw_outputs/* into RUN_DIR/results.json (idempotent, atomic).
+
+    Scenario names follow name_format, else config.scenario_name_format, else
+    `c{concurrency}_i{input_len}_o{output_len}`; a given format is recorded in config.
+    """
     file = run_dir / RESULTS_NAME
     if not file.is_file():
         raise ResultsError(f"{file}: no results.json; create it first with `sskj-results metadata {run_dir} --meta ...`")
@@ -345,9 +366,13 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
             skipped = read_skipped(skip_csv) + skipped
         except RawFormatError as exc:
             problems.append(Problem(str(skip_csv.relative_to(run_dir)), None, str(exc).split(": ", 1)[-1]))
+    fmt = name_format or existing.config.scenario_name_format
+    config = existing.config
+    if name_format and name_format != config.scenario_name_format:
+        config = config.model_copy(update={"scenario_name_format": name_format})
     results = existing.model_copy(update={
-        "scenarios": name_scenarios(scenarios), "raw_files": records, "slo": spec, "skipped": skipped,
-        "metadata": existing.metadata.model_copy(update={"tool_version": __version__}),
+        "scenarios": name_scenarios(scenarios, fmt), "raw_files": records, "slo": spec, "skipped": skipped,
+        "metadata": existing.metadata.model_copy(update={"tool_version": __version__}), "config": config,
     })
     if read or results != existing:  # an unchanged run is not rewritten
         save_run(results, file)
@@ -435,6 +460,7 @@ def import_legacy(
     command: Optional[str] = None,
     now: Optional[datetime] = None,
     cap: int = RAW_REQUESTS_CAP,
+    name_format: Optional[str] = None,
 ) -> ImportOutcome:
     """Import every *.jsonl/*.json of raw_dir into one run directory per engine under out."""
     files = raw_files(raw_dir)
@@ -494,8 +520,8 @@ def import_legacy(
                 client=_client_of(scenarios), tool_version=__version__,
                 description=f"imported from {len(sources[eng])} raw file(s) in {raw_dir}",
             ),
-            config=Config(server_args=server_args or NOT_RECORDED),
-            scenarios=name_scenarios(scenarios), slo=spec, skipped=skipped.get(eng, []),
+            config=Config(server_args=server_args or NOT_RECORDED, scenario_name_format=name_format),
+            scenarios=name_scenarios(scenarios, name_format), slo=spec, skipped=skipped.get(eng, []),
             raw_files=[RawFile(file=str(p), sha256=d, size=s, runs=sum(1 for x in scenarios if x.source and x.source.file == str(p)))
                        for p, d, s, _ in sources[eng]],
         )

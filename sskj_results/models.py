@@ -122,6 +122,11 @@ class Config(BaseModel):
         default=None,
         description="Exact server launch command (shell-quoted, secrets redacted). Alternatively `phase<N>_server_args` per phase.",
     )
+    scenario_name_format: Optional[str] = Field(
+        default=None,
+        description="Format of scenario names with {concurrency}, {input_len}, {output_len}; "
+        "null means `c{concurrency}_i{input_len}_o{output_len}`. Repeats of a shape get `_r2`, `_r3`, ...",
+    )
 
 
 class Percentiles(_Model):

@@ -282,3 +282,14 @@ def test_every_field_is_described() -> None:
                 walk(value, f"{where}.{key}")
 
     walk(schema, "$")
+
+
+def test_package_level_api(tmp_path: Path) -> None:
+    import sskj_results
+
+    run = sskj_results.load_run(SEED)
+    assert isinstance(run, sskj_results.Results)
+    written = sskj_results.save_run(run, tmp_path)
+    assert written == tmp_path / "results.json" and sskj_results.load_run(tmp_path) == run
+    with pytest.raises(sskj_results.ResultsError):
+        sskj_results.load_run(tmp_path / "missing.json")

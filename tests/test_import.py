@@ -474,3 +474,20 @@ def test_reparse_quick_check_and_no_rewrite(tmp_path: Path) -> None:
     raw.write_bytes(bytes(data))
     changed = parse_run_dir(run)
     assert changed.files_read == 1 and changed.results.scenarios[0].concurrency == 3
+
+
+def test_scenario_name_format(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path)
+    shutil.copy(RAW / "vllm_0705_2_128_32.jsonl", run / "raw_outputs" / "cpu_vllm_0705_2_128_32.jsonl")
+    shutil.copy(RAW / "vllm_0705_8_256_64.jsonl", run / "raw_outputs" / "cpu_vllm_0705_8_256_64.jsonl")
+    result = CliRunner().invoke(main, ["parse", str(run), "--name-format", "chat_c{concurrency}_in{input_len}_out{output_len}"])
+    assert result.exit_code == 0, result.output
+    assert [s.name for s in load_run(run).scenarios] == ["chat_c2_in128_out32", "chat_c8_in256_out64"]
+    assert CliRunner().invoke(main, ["parse", str(run)]).exit_code == 0  # the recorded format is kept
+    assert load_run(run).scenarios[0].name == "chat_c2_in128_out32"
+    result = CliRunner().invoke(main, ["parse", str(run), "--name-format", "c{conc}"])
+    assert result.exit_code == 1 and "scenario name format 'c{conc}' is invalid" in result.output
+    result = CliRunner().invoke(main, ["parse", str(run), "--name-format", "chat"])
+    assert result.exit_code == 1
+    assert "scenario name format 'chat' gives 'chat' to two shapes (2, 128, 32) and (8, 256, 64)" in result.output
+    assert load_run(run).scenarios[0].name == "chat_c2_in128_out32"  # a failed parse changes nothing

@@ -20,9 +20,11 @@ def _slo(tier: Optional[str], ttft: Optional[float], tpot: Optional[float]):  # 
 
 @click.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--name-format", default=None, metavar="FMT",
+              help="Scenario names, e.g. 'chat_c{concurrency}_i{input_len}_o{output_len}' (recorded in config).")
 @slo_options
 @handle_errors
-def parse(run_dir: Path, slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float],
+def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float],
           slo_tpot_mean_ms: Optional[float]) -> None:
     """Merge RUN_DIR/raw_outputs/* into RUN_DIR/results.json.
 
@@ -33,7 +35,7 @@ def parse(run_dir: Path, slo_tier: Optional[str], slo_ttft_p95_ms: Optional[floa
     """
     from ..importer import parse_run_dir
 
-    outcome = parse_run_dir(run_dir, _slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms))
+    outcome = parse_run_dir(run_dir, _slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), name_format=name_format)
     for warning in outcome.warnings:
         click.echo(f"warning: {warning}", err=True)
     for problem in outcome.problems:
@@ -61,12 +63,14 @@ def parse(run_dir: Path, slo_tier: Optional[str], slo_ttft_p95_ms: Optional[floa
 @click.option("--experiment", help="Experiment name (default: import_<RAW_DIR name>).")
 @click.option("--server-args", help="Server launch command, if known.")
 @click.option("--strict", is_flag=True, help="Stop at the first bad run and write nothing.")
+@click.option("--name-format", default=None, metavar="FMT",
+              help="Scenario names (default c{concurrency}_i{input_len}_o{output_len}).")
 @slo_options
 @handle_errors
 def import_legacy(raw_dir: Path, out: Path, platform_file: Optional[Path], chip: Optional[str],
                   accelerator: Optional[str], hardware: Optional[str], engine: Optional[str],
                   model: Optional[str], experiment: Optional[str], server_args: Optional[str], strict: bool,
-                  slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
+                  name_format: Optional[str], slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
     """Import RAW_DIR/*.jsonl|*.json (sglang.bench_serving or vllm bench serve outputs) into run directories.
 
     The chip is never guessed: give --platform or --chip. The engine comes
@@ -89,7 +93,7 @@ def import_legacy(raw_dir: Path, out: Path, platform_file: Optional[Path], chip:
     command = " ".join(shlex.quote(a) for a in ["sskj-results", *sys.argv[1:]]) if sys.argv[1:2] == ["import-legacy"] else None
     outcome = run_import(raw_dir, out, platform, engine=engine, model=model, experiment=experiment,
                          slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), strict=strict,
-                         server_args=server_args, command=command)
+                         server_args=server_args, command=command, name_format=name_format)
     for warning in outcome.warnings:
         click.echo(f"warning: {warning}", err=True)
     for problem in outcome.problems:
