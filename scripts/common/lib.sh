@@ -111,152 +111,25 @@ lib::require_env() {
 #######################################
 # Remember which variables the caller's environment sets, so that config
 # files never override them (environment > config.env > platform .env).
-# Globals:   _LIB_ENV_PRESET (written, associative)
+# lib::load_env_file hands the list to `sskj-results env` as SSKJ_ENV_PRESET
+# (in the environment of that command only, so child scripts take their own
+# snapshot).
+# Globals:   _LIB_ENV_PRESET (written: the names, one a line)
 # Returns:   0
 #######################################
 lib::snapshot_env() {
-  declare -gA _LIB_ENV_PRESET=()
-  local name
-  while IFS= read -r name; do
-    _LIB_ENV_PRESET["${name}"]=1
-  done < <(compgen -e)
+  _LIB_ENV_PRESET="$(compgen -e)"
   return 0
 }
 
 #######################################
-# Expand ${NAME}, ${NAME:-default} and $NAME references in a config value.
-# Only variables that are already set can be referenced; command
-# substitution is rejected. Nothing is executed.
-# Arguments: $1 text; $2 location (file:line) for messages
-# Outputs:   expanded text on stdout
-# Returns:   0 ok, 1 undefined variable or forbidden construct
-#######################################
-_lib::expand_refs() {
-  local text="$1" where="$2" out="" name default ref
-  local re_braced='^\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}'
-  # shellcheck disable=SC2016  # literal $ in a regex
-  local re_bare='^\$([A-Za-z_][A-Za-z0-9_]*)'
-  while [[ -n "${text}" ]]; do
-    # shellcheck disable=SC2016  # literal $( and backquote
-    if [[ "${text}" == '$('* || "${text}" == '`'* ]]; then
-      lib::err "${where}: command substitution is not allowed in config values"
-      return 1
-    fi
-    if [[ "${text}" == '$'* ]]; then
-      if [[ "${text}" =~ ${re_braced} ]]; then
-        name="${BASH_REMATCH[1]}"
-        ref="${BASH_REMATCH[0]}"
-        default="${BASH_REMATCH[3]}"
-        if [[ -n "${!name:-}" ]]; then
-          out+="${!name}"
-        elif [[ -n "${BASH_REMATCH[2]}" ]]; then
-          out+="${default}"
-        else
-          lib::err "${where}: \${${name}} is not set"
-          return 1
-        fi
-        text="${text:${#ref}}"
-        continue
-      fi
-      # shellcheck disable=SC2016  # a literal ${
-      if [[ "${text}" == '${'* ]]; then
-        lib::err "${where}: unsupported expansion in '${text}' (use \${NAME} or \${NAME:-default})"
-        return 1
-      fi
-      if [[ "${text}" =~ ${re_bare} ]]; then
-        name="${BASH_REMATCH[1]}"
-        if [[ -z "${!name+x}" ]]; then
-          lib::err "${where}: \$${name} is not set"
-          return 1
-        fi
-        out+="${!name}"
-        text="${text:$((${#name} + 1))}"
-        continue
-      fi
-    fi
-    out+="${text:0:1}"
-    text="${text:1}"
-  done
-  printf '%s' "${out}"
-}
-
-#######################################
-# Parse the right-hand side of KEY=VALUE: "double quoted" (escapes \" \\ \$
-# \`, references expanded), 'single quoted' (literal) or bare (no spaces,
-# references expanded). A trailing " # comment" is allowed.
-# Arguments: $1 raw value; $2 location for messages
-# Outputs:   the value on stdout
-# Returns:   0 ok, 1 syntax error
-#######################################
-_lib::parse_value() {
-  local raw="$1" where="$2" value="" rest ch i
-  if [[ "${raw}" == '"'* ]]; then
-    # Escaped characters are protected from expansion with a private marker.
-    local seg="" out="" closed=0
-    i=1
-    while ((i < ${#raw})); do
-      ch="${raw:i:1}"
-      # shellcheck disable=SC1003  # a literal backslash
-      if [[ "${ch}" == '\' ]]; then
-        local nxt="${raw:i+1:1}"
-        # shellcheck disable=SC1003  # a literal backslash
-        case "${nxt}" in
-          '"' | '\' | '`') seg+="${nxt}" ;;
-          '$')
-            out+="$(_lib::expand_refs "${seg}" "${where}")" || return 1
-            out+='$'
-            seg=""
-            ;;
-          *) seg+="\\${nxt}" ;;
-        esac
-        i=$((i + 2))
-        continue
-      fi
-      if [[ "${ch}" == '"' ]]; then
-        closed=1
-        break
-      fi
-      seg+="${ch}"
-      i=$((i + 1))
-    done
-    if ((closed == 0)); then
-      lib::err "${where}: unterminated double quote"
-      return 1
-    fi
-    out+="$(_lib::expand_refs "${seg}" "${where}")" || return 1
-    value="${out}"
-    rest="${raw:i+1}"
-  elif [[ "${raw}" == "'"* ]]; then
-    rest="${raw:1}"
-    if [[ "${rest}" != *"'"* ]]; then
-      lib::err "${where}: unterminated single quote"
-      return 1
-    fi
-    value="${rest%%\'*}"
-    rest="${rest#*\'}"
-  else
-    # Bare value: up to an unquoted " #" comment; no blanks inside.
-    value="${raw%%[[:space:]]#*}"
-    value="${value%"${value##*[![:space:]]}"}"
-    if [[ "${value}" =~ [[:space:]\"\'] ]]; then
-      lib::err "${where}: values with blanks or quotes inside must be quoted"
-      return 1
-    fi
-    value="$(_lib::expand_refs "${value}" "${where}")" || return 1
-    rest=""
-  fi
-  if [[ -n "${rest}" && ! "${rest}" =~ ^[[:space:]]*(#.*)?$ ]]; then
-    lib::err "${where}: unexpected text after the value: ${rest}"
-    return 1
-  fi
-  printf '%s' "${value}"
-}
-
-#######################################
-# Load KEY=VALUE lines from a config file WITHOUT executing it: every line is
-# parsed (comments, blank lines, optional `export`, quoted values, ${VAR}
-# references to variables already set). A variable that the caller's
-# environment already set (see lib::snapshot_env) is kept as it is, so
+# Load KEY=VALUE lines from a config file WITHOUT executing it. The file is
+# parsed by `sskj-results env` (sskj_results/envfile.py: comments, blank
+# lines, optional `export`, quoted values, ${VAR} references to exported
+# variables and to keys set earlier in the file; command substitution is an
+# error), which prints NUL-terminated KEY=VALUE records to export. A variable
+# that the caller's environment already set (see lib::snapshot_env; taken
+# here when no snapshot exists yet) is kept as it is, so
 # `PORT=1234 bash run_bench.sh` overrides config files. Loaded variables are
 # exported so that child scripts (start_server.sh) see the same values.
 # Keys named after --protect are always taken from the file (identity keys
@@ -264,50 +137,51 @@ _lib::parse_value() {
 # purposes). Every environment override is logged (unless
 # SSKJ_QUIET_OVERRIDES is set, as for child scripts of the run loop).
 # Arguments: $1 file; optional: --protect KEY...
-# Globals:   _LIB_ENV_PRESET (read); the file's variables (written, exported)
+# Globals:   _LIB_ENV_PRESET (read, or written through lib::snapshot_env);
+#            SSKJ_RESULTS_CMD (through lib::results_init, which may create
+#            the repo venv); SSKJ_QUIET_OVERRIDES (read); the file's
+#            variables (written, exported)
 # Outputs:   errors name file:line; overrides logged on stderr
-# Returns:   0 ok, 1 unreadable file or syntax error, 2 misuse
+# Returns:   0 ok, 1 unreadable file, syntax error or no sskj-results,
+#            2 misuse
 #######################################
 lib::load_env_file() {
   if (($# < 1)) || { (($# > 1)) && [[ "$2" != "--protect" ]]; }; then
     lib::err "usage: lib::load_env_file FILE [--protect KEY...]"
     return 2
   fi
-  local file="$1" line key raw value n=0
-  local -A protect=()
+  local file="$1" key kv rc=0
+  local -a args=()
   shift
   (($# > 0)) && shift
   for key in "$@"; do
-    protect["${key}"]=1
+    args+=(--protect "${key}")
   done
   if [[ ! -r "${file}" ]]; then
     lib::err "cannot read config file ${file}"
     return 1
   fi
-  local re='^[[:space:]]*(export[[:space:]]+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$'
-  if ! declare -p _LIB_ENV_PRESET >/dev/null 2>&1; then
+  if [[ -z "${_LIB_ENV_PRESET+x}" ]]; then
     lib::snapshot_env
   fi
-  while IFS= read -r line || [[ -n "${line}" ]]; do
-    n=$((n + 1))
-    line="${line%$'\r'}"
-    [[ "${line}" =~ ^[[:space:]]*(#.*)?$ ]] && continue
-    if [[ ! "${line}" =~ ${re} ]]; then
-      lib::err "${file}:${n}: expected KEY=VALUE, got: ${line}"
+  lib::results_init || return 1
+  while IFS= read -r -d '' kv; do
+    key="${kv%%=*}"
+    if [[ "${kv}" != *=* || ! "${key}" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+      lib::err "sskj-results env ${file}: unexpected record '${kv}'"
       return 1
     fi
-    key="${BASH_REMATCH[2]}"
-    raw="${BASH_REMATCH[3]}"
-    value="$(_lib::parse_value "${raw}" "${file}:${n}")" || return 1
-    if [[ -n "${_LIB_ENV_PRESET[${key}]+x}" && -z "${protect[${key}]+x}" ]]; then
-      if [[ "${!key}" != "${value}" && -z "${SSKJ_QUIET_OVERRIDES:-}" ]]; then
-        lib::info "${key}=${!key} from the environment overrides ${file##*/}"
-      fi
-      continue
-    fi
-    declare -gx "${key}=${value}"
-  done <"${file}"
-  return 0
+    declare -gx "${key}=${kv#*=}"
+  done < <(SSKJ_ENV_PRESET="${_LIB_ENV_PRESET}" SSKJ_QUIET_OVERRIDES="${SSKJ_QUIET_OVERRIDES:-}" \
+    "${SSKJ_RESULTS_CMD[@]}" env "${args[@]}" -- "${file}")
+  wait "$!" || rc=$?
+  case "${rc}" in
+    0 | 1 | 2) return "${rc}" ;; # sskj-results printed why
+    *)
+      lib::err "sskj-results env ${file} failed (exit ${rc})"
+      return 1
+      ;;
+  esac
 }
 
 #######################################
