@@ -794,7 +794,8 @@ lib::find_raw_output() {
 #            $5 number of prompts
 # Globals:   CLIENT CLIENT_PYTHON CLIENT_BACKEND SERVER_HOST PORT MODEL_PATH
 #            SERVED_MODEL_NAME TOKENIZER_PATH DATASET_NAME DATASET_PATH
-#            RANDOM_RANGE_RATIO SEED CLIENT_EXTRA_ARGS API_KEY (read);
+#            RANDOM_RANGE_RATIO SEED CLIENT_EXTRA_ARGS CLIENT_WARMUP_REQUESTS
+#            API_KEY (read);
 #            LIB_CLIENT_CMD (written, array)
 # Returns:   0 ok, 1 missing configuration
 #######################################
@@ -817,7 +818,7 @@ lib::build_client_cmd() {
       --random-input-len "${in_len}" --random-output-len "${out_len}"
       --random-range-ratio "${RANDOM_RANGE_RATIO:-0.0}"
       --num-prompts "${n}" --max-concurrency "${c}" --seed "${SEED:-1}"
-      --ignore-eos --save-result --save-detailed
+      --ignore-eos --temperature 0 --save-result --save-detailed
       --percentile-metrics "ttft,tpot,itl,e2el" --metric-percentiles "50,90,95,99"
       --result-dir "$(dirname "${out}")" --result-filename "$(basename "${out}")"
     )
@@ -835,6 +836,13 @@ lib::build_client_cmd() {
       --num-prompts "${n}" --max-concurrency "${c}" --seed "${SEED:-1}"
       --disable-tqdm --output-file "${out}" --output-details
     )
+    # The run warms up with warmup.py before the cache reset and the /metrics
+    # snapshot; the client's own warmup would run after them, warm the prefix
+    # cache for its first prompt and count in the scenario's accept length.
+    # CLIENT_WARMUP_REQUESTS="" omits the flag (clients older than 0.5).
+    if [[ -n "${CLIENT_WARMUP_REQUESTS-0}" ]]; then
+      LIB_CLIENT_CMD+=(--warmup-requests "${CLIENT_WARMUP_REQUESTS-0}")
+    fi
   fi
   LIB_CLIENT_CMD+=("${extra[@]}")
   return 0
