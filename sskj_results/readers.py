@@ -144,6 +144,37 @@ def _int(data: dict[str, Any], key: str) -> Optional[int]:
     return int(value)
 
 
+def _first_number(data: dict[str, Any], *keys: str) -> Optional[float]:
+    """The first of keys that holds a number."""
+    for key in keys:
+        value = _number(data, key)
+        if value is not None:
+            return value
+    return None
+
+
+def _request_rate(data: dict[str, Any], notes: list[str]) -> Optional[float]:
+    """req/s; None for unlimited (inf). Newer sglang writes "trace" for trace-timestamp replays."""
+    value = data.get("request_rate")
+    if isinstance(value, str) and value.strip().lower() not in ("inf", "infinity", "+inf"):
+        try:
+            float(value)
+        except ValueError:
+            notes.append(f"request rate {value!r} (not a number): recorded as null")
+            return None
+    return _number(data, "request_rate")
+
+
+def _model_name(data: dict[str, Any]) -> Optional[str]:
+    """The model as the client recorded it: vllm's model_id, or newer sglang's server_info.model_path."""
+    if isinstance(data.get("model_id"), str):
+        return str(data["model_id"])
+    info = data.get("server_info")
+    if isinstance(info, dict) and isinstance(info.get("model_path"), str):
+        return str(info["model_path"])
+    return None
+
+
 def _client_stats(data: dict[str, Any]) -> dict[str, dict[str, float]]:
     stats: dict[str, dict[str, float]] = {}
     for key in data:
@@ -321,13 +352,14 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints()) ->
         request_throughput=_number(data, "request_throughput"),
         input_throughput=_number(data, "input_throughput"),
         output_throughput=_number(data, "output_throughput"),
-        total_throughput=_number(data, "total_token_throughput"),
+        # vllm bench serve and older sglang: total_token_throughput; newer sglang: total_throughput
+        total_throughput=_first_number(data, "total_token_throughput", "total_throughput"),
         accept_length=_accept_length(data, fmt),
         num_prompts=_int(data, "num_prompts") if "num_prompts" in data else (len(details.errors) if details else None),
-        request_rate=_number(data, "request_rate"),
+        request_rate=_request_rate(data, notes),
         dataset_name=data.get("dataset_name") if isinstance(data.get("dataset_name"), str) else None,
         request_format=data.get("backend") if isinstance(data.get("backend"), str) else None,
-        model=data.get("model_id") if isinstance(data.get("model_id"), str) else None,
+        model=_model_name(data),
         details=details, notes=notes,
     )
     total_input = _number(data, "total_input_tokens")

@@ -491,3 +491,20 @@ def test_scenario_name_format(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "scenario name format 'chat' gives 'chat' to two shapes (2, 128, 32) and (8, 256, 64)" in result.output
     assert load_run(run).scenarios[0].name == "chat_c2_in128_out32"  # a failed parse changes nothing
+
+
+def test_newer_sglang_keys(tmp_path: Path) -> None:
+    """Newer sglang.bench_serving: total_throughput, p90/p95 of every metric, "trace" rate, server_info."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    run = sglang_run(request_rate="trace", total_throughput=123.0, p90_ttft_ms=55.5, p95_ttft_ms=56.5,
+                     server_info={"model_path": "/data/models/DeepSeek-V4-Flash", "version": "0.5.23"},
+                     cached_tokens=[0] * 6, tag=None)
+    write_jsonl(raw / "sglang_0101_2_32_4.jsonl", [run])
+    result = _import(raw, tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    (s,) = _scenarios(tmp_path / "out")
+    assert s.total_token_throughput == 123.0 and "total_token_throughput" not in s.reconstructed
+    assert (s.latencies.ttft_ms.p90, s.latencies.ttft_ms.p95) == (55.5, 56.5)
+    assert s.request_rate is None and "request rate 'trace' (not a number): recorded as null" in s.notes
+    assert load_run(next((tmp_path / "out").iterdir())).metadata.model == "/data/models/DeepSeek-V4-Flash"
