@@ -64,9 +64,18 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON; write null for a missing value")
 
 
+def model_message(err: Any) -> str:
+    """A pydantic error message in the words `sskj-results validate` uses."""
+    if err.get("type") == "missing":
+        return "missing required key"
+    if err.get("type") == "extra_forbidden":
+        return "unknown key; see schema/results.schema.json"
+    return str(err["msg"])
+
+
 def first_model_error(path: Path, exc: ValidationError) -> str:
     err = exc.errors()[0]
-    return f"{path}: {format_loc(err['loc'])}: {err['msg']}"
+    return f"{path}: {format_loc(err['loc'])}: {model_message(err)}"
 
 
 def load_run(path: PathLike) -> Results:

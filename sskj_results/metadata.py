@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from . import __version__
 from .errors import ResultsError, UsageError
-from .io import RESULTS_NAME, format_loc, load_run, save_run
+from .io import RESULTS_NAME, format_loc, load_run, model_message, save_run
 from .models import Config, Metadata, Results, SloSpec
 from .redact import redact
 
@@ -109,7 +109,7 @@ def detect_accelerator() -> dict[str, str]:
 def _model_error(run_dir: Path, exc: ValidationError, prefix: str = "") -> ResultsError:
     err = exc.errors()[0]
     loc = format_loc((prefix, *err["loc"]) if prefix else err["loc"])
-    return ResultsError(f"{run_dir / RESULTS_NAME}: {loc}: {err['msg']}")
+    return ResultsError(f"{run_dir / RESULTS_NAME}: {loc}: {model_message(err)}")
 
 
 def write_metadata(

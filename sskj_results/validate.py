@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator, Optional
 from pydantic import ValidationError
 
 from .errors import ResultsError
-from .io import RESULTS_NAME, format_loc, read_json_text
+from .io import RESULTS_NAME, format_loc, model_message, read_json_text
 from .models import Results
 from .slo import overall_mark
 
@@ -269,7 +269,7 @@ def validate_data(data: Any, file: str) -> list[Problem]:
             Results.model_validate(data)
         except ValidationError as exc:
             for err in exc.errors():
-                problems.append(Problem(file, format_loc(err["loc"]), err["msg"]))
+                problems.append(Problem(file, format_loc(err["loc"]), model_message(err)))
     flagged = {p.path for p in problems}
     for problem in _rules(data, file):
         if problem.path not in flagged:

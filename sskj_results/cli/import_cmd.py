@@ -101,4 +101,5 @@ def import_legacy(raw_dir: Path, out: Path, platform_file: Optional[Path], chip:
     for run_dir in outcome.run_dirs:
         click.echo(f"wrote {run_dir}")
     if outcome.problems:
-        raise ExitError(f"{len(outcome.problems)} raw run(s) not imported (listed above); the rest were imported", 1)
+        rest = "the rest were imported" if outcome.run_dirs else "nothing was imported"
+        raise ExitError(f"{len(outcome.problems)} raw run(s) not imported (listed above); {rest}", 1)
