@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Final, Literal, Optional, Sequence, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,9 +41,9 @@ COMPARISON_MD = "comparison.md"
 COMPARISON_JSON = "comparison.json"
 DEFAULT_CDF_SCENARIOS = 4
 
-LATENCY_METRICS = ("ttft_ms", "tpot_ms", "e2e_ms")
-THROUGHPUT_METRIC = "output_token_throughput"
 MetricName = Literal["ttft_ms", "tpot_ms", "e2e_ms", "output_token_throughput"]
+LATENCY_METRICS: tuple[MetricName, ...] = ("ttft_ms", "tpot_ms", "e2e_ms")
+THROUGHPUT_METRIC: Final = "output_token_throughput"
 
 
 # --------------------------------------------------------------------------- comparison.json
@@ -420,12 +420,14 @@ def _finite(value: Optional[float]) -> Optional[float]:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _stat_test(label: str, metric: str, outcome: stats.Outcome, caveat: Optional[str]) -> StatTest:
+def _stat_test(label: str, metric: MetricName, outcome: stats.Outcome, caveat: Optional[str]) -> StatTest:
+    if outcome.verdict is None:
+        raise ValueError(f"{label} {metric}: outcome has no verdict (not decided)")
     reason = outcome.reason
     if caveat:
         reason = f"{reason}; {caveat}" if reason else caveat
     return StatTest(
-        run=label, metric=metric, test=outcome.test, verdict=outcome.verdict,  # type: ignore[arg-type]
+        run=label, metric=metric, test=outcome.test, verdict=outcome.verdict,
         p_value=outcome.p_adjusted, p_raw=outcome.p_raw, ratio=_finite(outcome.ratio),
         ci_low=_finite(outcome.ci_low), ci_high=_finite(outcome.ci_high),
         n_baseline=outcome.n_baseline, n_candidate=outcome.n_candidate,
@@ -433,12 +435,12 @@ def _stat_test(label: str, metric: str, outcome: stats.Outcome, caveat: Optional
     )
 
 
-def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptions) -> list[tuple[int, str, stats.Outcome, Optional[str]]]:
+def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptions) -> list[tuple[int, MetricName, stats.Outcome, Optional[str]]]:
     """Undecided outcomes of one group: (candidate run index, metric, outcome, caveat)."""
     base_run = runs[0]
     base_members = group.members[0]
     base_scen = [base_run.results.scenarios[j] for j in base_members]
-    out: list[tuple[int, str, stats.Outcome, Optional[str]]] = []
+    out: list[tuple[int, MetricName, stats.Outcome, Optional[str]]] = []
     for ci in range(1, len(runs)):
         cand_run = runs[ci]
         cand_members = group.members[ci]
@@ -488,7 +490,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
     recompute = [options.slo is not None or not same_thresholds(r.results.slo, spec) for r in runs]
     groups, unmatched = match_scenarios(runs, labels)
 
-    pending: list[tuple[int, int, str, stats.Outcome, Optional[str]]] = []
+    pending: list[tuple[int, int, MetricName, stats.Outcome, Optional[str]]] = []
     for gi, group in enumerate(groups):
         for ci, metric, outcome, caveat in _group_outcomes(runs, group, options):
             pending.append((gi, ci, metric, outcome, caveat))

@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, TypeVar
+from typing import Any, Callable, Iterable, Optional, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -33,7 +33,8 @@ from .sidecars import (
 )
 from .slo import resolve_slo, slo_status
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 RAW_REQUESTS_CAP = 20000
 RAW_SUFFIXES = (".jsonl", ".json")
@@ -41,7 +42,7 @@ LATENCY_FIELDS = ("e2e_ms", "ttft_ms", "tpot_ms", "itl_ms")
 PCT_FIELDS = ("mean", "p50", "p90", "p95", "p99", "std")
 
 
-def _bulk(func: F) -> F:
+def _bulk(func: Callable[P, R]) -> Callable[P, R]:
     """Run func with the cyclic garbage collector paused (restored after).
 
     An import allocates millions of objects without reference cycles (parsed
@@ -50,7 +51,7 @@ def _bulk(func: F) -> F:
     """
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if not gc.isenabled():
             return func(*args, **kwargs)
         gc.disable()
@@ -59,7 +60,7 @@ def _bulk(func: F) -> F:
         finally:
             gc.enable()
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 @dataclass

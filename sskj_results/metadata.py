@@ -89,14 +89,14 @@ def detect_accelerator() -> dict[str, str]:
             facts["runtime_version"] = f"CUDA {cuda.group(1)}"
         return facts
     for tool in ("xpu-smi", "xpu_smi"):
-        banner = _run([tool])
-        if banner:
-            driver = re.search(r"Driver Version:\s*([\w.\-]+)", banner)
-            runtime = re.search(r"(?:XRE|Runtime) Version:\s*([\w.\-]+)", banner)
-            if driver:
-                facts["driver_version"] = driver.group(1)
-            if runtime:
-                facts["runtime_version"] = runtime.group(1)
+        xpu_banner = _run([tool])
+        if xpu_banner:
+            driver_match = re.search(r"Driver Version:\s*([\w.\-]+)", xpu_banner)
+            runtime_match = re.search(r"(?:XRE|Runtime) Version:\s*([\w.\-]+)", xpu_banner)
+            if driver_match:
+                facts["driver_version"] = driver_match.group(1)
+            if runtime_match:
+                facts["runtime_version"] = runtime_match.group(1)
             return facts
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():

@@ -22,11 +22,11 @@ Metric definitions used throughout (also in docs/METRICS.md):
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Final, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 SCHEMA_ID = "https://sskj.dev/schema/results.schema.json"
 
 SloMark = Literal["✅", "⚠️", "❌"]

@@ -18,7 +18,7 @@ import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Optional, Sequence
+from typing import Any, Literal, Optional, Sequence, cast
 
 import numpy as np
 
@@ -30,7 +30,9 @@ PANEL_H = 4.0
 MAX_COLS = 3
 # Concurrency labels of different runs go to different sides of their points.
 LABEL_OFFSETS = ((5, 5), (5, -13), (-5, 5), (-5, -13))
-FONT = {
+# rcParams names; matplotlib's own stubs key rc_context by a Literal of every name
+# (only in recent versions), hence the cast where FONT is passed.
+FONT: dict[str, Any] = {
     "font.size": 11,
     "axes.titlesize": 12,
     "axes.labelsize": 11,
@@ -84,8 +86,13 @@ def shape_title(input_len: int, output_len: int) -> str:
 
 def _colors(labels: Sequence[str]) -> dict[str, Any]:
     from matplotlib import colormaps
+    from matplotlib.colors import ListedColormap
 
-    palette = colormaps["tab10"].colors if len(labels) <= 10 else colormaps["tab20"].colors
+    cmap = colormaps["tab10"] if len(labels) <= 10 else colormaps["tab20"]
+    if not isinstance(cmap, ListedColormap):
+        raise TypeError(f"colormap {cmap.name} has no list of colours")
+    # tab10 / tab20 hold a sequence of RGB triples; the stubs type `colors` as any colour or array.
+    palette = cast("Sequence[Any]", cmap.colors)
     return {label: palette[i % len(palette)] for i, label in enumerate(labels)}
 
 
@@ -200,24 +207,27 @@ def throughput_vs_interactivity(curves: Sequence[Curve], path: Path, title: str)
     labels = _unique([c.label for c in curves])
     colors = _colors(labels)
     shapes = _by_shape(usable)
-    with matplotlib.rc_context(FONT):
+    with matplotlib.rc_context(cast("dict[Any, Any]", FONT)):
         fig, axes = _new_figure(len(shapes))
         handles: dict[str, Any] = {}
         for ax, ((inp, outp), group) in zip(axes, shapes):
             xs_all, ys_all = [], []
             for c in group:
                 dx, dy = LABEL_OFFSETS[labels.index(c.label) % len(LABEL_OFFSETS)]
-                xs = [1000.0 / p.tpot_mean_ms for p in c.points]  # type: ignore[operator]
-                ys = [p.output_throughput for p in c.points]
+                # every point of a usable curve has both numbers: the condition only narrows the types
+                drawn = [(p, 1000.0 / p.tpot_mean_ms, p.output_throughput) for p in c.points
+                         if p.tpot_mean_ms and p.output_throughput is not None]
+                xs = [x for _, x, _ in drawn]
+                ys = [y for _, _, y in drawn]
                 xs_all += xs
                 ys_all += ys
                 (line,) = ax.plot(xs, ys, marker="o", markersize=6, linewidth=1.8, color=colors[c.label], label=c.label)
                 handles.setdefault(c.label, line)
-                for x, y, p in zip(xs, ys, c.points):
+                for p, x, y in drawn:
                     ax.annotate(f"c{p.concurrency}", (x, y), textcoords="offset points", xytext=(dx, dy),
                                 fontsize=9, color=colors[c.label], ha="left" if dx >= 0 else "right")
             _scale(ax, "x", xs_all, headroom=1.15)
-            _scale(ax, "y", ys_all, headroom=1.15)  # type: ignore[arg-type]
+            _scale(ax, "y", ys_all, headroom=1.15)
             _panel_title(ax, shape_title(inp, outp))
             ax.set_xlabel("Interactivity: 1000 / TPOT mean (tok/s per user)")
             ax.set_ylabel("Output throughput (tok/s)")
@@ -246,7 +256,7 @@ def latency_vs_concurrency(
     labels = _unique([c.label for c in curves])
     colors = _colors(labels)
     shapes = _by_shape(usable)
-    with matplotlib.rc_context(FONT):
+    with matplotlib.rc_context(cast("dict[Any, Any]", FONT)):
         fig, axes = _new_figure(len(shapes))
         handles: dict[str, Any] = {}
         for ax, ((inp, outp), group) in zip(axes, shapes):
@@ -298,7 +308,7 @@ def latency_cdfs(
         ("ttft_ms", "TTFT per request (ms)", ttft_p95_slo_ms, "SLO: TTFT P95 < {:g} ms"),
         ("tpot_ms", "TPOT per request (ms)", tpot_mean_slo_ms, "SLO: TPOT mean < {:g} ms"),
     )
-    with matplotlib.rc_context(FONT):
+    with matplotlib.rc_context(cast("dict[Any, Any]", FONT)):
         fig, axes = _new_figure(2, cols=2)
         handles: dict[str, Any] = {}
         for ax, (attr, xlabel, threshold, slo_text) in zip(axes, panels):

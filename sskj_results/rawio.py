@@ -70,9 +70,10 @@ def loads_lenient(text: bytes) -> Any:
         if patched is None:
             break
         fixed = patched
-        data, pos = _try_loads(fixed)
-        if pos is None:
+        data, next_pos = _try_loads(fixed)
+        if next_pos is None:
             return data
+        pos = next_pos
     try:
         return orjson.loads(_NONFINITE.sub(rb"\1null", text))
     except orjson.JSONDecodeError:
@@ -259,7 +260,8 @@ class FileScan:
                 yield from _whole(self.path, blob)
                 return
             size += end - start
-            if _BLANK.match(buf, start, end).end() < end:
+            blank = _BLANK.match(buf, start, end)  # always matches (possibly empty)
+            if blank is None or blank.end() < end:
                 item = self._parse_line(buf, start, end, number)
                 yield item
                 del item

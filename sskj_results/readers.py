@@ -60,12 +60,14 @@ def name_hints(stem: str) -> NameHints:
     if not match:
         return NameHints()
     prefix = match.group("prefix")
-    numbers = dict(mmdd=match.group("mmdd"), concurrency=int(match.group("c")),
-                   input_len=int(match.group("i")), output_len=int(match.group("o")))
+    mmdd, concurrency = match.group("mmdd"), int(match.group("c"))
+    input_len, output_len = int(match.group("i")), int(match.group("o"))
     if "_" in prefix:
         chip, engine = prefix.rsplit("_", 1)
-        return NameHints(engine=engine, chip=chip, convention="new", **numbers)
-    return NameHints(engine=prefix, convention="legacy", **numbers)
+        return NameHints(engine=engine, chip=chip, mmdd=mmdd, concurrency=concurrency,
+                         input_len=input_len, output_len=output_len, convention="new")
+    return NameHints(engine=prefix, mmdd=mmdd, concurrency=concurrency,
+                     input_len=input_len, output_len=output_len, convention="legacy")
 
 
 @dataclass

@@ -228,7 +228,7 @@ def _verdicts(doc: ComparisonDoc) -> list[str]:
     ]
     if not tests:
         return lines + ["No matched scenarios: nothing to test."]
-    counts = Counter(t.verdict for _, t in tests)
+    counts: Counter[str] = Counter(t.verdict for _, t in tests)
     order = ("faster", "slower", "no significant difference", "insufficient samples", "not comparable")
     lines += ["Verdicts: " + ", ".join(f"{counts[v]} {v}" for v in order) + f" ({len(tests)} tests).", ""]
     shown = [(sc, t) for sc, t in tests if t.verdict != "not comparable"]
@@ -253,8 +253,8 @@ def _verdicts(doc: ComparisonDoc) -> list[str]:
     if grouped:
         lines.append("Untested or qualified results:")
         lines.append("")
-        for (run, verdict, reason, metrics), names in grouped.items():
-            lines.append(f"- {code(run)}, {verdict}: {reason} — {', '.join(names)} ({', '.join(metrics)})")
+        for (run, verdict, reason, metric_names), names in grouped.items():
+            lines.append(f"- {code(run)}, {verdict}: {reason} — {', '.join(names)} ({', '.join(metric_names)})")
         lines.append("")
     return lines
 
@@ -439,13 +439,12 @@ def _report_provenance(run: RunData) -> list[str]:
             if phase:
                 lines += [f"{phase}:", ""]
             lines += ["```text", command, "```", ""]
-    sources = [s for s in sorted(res.scenarios, key=lambda s: s.name) if s.source]
+    sources = [(s.name, s.source) for s in sorted(res.scenarios, key=lambda s: s.name) if s.source]
     if sources:
         lines += ["### Source files", ""]
         lines += github_table(
             ["Scenario", "File", "Line", "Format", "SHA-256"],
-            [[s.name, s.source.file, s.source.line, s.source.format or "-",  # type: ignore[union-attr]
-              (s.source.sha256 or "-")[:16]] for s in sources],  # type: ignore[union-attr]
+            [[name, src.file, src.line, src.format or "-", (src.sha256 or "-")[:16]] for name, src in sources],
             ["left", "left", "right", "left", "left"],
         ) + [""]
     if res.raw_files:

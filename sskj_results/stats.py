@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
+from typing import Final, Literal, Optional, Sequence
 
 import numpy as np
 
-FASTER = "faster"
-SLOWER = "slower"
-NO_DIFFERENCE = "no significant difference"
-INSUFFICIENT = "insufficient samples"
-NOT_COMPARABLE = "not comparable"
+Verdict = Literal["faster", "slower", "no significant difference", "insufficient samples", "not comparable"]
+FASTER: Final = "faster"
+SLOWER: Final = "slower"
+NO_DIFFERENCE: Final = "no significant difference"
+INSUFFICIENT: Final = "insufficient samples"
+NOT_COMPARABLE: Final = "not comparable"
 VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE, INSUFFICIENT, NOT_COMPARABLE)
 
 MANN_WHITNEY = "mann-whitney-u"
@@ -53,7 +54,7 @@ class Outcome:
     test: str
     n_baseline: int
     n_candidate: int
-    verdict: Optional[str] = None
+    verdict: Optional[Verdict] = None
     p_raw: Optional[float] = None
     p_adjusted: Optional[float] = None
     ratio: Optional[float] = None
@@ -245,7 +246,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def classify(p_adjusted: float, ratio: float, *, alpha: float, min_change: float, higher_is_better: bool) -> str:
+def classify(p_adjusted: float, ratio: float, *, alpha: float, min_change: float, higher_is_better: bool) -> Verdict:
     """faster / slower only when significant AND |ratio - 1| > min_change; otherwise no significant difference."""
     if p_adjusted < alpha and abs(ratio - 1.0) > min_change:
         improved = ratio > 1.0 if higher_is_better else ratio < 1.0
@@ -264,14 +265,19 @@ def decide(
     if len(outcomes) != len(higher_is_better):
         raise ValueError("one higher_is_better flag per outcome")
     open_idx = [i for i, o in enumerate(outcomes) if o.verdict is None]
+    p_raws: list[float] = []
+    ratios: list[float] = []
     for i in open_idx:
-        if outcomes[i].p_raw is None or outcomes[i].ratio is None:
+        p_raw, ratio = outcomes[i].p_raw, outcomes[i].ratio
+        if p_raw is None or ratio is None:
             raise ValueError(f"outcome {i} has no p-value or ratio but no verdict either")
-    adjusted = holm([outcomes[i].p_raw for i in open_idx])  # type: ignore[misc]
+        p_raws.append(p_raw)
+        ratios.append(ratio)
+    adjusted = holm(p_raws)
     out = list(outcomes)
-    for i, p_adj in zip(open_idx, adjusted):
+    for i, p_adj, ratio in zip(open_idx, adjusted, ratios):
         o = outcomes[i]
-        verdict = classify(p_adj, o.ratio, alpha=alpha, min_change=min_change,  # type: ignore[arg-type]
+        verdict = classify(p_adj, ratio, alpha=alpha, min_change=min_change,
                            higher_is_better=higher_is_better[i])
         out[i] = replace(o, p_adjusted=p_adj, verdict=verdict)
     return out

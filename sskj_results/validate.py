@@ -162,7 +162,8 @@ def _rules(data: dict[str, Any], file: str) -> Iterator[Problem]:
             yield Problem(file, f"{base}.accept_length", "missing: write null when not speculative, never omit the key")
         elif sc.get("accept_length") is not None and not spec_method:
             yield Problem(file, f"{base}.accept_length", "set although config.spec_method is null; record spec_method", WARNING)
-        recon = sc.get("reconstructed") if isinstance(sc.get("reconstructed"), dict) else {}
+        recon_raw = sc.get("reconstructed")
+        recon = recon_raw if isinstance(recon_raw, dict) else {}
         yield from _latency_rules(sc.get("latencies"), f"{base}.latencies", file, recon)
         yield from _slo_rules(sc, base, file, slo)
         yield from _count_rules(sc, base, file)
@@ -219,13 +220,15 @@ def _slo_rules(sc: dict[str, Any], base: str, file: str, slo: Optional[dict[str,
             )
     if slo is None:
         return
-    lat = sc.get("latencies") if isinstance(sc.get("latencies"), dict) else {}
+    lat_raw = sc.get("latencies")
+    lat = lat_raw if isinstance(lat_raw, dict) else {}
     checks = (
         ("ttft_p95_ok", "ttft_ms", "p95", "ttft_p95_ms", ttft_ok),
         ("tpot_mean_ok", "tpot_ms", "mean", "tpot_mean_ms", tpot_ok),
     )
     for flag, metric, stat, limit_key, claimed in checks:
-        stats = lat.get(metric) if isinstance(lat.get(metric), dict) else {}
+        stats_raw = lat.get(metric)
+        stats = stats_raw if isinstance(stats_raw, dict) else {}
         value, limit = _num(stats.get(stat)), _num(slo.get(limit_key))
         if limit is None or not isinstance(claimed, bool):
             continue

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, ParamSpec, TypeVar
 
 import click
 
 from ..errors import SskjError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class ExitError(click.ClickException):
@@ -18,17 +20,26 @@ class ExitError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = 1) -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        self._exit_code = exit_code
+
+    # click declares exit_code a class variable; each ExitError carries its own.
+    @property
+    def exit_code(self) -> int:
+        return self._exit_code
+
+    @exit_code.setter
+    def exit_code(self, value: int) -> None:
+        self._exit_code = value
 
     def show(self, file: Any = None) -> None:
         click.echo(f"error: {self.format_message()}", err=True)
 
 
-def handle_errors(func: F) -> F:
+def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Turn library errors into `error: ...` on stderr (exit 1; usage errors exit 2)."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
         except UsageError as exc:
@@ -39,7 +50,7 @@ def handle_errors(func: F) -> F:
             click.echo("error: interrupted; nothing was half-written (files are replaced atomically)", err=True)
             sys.exit(130)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def slo_options(func: F) -> F:

@@ -3,14 +3,17 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
+
+if TYPE_CHECKING:
+    from ..models import SloSpec
 
 from .common import ExitError, handle_errors, slo_options
 
 
-def _slo(tier: Optional[str], ttft: Optional[float], tpot: Optional[float]):  # type: ignore[no-untyped-def]
+def _slo(tier: Optional[str], ttft: Optional[float], tpot: Optional[float]) -> Optional[SloSpec]:
     from ..slo import resolve_slo
 
     if tier is None and ttft is None and tpot is None:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
+
+if TYPE_CHECKING:
+    from ..models import SloSpec
 
 from .common import handle_errors, slo_options
 
@@ -30,7 +33,7 @@ class CdfCount(click.ParamType):
         return count
 
 
-def _slo(slo_tier: Optional[str], ttft: Optional[float], tpot: Optional[float]):  # type: ignore[no-untyped-def]
+def _slo(slo_tier: Optional[str], ttft: Optional[float], tpot: Optional[float]) -> Optional[SloSpec]:
     from ..slo import resolve_slo
 
     if slo_tier is None and ttft is None and tpot is None:
