@@ -511,6 +511,9 @@ def import_legacy(
         if run_model is None:
             run_model = "unknown"
             warnings.append(f"engine {eng}: the raw files do not name the model; recorded as 'unknown' (give --model)")
+        elif model is None and len(models[eng]) > 1:
+            warnings.append(f"engine {eng}: the raw files name {len(models[eng])} models ({', '.join(sorted(models[eng]))}); "
+                            f"recorded {run_model!r} — import them separately or give --model")
         run_id = stamp.strftime("%Y%m%d-%H%M%S")
         results = Results(
             metadata=Metadata(

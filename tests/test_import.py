@@ -508,3 +508,14 @@ def test_newer_sglang_keys(tmp_path: Path) -> None:
     assert (s.latencies.ttft_ms.p90, s.latencies.ttft_ms.p95) == (55.5, 56.5)
     assert s.request_rate is None and "request rate 'trace' (not a number): recorded as null" in s.notes
     assert load_run(next((tmp_path / "out").iterdir())).metadata.model == "/data/models/DeepSeek-V4-Flash"
+
+
+def test_several_models_in_one_engine_group_warn(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    base = json.loads((RAW / "vllmbench_c8_128_32.json").read_text())
+    (raw / "vllm_0101_8_128_32.json").write_text(json.dumps(dict(base, model_id="model-a")))
+    (raw / "vllm_0101_4_128_32.json").write_text(json.dumps(dict(base, model_id="model-b", max_concurrency=4)))
+    result = _import(raw, tmp_path / "out")
+    assert result.exit_code == 0
+    assert "engine vllm: the raw files name 2 models (model-a, model-b); recorded 'model-a'" in result.output
