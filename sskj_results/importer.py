@@ -342,7 +342,7 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
         side_digest = sidecar_digest(sides)
         prev = known.get(label)
         if same_slo and prev and prev.sha256 == digest and prev.sidecar_sha256 == side_digest and label in old_by_file:
-            scenarios.extend(old_by_file[label])
+            scenarios.extend(s.model_copy() for s in old_by_file[label])  # shallow: renaming must not touch `existing`
             records.append(prev if prev.mtime_ns == mtime_ns else prev.model_copy(update={"mtime_ns": mtime_ns}))
             reused += 1
             continue

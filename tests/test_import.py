@@ -480,6 +480,9 @@ def test_scenario_name_format(tmp_path: Path) -> None:
     run = _run_dir(tmp_path)
     shutil.copy(RAW / "vllm_0705_2_128_32.jsonl", run / "raw_outputs" / "cpu_vllm_0705_2_128_32.jsonl")
     shutil.copy(RAW / "vllm_0705_8_256_64.jsonl", run / "raw_outputs" / "cpu_vllm_0705_8_256_64.jsonl")
+    assert CliRunner().invoke(main, ["parse", str(run)]).exit_code == 0
+    assert [s.name for s in load_run(run).scenarios] == ["c2_i128_o32", "c8_i256_o64"]
+    # unchanged raw files: the new names alone make parse rewrite results.json
     result = CliRunner().invoke(main, ["parse", str(run), "--name-format", "chat_c{concurrency}_in{input_len}_out{output_len}"])
     assert result.exit_code == 0, result.output
     assert [s.name for s in load_run(run).scenarios] == ["chat_c2_in128_out32", "chat_c8_in256_out64"]
