@@ -17,29 +17,18 @@ EXPERIMENT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "${EXPERIMENT_DIR}/../../scripts/common/adaptive_bench_lib.sh"
 
 #######################################
-# Fill SERVER_CMD for the phase's engine.
-# Globals:   PHASE_ENGINE MODEL_PATH TP SERVER_HOST PORT SGLANG_EXTRA_ARGS
-#            VLLM_EXTRA_ARGS (read); SERVER_CMD (written)
+# Fill SERVER_CMD for the phase's engine. bench::sglang_server_cmd and
+# bench::vllm_server_cmd build the common command (launcher, model, TP,
+# host, port, *_EXTRA_ARGS); pass this experiment's own flags as their
+# arguments, e.g. bench::sglang_server_cmd --context-length "${CONTEXT_LEN}".
+# Globals:   PHASE_ENGINE (read), those of the bench::*_server_cmd
+#            functions; SERVER_CMD (written)
 # Returns:   0 ok, 1 missing configuration, 2 unsupported engine
 #######################################
 build_server_cmd() {
-  local -a extra=()
   case "${PHASE_ENGINE}" in
-    sglang)
-      lib::engine_launcher "${PHASE_ENGINE}" || return 1
-      read -r -a extra <<<"${SGLANG_EXTRA_ARGS:-}"
-      SERVER_CMD=("${LIB_LAUNCHER[@]}" -m sglang.launch_server
-        --model-path "${MODEL_PATH}" --tp "${TP}" --trust-remote-code
-        --host "${SERVER_HOST}" --port "${PORT}" "${extra[@]}")
-      ;;
-    vllm*)
-      # VLLM_SERVER_DEV_MODE=1 enables POST /reset_prefix_cache.
-      lib::engine_launcher "${PHASE_ENGINE}" VLLM_SERVER_DEV_MODE=1 || return 1
-      read -r -a extra <<<"${VLLM_EXTRA_ARGS:-}"
-      SERVER_CMD=("${LIB_LAUNCHER[@]}" -m vllm.entrypoints.openai.api_server
-        --model "${MODEL_PATH}" --tensor-parallel-size "${TP}" --trust-remote-code
-        --host "${SERVER_HOST}" --port "${PORT}" "${extra[@]}")
-      ;;
+    sglang) bench::sglang_server_cmd ;;
+    vllm*) bench::vllm_server_cmd ;;
     *)
       lib::err "engine ${PHASE_ENGINE} is not supported by this experiment"
       return 2

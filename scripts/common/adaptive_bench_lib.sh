@@ -16,7 +16,8 @@
 # more than one phase); ENGINE defaults to NAME; KEY=VALUE pairs are
 # exported while the phase runs (e.g. dspark_t3:vllm-dspark:SPEC_TOKENS=3).
 # The experiment's start_server.sh builds the server command of a phase (see
-# bench::server_main); the grid comes from scenarios.tsv or config.env.
+# bench::server_main; bench::sglang_server_cmd and bench::vllm_server_cmd
+# hold the common part); the grid comes from scenarios.tsv or config.env.
 
 _BENCH_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if ! declare -F lib::load_env_file >/dev/null; then
@@ -353,6 +354,62 @@ bench::server_main() {
   fi
   lib::info "exec $(lib::quote_cmd "${SERVER_CMD[@]}")"
   exec "${SERVER_CMD[@]}"
+}
+
+#######################################
+# Fill SERVER_CMD with the SGLang server command of the phase:
+#   <launcher> -m sglang.launch_server --model-path MODEL_PATH --tp TP
+#   --trust-remote-code FLAG... --host SERVER_HOST --port PORT
+#   SGLANG_EXTRA_ARGS (split on blanks)
+# Arguments: FLAG... the experiment's own flags (may be none)
+# Globals:   PHASE_ENGINE MODEL_PATH TP SERVER_HOST PORT SGLANG_EXTRA_ARGS
+#            (read); SERVER_CMD LIB_LAUNCHER (written)
+# Returns:   0 ok, 1 missing configuration
+#######################################
+# shellcheck disable=SC2120  # FLAG... is optional
+bench::sglang_server_cmd() {
+  local -a extra=()
+  lib::require_env MODEL_PATH TP SERVER_HOST PORT || return 1
+  lib::engine_launcher "${PHASE_ENGINE}" || return 1
+  read -r -a extra <<<"${SGLANG_EXTRA_ARGS:-}"
+  SERVER_CMD=("${LIB_LAUNCHER[@]}" -m sglang.launch_server
+    --model-path "${MODEL_PATH}" --tp "${TP}" --trust-remote-code
+    "$@" --host "${SERVER_HOST}" --port "${PORT}" "${extra[@]}")
+}
+
+#######################################
+# Fill SERVER_CMD with the start of the vLLM OpenAI server command of the
+# phase: <launcher> -m vllm.entrypoints.openai.api_server, the launcher
+# setting VLLM_SERVER_DEV_MODE=1 (enables POST /reset_prefix_cache, used
+# between scenarios) and KEY=VALUE... in the server's environment.
+# Arguments: KEY=VALUE... more environment of the server (may be none)
+# Globals:   PHASE_ENGINE (read); SERVER_CMD LIB_LAUNCHER (written)
+# Returns:   0 ok, 1 missing configuration, 2 bad KEY=VALUE or engine
+#######################################
+# shellcheck disable=SC2120  # KEY=VALUE... is optional
+bench::vllm_server_base() {
+  lib::engine_launcher "${PHASE_ENGINE}" VLLM_SERVER_DEV_MODE=1 "$@" || return
+  SERVER_CMD=("${LIB_LAUNCHER[@]}" -m vllm.entrypoints.openai.api_server)
+}
+
+#######################################
+# Fill SERVER_CMD with the vLLM server command of the phase:
+#   <bench::vllm_server_base> --model MODEL_PATH --trust-remote-code
+#   --tensor-parallel-size TP FLAG... --host SERVER_HOST --port PORT
+#   VLLM_EXTRA_ARGS (split on blanks)
+# Arguments: FLAG... the experiment's own flags (may be none)
+# Globals:   PHASE_ENGINE MODEL_PATH TP SERVER_HOST PORT VLLM_EXTRA_ARGS
+#            (read); SERVER_CMD LIB_LAUNCHER (written)
+# Returns:   0 ok, 1 missing configuration
+#######################################
+# shellcheck disable=SC2120  # FLAG... is optional
+bench::vllm_server_cmd() {
+  local -a extra=()
+  lib::require_env MODEL_PATH TP SERVER_HOST PORT || return 1
+  bench::vllm_server_base || return 1
+  read -r -a extra <<<"${VLLM_EXTRA_ARGS:-}"
+  SERVER_CMD+=(--model "${MODEL_PATH}" --trust-remote-code --tensor-parallel-size "${TP}"
+    "$@" --host "${SERVER_HOST}" --port "${PORT}" "${extra[@]}")
 }
 
 #######################################

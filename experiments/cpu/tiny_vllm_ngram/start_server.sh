@@ -14,7 +14,9 @@ export PLATFORM="${PLATFORM:-cpu}"
 source "${EXPERIMENT_DIR}/../../../scripts/common/adaptive_bench_lib.sh"
 
 #######################################
-# Fill SERVER_CMD for the phase.
+# Fill SERVER_CMD for the phase: bench::vllm_server_base (launcher with the
+# CPU engine's environment, module) plus this experiment's arguments —
+# single process, no --tensor-parallel-size or --trust-remote-code.
 # Globals:   PHASE_ENGINE MODEL_PATH SERVER_HOST PORT MAX_MODEL_LEN DTYPE
 #            KVCACHE_SPACE_GIB SPEC_METHOD SPEC_TOKENS PROMPT_LOOKUP_MAX
 #            PROMPT_LOOKUP_MIN (read); SERVER_CMD (written)
@@ -25,10 +27,8 @@ build_server_cmd() {
     lib::err "engine ${PHASE_ENGINE} is not supported by this experiment (vllm only)"
     return 2
   fi
-  # VLLM_SERVER_DEV_MODE=1 enables POST /reset_prefix_cache between scenarios.
-  lib::engine_launcher vllm VLLM_SERVER_DEV_MODE=1 "VLLM_CPU_KVCACHE_SPACE=${KVCACHE_SPACE_GIB}" HF_HUB_OFFLINE=1 || return 1
-  SERVER_CMD=("${LIB_LAUNCHER[@]}" -m vllm.entrypoints.openai.api_server
-    --model "${MODEL_PATH}" --host "${SERVER_HOST}" --port "${PORT}"
+  bench::vllm_server_base "VLLM_CPU_KVCACHE_SPACE=${KVCACHE_SPACE_GIB}" HF_HUB_OFFLINE=1 || return 1
+  SERVER_CMD+=(--model "${MODEL_PATH}" --host "${SERVER_HOST}" --port "${PORT}"
     --enforce-eager --max-model-len "${MAX_MODEL_LEN}" --dtype "${DTYPE}")
   case "${SPEC_METHOD:-}" in
     "") ;;

@@ -14,35 +14,25 @@ EXPERIMENT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "${EXPERIMENT_DIR}/../../../scripts/common/adaptive_bench_lib.sh"
 
 #######################################
-# Fill SERVER_CMD for the phase's engine.
-# Globals:   PHASE_ENGINE MODEL_PATH SPEC_MODEL_PATH SPEC_TOKENS TP
-#            CONTEXT_LEN KV_CACHE_DTYPE MAX_NUM_SEQS SERVER_HOST PORT
-#            SGLANG_EXTRA_ARGS VLLM_EXTRA_ARGS (read); SERVER_CMD (written)
+# Fill SERVER_CMD for the phase's engine: the common command of
+# bench::sglang_server_cmd / bench::vllm_server_cmd plus this experiment's
+# flags (DSpark: the speculative-decoding ones too).
+# Globals:   PHASE_ENGINE CONTEXT_LEN KV_CACHE_DTYPE MAX_NUM_SEQS
+#            SPEC_MODEL_PATH SPEC_TOKENS (read), those of the
+#            bench::*_server_cmd functions; SERVER_CMD (written)
 # Returns:   0 ok, 1 missing configuration, 2 unsupported engine
 #######################################
 build_server_cmd() {
-  local -a extra=()
+  local -a flags=()
   case "${PHASE_ENGINE}" in
-    sglang)
-      lib::engine_launcher sglang || return 1
-      read -r -a extra <<<"${SGLANG_EXTRA_ARGS:-}"
-      SERVER_CMD=("${LIB_LAUNCHER[@]}" -m sglang.launch_server
-        --model-path "${MODEL_PATH}" --tp "${TP}" --trust-remote-code
-        --context-length "${CONTEXT_LEN}"
-        --host "${SERVER_HOST}" --port "${PORT}" "${extra[@]}")
-      ;;
+    sglang) bench::sglang_server_cmd --context-length "${CONTEXT_LEN}" ;;
     vllm | vllm-dspark)
-      # VLLM_SERVER_DEV_MODE=1 enables POST /reset_prefix_cache.
-      lib::engine_launcher "${PHASE_ENGINE}" VLLM_SERVER_DEV_MODE=1 || return 1
-      read -r -a extra <<<"${VLLM_EXTRA_ARGS:-}"
-      SERVER_CMD=("${LIB_LAUNCHER[@]}" -m vllm.entrypoints.openai.api_server
-        --model "${MODEL_PATH}" --trust-remote-code --tensor-parallel-size "${TP}"
-        --kv-cache-dtype "${KV_CACHE_DTYPE}" --max-model-len "${CONTEXT_LEN}"
+      flags=(--kv-cache-dtype "${KV_CACHE_DTYPE}" --max-model-len "${CONTEXT_LEN}"
         --max-num-seqs "${MAX_NUM_SEQS}")
       if [[ "${PHASE_ENGINE}" == "vllm-dspark" ]]; then
-        SERVER_CMD+=(--spec-method dspark --spec-model "${SPEC_MODEL_PATH}" --spec-tokens "${SPEC_TOKENS}")
+        flags+=(--spec-method dspark --spec-model "${SPEC_MODEL_PATH}" --spec-tokens "${SPEC_TOKENS}")
       fi
-      SERVER_CMD+=(--host "${SERVER_HOST}" --port "${PORT}" "${extra[@]}")
+      bench::vllm_server_cmd "${flags[@]}"
       ;;
     *)
       lib::err "engine ${PHASE_ENGINE} is not part of this experiment (sglang, vllm, vllm-dspark)"

@@ -15,23 +15,18 @@ EXPERIMENT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "${EXPERIMENT_DIR}/../../../scripts/common/adaptive_bench_lib.sh"
 
 #######################################
-# Fill SERVER_CMD for the SGLang phase (runs inside the container).
-# Globals:   PHASE_ENGINE MODEL_PATH TP SERVER_HOST PORT MEM_FRACTION_STATIC
-#            SGLANG_EXTRA_ARGS (read); SERVER_CMD (written)
+# Fill SERVER_CMD for the SGLang phase (runs inside the container): the
+# common command of bench::sglang_server_cmd plus this experiment's flags.
+# Globals:   PHASE_ENGINE MEM_FRACTION_STATIC (read), those of
+#            bench::sglang_server_cmd; SERVER_CMD (written)
 # Returns:   0 ok, 1 missing configuration, 2 unsupported engine
 #######################################
 build_server_cmd() {
-  local -a extra=()
   if [[ "${PHASE_ENGINE}" != "sglang" ]]; then
     lib::err "engine ${PHASE_ENGINE} is not part of this experiment (sglang)"
     return 2
   fi
-  lib::engine_launcher sglang || return 1
-  read -r -a extra <<<"${SGLANG_EXTRA_ARGS:-}"
-  SERVER_CMD=("${LIB_LAUNCHER[@]}" -m sglang.launch_server
-    --model-path "${MODEL_PATH}" --tp "${TP}" --trust-remote-code
-    --mem-fraction-static "${MEM_FRACTION_STATIC}"
-    --host "${SERVER_HOST}" --port "${PORT}" "${extra[@]}")
+  bench::sglang_server_cmd --mem-fraction-static "${MEM_FRACTION_STATIC}"
 }
 
 main() {
