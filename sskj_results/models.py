@@ -37,7 +37,6 @@ TIMESTAMP_PATTERN = (
 _TIMESTAMP_RE = re.compile(TIMESTAMP_PATTERN)
 
 NonNegInt = Annotated[int, Field(ge=0)]
-NonNegFloat = Annotated[float, Field(ge=0)]
 
 
 class _Model(BaseModel):

@@ -18,7 +18,7 @@ import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Optional, Sequence, cast
+from typing import Any, Callable, Literal, Optional, Sequence, cast
 
 import numpy as np
 
@@ -190,6 +190,16 @@ def _by_shape(curves: Sequence[Curve]) -> list[tuple[tuple[int, int], list[Curve
     return sorted(shapes.items())
 
 
+def _keep_points(curves: Sequence[Curve], keep: Callable[[Point], bool]) -> list[Curve]:
+    """The curves restricted to the points that can be drawn; curves left empty are dropped."""
+    kept = []
+    for c in curves:
+        pts = tuple(p for p in c.points if keep(p))
+        if pts:
+            kept.append(Curve(c.label, c.input_len, c.output_len, pts))
+    return kept
+
+
 # --------------------------------------------------------------------------- figures
 
 
@@ -197,11 +207,9 @@ def throughput_vs_interactivity(curves: Sequence[Curve], path: Path, title: str)
     """Output throughput (tok/s) vs interactivity (1000 / TPOT mean, tok/s/user); None when nothing to draw."""
     import matplotlib
 
-    usable = []
-    for c in curves:
-        pts = [p for p in c.points if p.output_throughput is not None and p.tpot_mean_ms and p.tpot_mean_ms > 0]
-        if pts:
-            usable.append(Curve(c.label, c.input_len, c.output_len, tuple(pts)))
+    usable = _keep_points(
+        curves, lambda p: p.output_throughput is not None and p.tpot_mean_ms is not None and p.tpot_mean_ms > 0
+    )
     if not usable:
         return None
     labels = _unique([c.label for c in curves])
@@ -245,11 +253,7 @@ def latency_vs_concurrency(
     """TTFT P95 or TPOT mean against concurrency, one panel per shape, SLO threshold dashed."""
     import matplotlib
 
-    usable = []
-    for c in curves:
-        pts = [p for p in c.points if getattr(p, metric) is not None]
-        if pts:
-            usable.append(Curve(c.label, c.input_len, c.output_len, tuple(pts)))
+    usable = _keep_points(curves, lambda p: getattr(p, metric) is not None)
     if not usable:
         return None
     short, axis_label = METRIC_TEXT[metric]

@@ -115,15 +115,6 @@ def _describe(exc: Exception, last: bool) -> str:
     return f"not valid JSON ({msg})"
 
 
-def iter_items(path: Path) -> Iterator[Item]:
-    """Every object of a raw file, or an error per unreadable line.
-
-    A file holding one pretty-printed object (lines that are not complete JSON
-    on their own) is read whole.
-    """
-    return iter(FileScan(path, digest=False))
-
-
 def _opens_pretty_object(line: bytes) -> bool:
     """The first line opens a pretty-printed object: `{` or `[` alone, or `{` not closed on the line."""
     stripped = line.strip()
@@ -285,7 +276,8 @@ class FileScan:
             if digest is not None and b > head_end:
                 digest.wait()  # the original bytes there must be hashed first
 
-        last = buf[end - 1] != 0x0A  # only the file's last line can lack its newline
+        # only the file's last line can lack its newline; it looks truncated if it began as JSON
+        last = buf[end - 1] != 0x0A and bytes(buf[start:min(end, start + 64)]).lstrip().startswith(b"{")
         try:
             data = _loads_in_place(buf, start, end, view, before_patch)
         except (ValueError, orjson.JSONDecodeError) as exc:
@@ -369,7 +361,7 @@ def _whole(path: Path, blob: bytes) -> Iterator[Item]:
         try:
             data, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            truncated = exc.pos >= len(text.rstrip())
+            truncated = exc.pos >= len(text.rstrip()) or not text.rstrip().endswith(("}", "]"))
             hint = "; the file looks truncated" if truncated else ""
             yield LineError(exc.lineno, f"not valid JSON ({exc.msg}){hint}")
             return

@@ -26,7 +26,3 @@ def schema_text() -> str:
     """Deterministic text of the schema: sorted keys, 2-space indent, trailing newline."""
     return json.dumps(results_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
-
-def packaged_schema() -> dict[str, Any]:
-    """The schema shipped with the package (same text as schema/results.schema.json)."""
-    return results_schema()

@@ -522,3 +522,22 @@ def test_several_models_in_one_engine_group_warn(tmp_path: Path) -> None:
     result = _import(raw, tmp_path / "out")
     assert result.exit_code == 0
     assert "engine vllm: the raw files name 2 models (model-a, model-b); recorded 'model-a'" in result.output
+
+
+def test_unwritable_output_is_one_line(tmp_path: Path, raw_dir: Path) -> None:
+    blocker = tmp_path / "out"
+    blocker.write_text("a file where the output directory should go")
+    result = _import(raw_dir, blocker / "runs", "--engine", "vllm")
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == f"error: {blocker / 'runs'}: Not a directory; check the path and its permissions"
+    assert "Traceback" not in result.output and blocker.read_text().startswith("a file")
+
+
+def test_binary_last_line_is_not_called_truncated(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "sglang_0101_2_32_4.jsonl").write_bytes(b"\x00\xff\x10garbage")
+    (raw / "sglang_0101_4_32_4.jsonl").write_text(json.dumps(sglang_run(max_concurrency=4))[:300])
+    result = _import(raw, tmp_path / "out")
+    lines = [line for line in result.output.splitlines() if line.startswith("skipped:")]
+    assert "truncated" not in lines[0] and "truncated" in lines[1]

@@ -46,6 +46,9 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise ExitError(str(exc), 2) from None
         except SskjError as exc:
             raise ExitError(str(exc), 1) from None
+        except OSError as exc:  # a file or directory the command could not read or write
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise ExitError(f"{where}{exc.strerror or exc}; check the path and its permissions", 1) from None
         except KeyboardInterrupt:
             click.echo("error: interrupted; nothing was half-written (files are replaced atomically)", err=True)
             sys.exit(130)
