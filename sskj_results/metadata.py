@@ -79,10 +79,9 @@ def detect_accelerator() -> dict[str, str]:
         if rows and len(rows[0]) >= 3:
             name, mem_mib, driver = rows[0][:3]
             facts["driver_version"] = driver
-            try:
-                facts["hardware"] = f"{len(rows)}x {name} {round(float(mem_mib) / 1024)}GB"
-            except ValueError:
-                facts["hardware"] = f"{len(rows)}x {name}"
+            mem = re.match(r"\s*(\d+(?:\.\d+)?)", mem_mib)  # "143771" or, from some drivers, "143771 MiB"
+            size = f" {round(float(mem.group(1)) / 1024)}GB" if mem else ""
+            facts["hardware"] = f"{len(rows)}x {name}{size}"
         banner = _run(["nvidia-smi"]) or ""
         cuda = re.search(r"CUDA Version:\s*([\d.]+)", banner)
         if cuda:
@@ -98,12 +97,25 @@ def detect_accelerator() -> dict[str, str]:
             if runtime_match:
                 facts["runtime_version"] = runtime_match.group(1)
             return facts
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        text = cpuinfo.read_text(errors="replace")
-        model = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
-        facts["hardware"] = f"{os.cpu_count() or 1}x CPU core {model.group(1).strip()}" if model else f"{os.cpu_count() or 1}x CPU core"
+    facts["hardware"] = describe_cpu()
     return facts
+
+
+def describe_cpu() -> str:
+    """`AMD EPYC 7B13 (2 cores, 24 GB RAM)` from /proc/cpuinfo and /proc/meminfo."""
+    model = None
+    try:
+        found = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(errors="replace"), re.M)
+        model = found.group(1).strip() if found else None
+    except OSError:
+        pass
+    ram = "?"
+    try:
+        total = re.search(r"^MemTotal:\s*(\d+)\s*kB", Path("/proc/meminfo").read_text(errors="replace"), re.M)
+        ram = str(round(int(total.group(1)) / 1048576)) if total else "?"
+    except OSError:
+        pass
+    return f"{model or 'unknown CPU'} ({os.cpu_count() or '?'} cores, {ram} GB RAM)"
 
 
 def _model_error(run_dir: Path, exc: ValidationError, prefix: str = "") -> ResultsError:
@@ -139,10 +151,15 @@ def write_metadata(
         meta_dict.setdefault("host", socket.gethostname())
         if not meta_dict.get("git_commit"):
             meta_dict["git_commit"] = git_commit(cwd or Path.cwd())
-        if detect:
-            for key, value in detect_accelerator().items():
-                if not meta_dict.get(key):
-                    meta_dict[key] = value
+    # hardware "auto" (platforms/<chip>.env) or a new run with nothing given: ask the machine
+    wants_detection = meta_dict.get("hardware") == "auto" or (existing is None and detect)
+    if wants_detection:
+        facts = detect_accelerator()
+        if meta_dict.get("hardware") == "auto":
+            meta_dict["hardware"] = facts.get("hardware")
+        for key, value in facts.items():
+            if not meta_dict.get(key):
+                meta_dict[key] = value
     meta_dict["tool_version"] = __version__
     cfg: dict[str, Any] = existing.config.model_dump(exclude_none=False) if existing else {}
     for key, text in config.items():

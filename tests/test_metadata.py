@@ -88,3 +88,19 @@ def test_detects_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert result.exit_code == 0, result.output
     meta = load_run(tmp_path / "r").metadata
     assert (meta.hardware, meta.driver_version, meta.runtime_version) == ("2x NVIDIA H200 140GB", "570.86.15", "CUDA 12.8")
+
+
+def test_hardware_auto_describes_the_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    import sskj_results.metadata as metadata_mod
+
+    monkeypatch.setattr(metadata_mod, "_run", lambda cmd, cwd=None: None)  # no nvidia-smi, no xpu-smi, no git
+    result = _meta(tmp_path / "r", "--meta", "experiment=e", "--meta", "model=m", "--meta", "hardware=auto",
+                   "--no-detect")
+    assert result.exit_code == 0, result.output
+    hardware = load_run(tmp_path / "r").metadata.hardware
+    assert hardware is not None and re.fullmatch(r".+ \(\d+ cores, (\d+|\?) GB RAM\)", hardware), hardware
+    # an explicit description is kept as given
+    result = _meta(tmp_path / "r", "--meta", "hardware=8x NVIDIA H200 143GB")
+    assert result.exit_code == 0 and load_run(tmp_path / "r").metadata.hardware == "8x NVIDIA H200 143GB"

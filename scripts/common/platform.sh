@@ -68,38 +68,6 @@ platform::list() {
 }
 
 #######################################
-# Describe the hardware of this machine for HARDWARE="auto".
-# Globals:   CHIP, ACCELERATOR (read)
-# Outputs:   e.g. "8x NVIDIA H20 97871MiB" or "Intel Xeon ... (2 cores, 24 GB RAM)"
-# Returns:   0
-#######################################
-platform::detect_hardware() {
-  local lines count name mem
-  if [[ "${CHIP:-}" == nvidia_* ]] && command -v nvidia-smi >/dev/null 2>&1; then
-    lines="$(timeout 30 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null)" || lines=""
-    if [[ -n "${lines}" ]]; then
-      local -a rows=()
-      mapfile -t rows <<<"${lines}"
-      count="${#rows[@]}"
-      name="${rows[0]%%,*}"
-      mem="${rows[0]#*,}"
-      mem="${mem// /}"
-      printf '%sx %s %s' "${count}" "${name}" "${mem}"
-      return 0
-    fi
-  fi
-  if [[ "${CHIP:-}" == "cpu" && -r /proc/cpuinfo ]]; then
-    name="$(grep -m 1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-    count="$(nproc 2>/dev/null || echo '?')"
-    mem="$(awk '/^MemTotal:/ { printf "%d", $2 / 1048576 + 0.5 }' /proc/meminfo 2>/dev/null)"
-    printf '%s (%s cores, %s GB RAM)' "${name:-unknown CPU}" "${count}" "${mem:-?}"
-    return 0
-  fi
-  printf '%s' "${ACCELERATOR:-unknown}"
-  return 0
-}
-
-#######################################
 # Check the keys of the loaded platform; report every problem at once.
 # Globals:   CHIP ACCELERATOR HARDWARE ENGINE DEFAULT_PORT MODEL_ROOT RUNTIME
 #            DOCKER_IMAGE CONTAINER_NAME CONTAINER_PYTHON PATCH_ROOT (read)
@@ -142,8 +110,9 @@ platform::validate() {
 # Select and load the platform: PLATFORM (environment or argument) or
 # detection; load platforms/<PLATFORM>.env with lib::load_env_file (the
 # identity and container keys are always the file's; other keys can be
-# overridden from the environment); resolve
-# HARDWARE="auto"; default RUNTIME=native and ACCEL_SAMPLER by chip; validate.
+# overridden from the environment); default RUNTIME=native and
+# ACCEL_SAMPLER by chip; validate. HARDWARE="auto" is passed on as it is:
+# `sskj-results metadata` asks nvidia-smi / the CPU for the description.
 # Arguments: $1 platform name (optional; overrides PLATFORM)
 # Globals:   PLATFORM, REPO_ROOT, the file's keys, ACCEL_SAMPLER (written,
 #            exported)
@@ -172,10 +141,6 @@ platform::load() {
   export PLATFORM="${name}"
   lib::load_env_file "${file}" --protect CHIP ACCELERATOR RUNTIME DOCKER_IMAGE CONTAINER_NAME CONTAINER_PYTHON || return 1
   export RUNTIME="${RUNTIME:-native}"
-  if [[ "${HARDWARE:-}" == "auto" ]]; then
-    HARDWARE="$(platform::detect_hardware)"
-  fi
-  export HARDWARE
   if [[ -z "${ACCEL_SAMPLER:-}" ]]; then
     case "${CHIP:-}" in
       nvidia_*) ACCEL_SAMPLER=nvidia-smi ;;

@@ -261,4 +261,5 @@ def test_nvidia_platform_samples_the_gpu_per_scenario(tmp_path, base_env, make_e
     assert lines[0] == "timestamp, index, utilization.gpu, memory.used, memory.total, power.draw"
     assert len(lines) >= 9  # header + at least one sample of 8 GPUs
     results = load_json(run / "results.json")
-    assert results["metadata"]["hardware"] == "8x NVIDIA H20 143771MiB"  # HARDWARE="auto"
+    assert results["metadata"]["hardware"] == "8x NVIDIA H20 140GB"  # HARDWARE="auto": asked by sskj-results metadata
+    assert results["metadata"]["driver_version"] == "570.00.01"
