@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import gc
 import shlex
-import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -444,6 +443,7 @@ class ImportOutcome:
     warnings: list[str]
 
 
+ReportRenderer = Callable[[Results, Path], str]
 NOT_RECORDED = "not recorded: imported from raw client outputs by sskj-results import-legacy"
 
 
@@ -462,8 +462,13 @@ def import_legacy(
     now: Optional[datetime] = None,
     cap: int = RAW_REQUESTS_CAP,
     name_format: Optional[str] = None,
+    render_report: Optional[ReportRenderer] = None,
 ) -> ImportOutcome:
-    """Import every *.jsonl/*.json of raw_dir into one run directory per engine under out."""
+    """Import every *.jsonl/*.json of raw_dir into one run directory per engine under out.
+
+    `render_report(results, run_dir)` gives the text of each run's report.md
+    (the CLI passes `publish.report_text`); without it no report.md is written.
+    """
     files = raw_files(raw_dir)
     if not files:
         raise ConfigError(f"{raw_dir}: no *.jsonl or *.json files to import")
@@ -530,7 +535,7 @@ def import_legacy(
                        for p, d, s, _ in sources[eng]],
         )
         target = _unique_dir(out / f"{_safe(platform.chip)}_{_safe(eng)}_{run_id}")
-        _write_run_dir_atomically(target, results, sources[eng], command)
+        _write_run_dir_atomically(target, results, sources[eng], command, render_report)
         run_dirs.append(target)
     return ImportOutcome(run_dirs, problems, warnings)
 
@@ -554,7 +559,7 @@ def _unique_dir(path: Path) -> Path:
 
 
 def _write_run_dir_atomically(target: Path, results: Results, sources: list[tuple[Path, str, int, int]],
-                              command: Optional[str]) -> None:
+                              command: Optional[str], render_report: Optional[ReportRenderer]) -> None:
     """Build the run directory under a temporary name, then rename it into place."""
     tmp = target.with_name(f".{target.name}.tmp")
     if tmp.exists():
@@ -564,7 +569,8 @@ def _write_run_dir_atomically(target: Path, results: Results, sources: list[tupl
     tmp.mkdir(parents=True)
     try:
         save_run(results, tmp / RESULTS_NAME)
-        atomic_write_text(tmp / "report.md", _report_text(results, target))
+        if render_report is not None:
+            atomic_write_text(tmp / "report.md", render_report(results, target))
         atomic_write_text(tmp / "README.md", provenance_readme(results, sources, command))
         tmp.rename(target)
     except BaseException:
@@ -584,7 +590,7 @@ def provenance_readme(results: Results, sources: Iterable[tuple[Path, str, int, 
         "Command:",
         "",
         "```",
-        command or " ".join(shlex.quote(a) for a in ["sskj-results", *sys.argv[1:]]),
+        command or "(not recorded)",
         "```",
         "",
         f"Engine `{meta.engine}` and chip `{meta.chip}` were given on the command line or taken from the "
@@ -599,13 +605,3 @@ def provenance_readme(results: Results, sources: Iterable[tuple[Path, str, int, 
         lines.append(f"| {path} | `{digest}` | {nlines} | {size} |")
     lines.append("")
     return "\n".join(lines)
-
-
-
-def _report_text(results: Results, target: Path) -> str:
-    """The run's report.md (without plots: `sskj-results report` adds them)."""
-    from .compare import run_data
-    from .report import render_report
-    from .slo import resolve_slo
-
-    return render_report(run_data(results, target), results.slo or resolve_slo(), recompute=False)

@@ -23,6 +23,8 @@ from typing import Any, Callable, Literal, Optional, Sequence, cast
 import numpy as np
 
 from .io import atomic_write_bytes
+from .models import Scenario
+from .rundata import RunData, mean_known
 
 DPI = 110
 PANEL_W = 5.4
@@ -75,6 +77,26 @@ class CdfLine:
     label: str
     ttft_ms: np.ndarray
     tpot_ms: np.ndarray
+
+
+def run_curves(run: RunData, label: str) -> list[Curve]:
+    """One curve per shape (input, output) of a run; repeats of a concurrency are averaged."""
+    by_shape: dict[tuple[int, int], dict[int, list[Scenario]]] = {}
+    for s in run.results.scenarios:
+        by_shape.setdefault((s.input_len, s.output_len), {}).setdefault(s.concurrency, []).append(s)
+    curves = []
+    for (inp, outp), by_conc in sorted(by_shape.items()):
+        points = tuple(
+            Point(
+                concurrency=conc,
+                output_throughput=mean_known([s.output_token_throughput for s in scen]),
+                tpot_mean_ms=mean_known([s.latencies.tpot_ms.mean for s in scen]),
+                ttft_p95_ms=mean_known([s.latencies.ttft_ms.p95 for s in scen]),
+            )
+            for conc, scen in sorted(by_conc.items())
+        )
+        curves.append(Curve(label, inp, outp, points))
+    return curves
 
 
 # --------------------------------------------------------------------------- helpers

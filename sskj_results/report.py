@@ -1,46 +1,25 @@
-"""Markdown rendering: a run's report.md and a comparison's comparison.md.
+"""Markdown rendering: a run's report.md and a comparison's comparison.md. Pure: no I/O.
 
 The side-by-side table is the team's daily format (seed report 002) and is
 rendered by hand, byte for byte: `| a | b |` cells and the alignment row
 `|---|---|---:|...`. Other tables go through tabulate's GitHub format.
 
-`write_report` is the one function `sskj-results report` calls: report.md is
-regenerated from results.json alone, with its plots under RUN_DIR/plots/.
+`publish.write_report` writes report.md from results.json alone, with its
+plots under RUN_DIR/plots/; `publish.write_comparison` writes comparison.md.
 """
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence, Union
+from pathlib import PurePath
+from typing import Any, Iterable, Optional, Sequence
 
 from tabulate import tabulate
 
-from .compare import (
-    ComparisonDoc,
-    Row,
-    RunData,
-    StatTest,
-    load_run_data,
-    plot_file_name,
-    reference_slo,
-    run_curves,
-    run_labels,
-    same_thresholds,
-    scenario_status,
-    table_row,
-)
-from .io import atomic_write_text
+from .comparison_models import ComparisonDoc, Row, StatTest
 from .models import Metadata, SloSpec
+from .rundata import RunData, run_labels, scenario_status, table_row
 from .slo import MET_BOTH, MET_NONE, MET_ONE, describe
-
-PathLike = Union[str, "os.PathLike[str]"]
-
-REPORT_MD = "report.md"
-PLOTS_DIR = "plots"
-DEFAULT_CDF_SHAPES = 4
 
 TABLE_HEADER = (
     "| Scenario | Backend | Conc | Input | Output | Req/s | OutTok/s | TTFT P95(ms) | TTFT P99(ms) "
@@ -131,7 +110,7 @@ def plot_alt(name: str) -> str:
 def plot_lines(files: Sequence[str]) -> list[str]:
     lines: list[str] = []
     for f in files:
-        lines += [f"![{plot_alt(Path(f).name)}]({f})", ""]
+        lines += [f"![{plot_alt(PurePath(f).name)}]({f})", ""]
     return lines
 
 
@@ -307,21 +286,6 @@ def render_comparison(doc: ComparisonDoc) -> str:
 # --------------------------------------------------------------------------- report.md
 
 
-@dataclass(frozen=True)
-class ReportOptions:
-    """Options of `sskj-results report`."""
-
-    slo: Optional[SloSpec] = None
-    plots: bool = True
-    cdf: Optional[int] = DEFAULT_CDF_SHAPES
-
-
-@dataclass(frozen=True)
-class ReportOutput:
-    markdown: Path
-    plots: list[Path]
-
-
 def _server_commands(run: RunData) -> list[tuple[str, str]]:
     config = run.results.config.model_dump(exclude_none=True)
     out = []
@@ -475,65 +439,3 @@ def render_report(run: RunData, spec: SloSpec, recompute: bool, plot_files: Sequ
         lines += ["## Plots", ""] + plot_lines(plot_files)
     lines += ["## Provenance", ""] + _report_provenance(run)
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def draw_report_plots(run: RunData, spec: SloSpec, plot_dir: Path, cdf: Optional[int]) -> list[Path]:
-    """A run's PNGs: the comparison's curves for one run, and per shape a CDF with one line per concurrency."""
-    from . import plots
-
-    label = run_labels([run])[0]
-    curves = run_curves(run, label)
-    meta = run.results.metadata
-    who = f"{label}, {meta.experiment} {meta.run_id}"
-    written = [
-        plots.throughput_vs_interactivity(curves, plot_dir / "throughput_vs_interactivity.png",
-                                          f"Output throughput vs interactivity — {who}"),
-        plots.latency_vs_concurrency(curves, "ttft_p95_ms", spec.ttft_p95_ms, plot_dir / "ttft_p95_vs_concurrency.png",
-                                     f"TTFT P95 vs concurrency — {who}"),
-        plots.latency_vs_concurrency(curves, "tpot_mean_ms", spec.tpot_mean_ms,
-                                     plot_dir / "tpot_mean_vs_concurrency.png", f"TPOT mean vs concurrency — {who}"),
-    ]
-    shapes: dict[tuple[int, int], list[int]] = {}
-    for i, s in enumerate(run.results.scenarios):
-        if run.samples[i].ttft_ms.size or run.samples[i].tpot_ms.size:
-            shapes.setdefault((s.input_len, s.output_len), []).append(i)
-    chosen = sorted(shapes.items())
-    for (inp, outp), idx in chosen if cdf is None else chosen[:cdf]:
-        idx.sort(key=lambda i: (run.results.scenarios[i].concurrency, run.results.scenarios[i].repeat or 0))
-        lines = []
-        for i in idx:
-            s = run.results.scenarios[i]
-            rep = f" r{s.repeat}" if s.repeat else ""
-            n = max(run.samples[i].ttft_ms.size, run.samples[i].tpot_ms.size)
-            lines.append(plots.CdfLine(f"concurrency {s.concurrency}{rep} (n={n})", run.samples[i].ttft_ms,
-                                       run.samples[i].tpot_ms))
-        written.append(plots.latency_cdfs(
-            lines, plot_dir / plot_file_name("cdf", f"i{inp}_o{outp}"),
-            f"Per-request latency CDF — {who}, input {inp:,} / output {outp:,}",
-            spec.ttft_p95_ms, spec.tpot_mean_ms,
-        ))
-    return [p for p in written if p is not None]
-
-
-def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions()) -> ReportOutput:
-    """Regenerate RUN_DIR/report.md (and RUN_DIR/plots/*.png) from RUN_DIR/results.json."""
-    from .errors import ConfigError, UsageError
-
-    if options.cdf is not None and options.cdf < 0:
-        raise UsageError(f"--cdf {options.cdf}: give `all` or a number of shapes >= 0")
-    directory = Path(run_dir)
-    run = load_run_data(directory)
-    if not directory.is_dir():
-        directory = directory.parent
-    spec = reference_slo([run], options.slo)
-    recompute = options.slo is not None or not same_thresholds(run.results.slo, spec)
-    md = directory / REPORT_MD
-    try:
-        written: list[Path] = []
-        if options.plots:
-            written = draw_report_plots(run, spec, directory / PLOTS_DIR, options.cdf)
-        rel = [p.relative_to(directory).as_posix() for p in written]
-        atomic_write_text(md, render_report(run, spec, recompute, rel))
-    except OSError as exc:
-        raise ConfigError(f"{exc.filename or md}: cannot write: {exc.strerror}") from None
-    return ReportOutput(markdown=md, plots=written)

@@ -13,15 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.compare import (
-    CompareOptions,
-    ComparisonDoc,
-    RequestSamples,
-    RunData,
-    build_comparison,
-    run_data,
-    run_labels,
-)
+from sskj_results.compare import CompareOptions, build_comparison
+from sskj_results.comparison_models import ComparisonDoc
+from sskj_results.rundata import RequestSamples, RunData, run_data, run_labels
 from sskj_results.models import (
     Config,
     Latencies,

@@ -35,7 +35,8 @@ def curves() -> list[Curve]:
 
 
 def test_importing_the_library_loads_neither_matplotlib_nor_scipy():
-    code = ("import sys, sskj_results.compare, sskj_results.report, sskj_results.stats, sskj_results.plots, "
+    code = ("import sys, sskj_results.compare, sskj_results.report, sskj_results.publish, sskj_results.stats, "
+            "sskj_results.plots, "
             "sskj_results.cli.report_cmd; "
             "print(sorted(m for m in ('matplotlib', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.report import REPORT_MD, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, ReportOptions, write_report
+from sskj_results.publish import REPORT_MD, ReportOptions, write_report
+from sskj_results.report import SLO_NOTES, TABLE_ALIGN, TABLE_HEADER
 from sskj_results.slo import overall_mark
 from sskj_results.validate import validate_path
 

@@ -82,6 +82,7 @@ def import_legacy(raw_dir: Path, out: Path, platform_file: Optional[Path], chip:
     """
     from ..errors import UsageError
     from ..importer import Platform, import_legacy as run_import, read_platform_file
+    from ..publish import report_text
 
     if platform_file is not None:
         platform = read_platform_file(platform_file)
@@ -96,7 +97,8 @@ def import_legacy(raw_dir: Path, out: Path, platform_file: Optional[Path], chip:
     command = " ".join(shlex.quote(a) for a in ["sskj-results", *sys.argv[1:]]) if sys.argv[1:2] == ["import-legacy"] else None
     outcome = run_import(raw_dir, out, platform, engine=engine, model=model, experiment=experiment,
                          slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), strict=strict,
-                         server_args=server_args, command=command, name_format=name_format)
+                         server_args=server_args, command=command, name_format=name_format,
+                         render_report=report_text)
     for warning in outcome.warnings:
         click.echo(f"warning: {warning}", err=True)
     for problem in outcome.problems:

@@ -55,7 +55,7 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], slo_tier: Optional
     The SLO marks are the recorded ones; --slo-tier (or explicit thresholds)
     recomputes them against another SLO.
     """
-    from ..report import ReportOptions, write_report
+    from ..publish import ReportOptions, write_report
 
     out = write_report(run_dir, ReportOptions(slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
                                               plots=not no_plots, cdf=cdf))
@@ -87,7 +87,8 @@ def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path,
     matched by (concurrency, input_len, output_len); see docs/COMPARE.md for
     how to read the verdicts.
     """
-    from ..compare import CompareOptions, write_comparison
+    from ..compare import CompareOptions
+    from ..publish import write_comparison
 
     options = CompareOptions(alpha=alpha, min_change=min_change, plots=not no_plots, cdf=cdf, title=title,
                              slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms))

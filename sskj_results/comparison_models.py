@@ -1,0 +1,135 @@
+"""comparison.json: the comparison document's models (the contract of `sskj-results compare`).
+
+Pure data, like `models` for results.json: `compare` builds a `ComparisonDoc`,
+`report` renders it, `publish` writes it.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .models import SloSpec, SloStatus
+
+MetricName = Literal["ttft_ms", "tpot_ms", "e2e_ms", "output_token_throughput"]
+LATENCY_METRICS: tuple[MetricName, ...] = ("ttft_ms", "tpot_ms", "e2e_ms")
+THROUGHPUT_METRIC: Final = "output_token_throughput"
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+class RunInfo(_Doc):
+    """One compared run."""
+
+    label: str = Field(description="Unique label used in the table's Backend column and in `run` fields: "
+                                   "the engine, with the chip when the runs' chips differ, disambiguated by phase or directory.")
+    path: str = Field(description="Run directory (or results.json) as given on the command line.")
+    baseline: bool = Field(description="This run is the baseline of every test.")
+    engine: str = Field(description="metadata.engine, else metadata.backend.")
+    chip: Optional[str] = Field(description="metadata.chip, else metadata.accelerator.")
+    hardware: Optional[str] = Field(description="metadata.hardware.")
+    model: str = Field(description="metadata.model.")
+    experiment: str = Field(description="metadata.experiment.")
+    run_id: str = Field(description="metadata.run_id.")
+    phase: Optional[str] = Field(description="metadata.phase.")
+    client: Optional[str] = Field(description="metadata.client.")
+    git_commit: Optional[str] = Field(description="metadata.git_commit.")
+    spec_method: Optional[str] = Field(description="config.spec_method (null when not speculative).")
+    spec_tokens: Optional[int] = Field(description="config.spec_tokens.")
+    recorded_slo: Optional[SloSpec] = Field(description="The SLO recorded in the run's results.json.")
+    slo_recomputed: bool = Field(description="The run's SLO marks were recomputed against the comparison's SLO "
+                                             "(it recorded another SLO, or none, or --slo-tier was given).")
+
+class Row(_Doc):
+    """One row of the side-by-side table: one scenario of one run."""
+
+    run: str = Field(description="Run label.")
+    engine: str = Field(description="Engine of the run.")
+    chip: Optional[str] = Field(description="Chip of the run.")
+    scenario: str = Field(description="The run's own scenario name.")
+    repeat: Optional[int] = Field(description="Repeat index, when the shape was run more than once.")
+    concurrency: int = Field(description="Concurrency.")
+    input_len: int = Field(description="Input length, tokens.")
+    output_len: int = Field(description="Output length, tokens.")
+    request_throughput: Optional[float] = Field(description="Req/s.")
+    output_token_throughput: Optional[float] = Field(description="Output tokens/s.")
+    ttft_p95_ms: Optional[float] = Field(description="TTFT P95, ms.")
+    ttft_p99_ms: Optional[float] = Field(description="TTFT P99, ms.")
+    tpot_mean_ms: Optional[float] = Field(description="TPOT mean, ms.")
+    tpot_p95_ms: Optional[float] = Field(description="TPOT P95, ms.")
+    tpot_p99_ms: Optional[float] = Field(description="TPOT P99, ms.")
+    e2e_p99_ms: Optional[float] = Field(description="E2E P99, ms.")
+    slo_status: SloStatus = Field(description="SLO verdict against the comparison's SLO.")
+
+class StatTest(_Doc):
+    """One statistical test of a candidate run against the baseline."""
+
+    run: str = Field(description="Candidate run label.")
+    metric: MetricName = Field(description="Per-request latency (`ttft_ms`, `tpot_ms`, `e2e_ms`) or "
+                                           "`output_token_throughput` across repeats.")
+    test: str = Field(description="`mann-whitney-u` (per-request latencies) or `welch-t` (repeated throughput).")
+    verdict: Literal["faster", "slower", "no significant difference", "insufficient samples", "not comparable"] = Field(
+        description="faster/slower only when significant and beyond --min-change.")
+    p_value: Optional[float] = Field(description="Holm-Bonferroni adjusted p-value over the whole family; null without a test.")
+    p_raw: Optional[float] = Field(description="Unadjusted p-value.")
+    ratio: Optional[float] = Field(description="Candidate / baseline: ratio of medians (latency) or of means (throughput).")
+    ci_low: Optional[float] = Field(description="Lower bound of the ratio's confidence interval.")
+    ci_high: Optional[float] = Field(description="Upper bound of the ratio's confidence interval.")
+    n_baseline: int = Field(description="Samples on the baseline side (requests or repeats).")
+    n_candidate: int = Field(description="Samples on the candidate side.")
+    baseline_value: Optional[float] = Field(description="Baseline median (latency, ms) or mean (throughput, tok/s).")
+    candidate_value: Optional[float] = Field(description="Candidate median or mean.")
+    reason: Optional[str] = Field(description="Why there is no test (insufficient samples, not comparable), or a caveat.")
+
+class ScenarioComparison(_Doc):
+    """A scenario shape present in every run."""
+
+    name: str = Field(description="Scenario name (the runs' common name, else `c{conc}_i{in}_o{out}`).")
+    concurrency: int = Field(description="Concurrency.")
+    input_len: int = Field(description="Input length, tokens.")
+    output_len: int = Field(description="Output length, tokens.")
+    rows: list[Row] = Field(description="One row per run per scenario (repeats are separate rows).")
+    tests: list[StatTest] = Field(description="Tests of each candidate run against the baseline.")
+
+class Unmatched(_Doc):
+    """A scenario of a run whose shape is missing from some other run."""
+
+    run: str = Field(description="Run label that has the scenario.")
+    scenario: str = Field(description="Scenario name in that run.")
+    concurrency: int = Field(description="Concurrency.")
+    input_len: int = Field(description="Input length.")
+    output_len: int = Field(description="Output length.")
+    missing_in: list[str] = Field(description="Runs without this shape.")
+    skipped: dict[str, str] = Field(default_factory=dict, description="Runs that recorded the shape as skipped, with the reason.")
+
+class Settings(_Doc):
+    """Parameters of the statistics."""
+
+    alpha: float = Field(description="Significance level of the Holm-adjusted p-values.")
+    min_change: float = Field(description="Practical threshold: a change counts only when |ratio - 1| exceeds it.")
+    confidence: float = Field(description="Confidence level of the intervals.")
+    bootstrap_resamples: int = Field(description="Bootstrap resamples of the median ratio.")
+    seed: int = Field(description="Seed of the bootstrap generator.")
+    correction: Literal["holm"] = Field(default="holm", description="Multiple-testing correction.")
+    family_size: int = Field(description="Number of tests with a p-value (the Holm family).")
+
+class ComparisonDoc(_Doc):
+    """comparison.json: everything comparison.md shows, as data."""
+
+    schema_version: Literal[1] = Field(default=1, description="Version of this format.")
+    title: str = Field(description="Title of comparison.md.")
+    baseline: str = Field(description="Label of the baseline run.")
+    runs: list[RunInfo] = Field(description="Compared runs, baseline first.")
+    slo: SloSpec = Field(description="SLO the marks are judged against.")
+    settings: Settings = Field(description="Statistics parameters.")
+    scenarios: list[ScenarioComparison] = Field(description="Matched scenarios, sorted by name.")
+    unmatched: list[Unmatched] = Field(description="Scenarios present in only some runs.")
+    plots: list[str] = Field(default_factory=list, description="PNG files written beside comparison.md.")
+
+    def run(self, label: str) -> RunInfo:
+        for info in self.runs:
+            if info.label == label:
+                return info
+        raise KeyError(label)
