@@ -22,6 +22,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from . import stats
+from .configdiff import config_differences, is_speculative, one_model_with_speculative_variant, server_command, speculative_flags
 from .comparison_models import (
     LATENCY_METRICS,
     THROUGHPUT_METRIC,
@@ -55,6 +56,7 @@ class CompareOptions:
     plots: bool = True
     cdf: Optional[int] = DEFAULT_CDF_SCENARIOS
     title: Optional[str] = None
+    matrix: Optional[str] = None
     n_resamples: int = stats.DEFAULT_RESAMPLES
     confidence: float = stats.DEFAULT_CONFIDENCE
     seed: int = stats.DEFAULT_SEED
@@ -214,9 +216,38 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
     return out
 
 
-def default_title(runs: Sequence[RunData], labels: Sequence[str]) -> str:
+PRETTY = {"sglang": "SGLang", "vllm": "vLLM", "dspark": "DSpark", "xpu": "XPU", "eagle": "EAGLE", "eagle3": "EAGLE3",
+          "mtp": "MTP", "trtllm": "TensorRT-LLM"}
+CONFIGURATIONS_DIFFER = "(configurations differ)"
+
+
+def pretty(name: str) -> str:
+    """`vllm-dspark` -> `vLLM-DSpark`: known engine and method words in their usual spelling."""
+    return "-".join(PRETTY.get(part.lower(), part) for part in name.split("-"))
+
+
+def display_names(runs: Sequence[RunData], labels: Sequence[str]) -> list[str]:
+    """Seed-002 names (`SGLang`, `vLLM`, `DSpark`; a speculative run whose engine does not name its method
+    gets ` + <method>`) when the runs are one model with and without a speculative variant and the names
+    tell the runs apart; else the labels."""
+    if not one_model_with_speculative_variant(runs):
+        return list(labels)
+    names = []
+    for run, label in zip(runs, labels):
+        name = pretty(label.split(" (")[0])
+        method = run.results.config.spec_method
+        if is_speculative(run) and method and method.lower() not in run.engine.lower().split("-"):
+            name += f" + {pretty(method)}"
+        names.append(name)
+    return names if len(set(names)) == len(names) else list(labels)
+
+
+def default_title(runs: Sequence[RunData], labels: Sequence[str], matrix: Optional[str] = None) -> str:
+    """`<A> vs <B> vs <C> [<matrix name>] (<hardware>)`, the hardware when every run records the same."""
     hardware = {r.results.metadata.hardware for r in runs}
-    title = " vs ".join(labels)
+    title = " vs ".join(display_names(runs, labels))
+    if matrix:
+        title += f" {matrix}"
     if len(hardware) == 1 and None not in hardware:
         title += f" ({hardware.pop()})"
     return title
@@ -257,16 +288,22 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
         ))
 
     infos = []
+    names = display_names(runs, labels)
     for i, (run, label) in enumerate(zip(runs, labels)):
         meta, config = run.results.metadata, run.results.config
         infos.append(RunInfo(
             label=label, path=run.path, baseline=i == 0, engine=run.engine, chip=run.chip, hardware=meta.hardware,
             model=meta.model, experiment=meta.experiment, run_id=meta.run_id, phase=meta.phase, client=meta.client,
             git_commit=meta.git_commit, spec_method=config.spec_method, spec_tokens=config.spec_tokens,
-            recorded_slo=run.results.slo, slo_recomputed=recompute[i],
+            recorded_slo=run.results.slo, slo_recomputed=recompute[i], display_name=names[i],
+            speculative_flags=speculative_flags(server_command(config), meta.model) if config.spec_method else None,
         ))
+    compared, differences = config_differences(runs, labels)
+    differ = any(not d.expected for d in differences)
+    title = options.title or default_title(runs, labels, options.matrix)
     return ComparisonDoc(
-        title=options.title or default_title(runs, labels),
+        title=f"{title} {CONFIGURATIONS_DIFFER}" if differ else title,
+        compared=compared, config_differences=differences, configurations_differ=differ,
         baseline=labels[0], runs=infos, slo=spec,
         settings=Settings(
             alpha=options.alpha, min_change=options.min_change, confidence=options.confidence,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from .models import SloSpec, SloStatus
 
@@ -38,6 +38,10 @@ class RunInfo(_Doc):
     git_commit: Optional[str] = Field(description="metadata.git_commit.")
     spec_method: Optional[str] = Field(description="config.spec_method (null when not speculative).")
     spec_tokens: Optional[int] = Field(description="config.spec_tokens.")
+    display_name: str = Field(default="", description="Name in the title and Summary (e.g. `SGLang`, `DSpark`, `vLLM + ngram`); "
+                                                     "the label when the names would not tell the runs apart.")
+    speculative_flags: Optional[str] = Field(default=None, description="Speculative-decoding flags of the server command, "
+                                                                       "the served model written `<model>`; null without any.")
     recorded_slo: Optional[SloSpec] = Field(description="The SLO recorded in the run's results.json.")
     slo_recomputed: bool = Field(description="The run's SLO marks were recomputed against the comparison's SLO "
                                              "(it recorded another SLO, or none, or --slo-tier was given).")
@@ -115,6 +119,19 @@ class Settings(_Doc):
     correction: Literal["holm"] = Field(default="holm", description="Multiple-testing correction.")
     family_size: int = Field(description="Number of tests with a p-value (the Holm family).")
 
+class ConfigDifference(_Doc):
+    """A setting whose recorded value is not the same in every compared run."""
+
+    setting: str = Field(description="`engine`, `chip`, `model`, `metadata.<field>`, `config.<key>`, `server flags` "
+                                     "(flags not given identically to every run), `speculative flags`, `dataset`, "
+                                     "`request format`.")
+    axis: Optional[str] = Field(description="What a difference in this setting belongs to: `chip`, `engine`, "
+                                            "`speculative decoding`, `configuration`, `model`, `client`, `provenance`; "
+                                            "null for a metadata field of no known axis.")
+    expected: bool = Field(description="The difference is part of what the comparison compares (or provenance only); "
+                                       "false marks the title `(configurations differ)`.")
+    values: dict[str, JsonValue] = Field(description="Run label -> recorded value (null: not recorded).")
+
 class ComparisonDoc(_Doc):
     """comparison.json: everything comparison.md shows, as data."""
 
@@ -126,6 +143,13 @@ class ComparisonDoc(_Doc):
     settings: Settings = Field(description="Statistics parameters.")
     scenarios: list[ScenarioComparison] = Field(description="Matched scenarios, sorted by name.")
     unmatched: list[Unmatched] = Field(description="Scenarios present in only some runs.")
+    compared: list[str] = Field(default_factory=list, description="What the comparison compares: `chip`, `engine`, "
+                                                                  "`speculative decoding` (those that differ), else "
+                                                                  "`configuration` (docs/COMPARE.md).")
+    config_differences: list[ConfigDifference] = Field(default_factory=list, description="Every recorded setting that "
+                                                                                         "differs between the runs.")
+    configurations_differ: bool = Field(default=False, description="Some setting outside the compared axes differs "
+                                                                   "(an unexpected difference): the title says so.")
     plots: list[str] = Field(default_factory=list, description="PNG files written beside comparison.md.")
 
     def run(self, label: str) -> RunInfo:

@@ -10,6 +10,7 @@ plots under RUN_DIR/plots/; `publish.write_comparison` writes comparison.md.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import PurePath
 from typing import Any, Iterable, Optional, Sequence
@@ -139,7 +140,7 @@ def _summary(doc: ComparisonDoc) -> list[str]:
     lines = [f"- Model: {code(base.model)}"]
     for info in runs[1:]:
         if info.model != base.model:
-            lines.append(f"- {info.label} model: {code(info.model)}")
+            lines.append(f"- {info.display_name or info.label} model: {code(info.model)}")
     for field, title in (("hardware", "Hardware"), ("client", "Benchmark client")):
         values = [getattr(info, field) for info in runs]
         known = [v for v in values if v]
@@ -155,9 +156,11 @@ def _summary(doc: ComparisonDoc) -> list[str]:
                 parts.append(f"{wrap(value) if value else 'not recorded'} ({who})")
             lines.append(f"- {title}: " + "; ".join(parts))
     for info in runs:
-        if info.spec_method:
+        if info.spec_method and info.speculative_flags:
+            lines.append(f"- {info.display_name or info.label} flags: {code(info.speculative_flags)}")
+        elif info.spec_method:
             tokens = f", {info.spec_tokens} speculative tokens" if info.spec_tokens is not None else ""
-            lines.append(f"- {info.label} speculative decoding: {code(info.spec_method)}{tokens}")
+            lines.append(f"- {info.display_name or info.label} speculative decoding: {code(info.spec_method)}{tokens}")
     lines.append(f"- SLO reference: {slo_reference(doc.slo)}")
     others = ", ".join(f"{code(i.label)} ({code(i.path)})" for i in runs[1:])
     lines.append(f"- Baseline: {code(base.label)} ({code(base.path)}); compared: {others}")
@@ -179,6 +182,10 @@ def _notes(doc: ComparisonDoc) -> list[str]:
         lines.append("- The runs use different chips: the Backend column names engine @ chip.")
     if len({i.model for i in doc.runs}) > 1:
         lines.append("- The runs serve different models (see Summary).")
+    if doc.configurations_differ:
+        unexpected = [d.setting for d in doc.config_differences if not d.expected]
+        lines.append(f"- The runs differ in more than {' and '.join(doc.compared)}: {', '.join(unexpected)}; "
+                     "see Configuration differences.")
     recomputed = [i for i in doc.runs if i.slo_recomputed]
     if recomputed:
         parts = []
@@ -256,6 +263,38 @@ def _unmatched(doc: ComparisonDoc) -> list[str]:
                      ["left", "right", "right", "right", "left", "left"])
 
 
+def _difference_value(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return code(value) if value.startswith("-") else value
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, dict)):
+        return code(json.dumps(value, ensure_ascii=False))
+    return str(value)
+
+
+def _config_differences(doc: ComparisonDoc) -> list[str]:
+    compared = " and ".join(doc.compared)
+    if not doc.config_differences:
+        return [f"This comparison compares {compared}. Every other recorded setting is the same in every run.", ""]
+    unexpected = [d for d in doc.config_differences if not d.expected]
+    intro = f"This comparison compares {compared}. "
+    if unexpected:
+        intro += (f"{len(unexpected)} other setting(s) differ too (⚠️): their effect is mixed into every difference "
+                  "above, so the table does not compare like for like.")
+    else:
+        intro += "Every difference below belongs to it (or is provenance only)."
+    labels = [i.label for i in doc.runs]
+    rows = [[d.setting] + [_difference_value(d.values.get(label)) for label in labels]
+            + ["⚠️ no" if not d.expected else f"yes ({d.axis})"] for d in doc.config_differences]
+    headers = ["Setting"] + [i.label + (" (baseline)" if i.baseline else "") for i in doc.runs] + ["Compared"]
+    legend = ("`-`: not recorded (for `config.spec_method` and `config.spec_tokens`: not speculative). "
+              "Flags: those not given identically to every run (`--port`, `--host` and the model flags left out).")
+    return [intro, ""] + github_table(headers, rows) + ["", legend, ""]
+
+
 def _runs_table(doc: ComparisonDoc) -> list[str]:
     rows = [
         [i.label + (" (baseline)" if i.baseline else ""), i.path, i.experiment, i.run_id, i.engine, i.chip or "-",
@@ -275,6 +314,7 @@ def render_comparison(doc: ComparisonDoc) -> str:
     lines += ["", "## Statistical verdicts", ""] + _verdicts(doc)
     if lines[-1] != "":
         lines.append("")
+    lines += ["## Configuration differences", ""] + _config_differences(doc)
     if doc.unmatched:
         lines += ["## Unmatched scenarios", ""] + _unmatched(doc) + [""]
     if doc.plots:

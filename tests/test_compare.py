@@ -310,7 +310,11 @@ def test_runs_of_different_chips_and_models_are_compared_and_flagged():
     assert "- Different models:" in md
     assert "- sglang @ Kunlun P800 model: `/data/models/Other`" in md
     assert "- Hardware: 8x NVIDIA H200 143GB (sglang @ NVIDIA H200); 8x Kunlun P800 (sglang @ Kunlun P800)" in md
-    assert doc.title == "sglang @ NVIDIA H200 vs sglang @ Kunlun P800"
+    # the chip is what is compared; the model is not, so the title says the configurations differ
+    assert doc.title == "sglang @ NVIDIA H200 vs sglang @ Kunlun P800 (configurations differ)"
+    assert doc.compared == ["chip"]
+    assert {d.setting: d.expected for d in doc.config_differences} == {"chip": True, "model": False,
+                                                                      "metadata.hardware": True}
 
 
 def test_same_engine_labels_are_disambiguated():

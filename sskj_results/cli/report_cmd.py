@@ -75,11 +75,15 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], slo_tier: Optional
 @click.option("--no-plots", is_flag=True, help="Do not draw the PNG plots.")
 @click.option("--cdf", type=CdfCount(), default="4", show_default=True,
               help="Latency CDF figures for the first N matched scenarios, or `all`.")
-@click.option("--title", default=None, help="Title of comparison.md. Default: `<run> vs <run> ... (<hardware>)`.")
+@click.option("--title", default=None,
+              help="Title of comparison.md. Default: `<run> vs <run> ... [<matrix name>] (<hardware>)`; "
+                   "`(configurations differ)` is appended when the runs differ in more than what is compared.")
+@click.option("--matrix", "matrix", default=None, metavar="NAME",
+              help="Name of the scenario matrix in the default title, e.g. `long-context matrix`.")
 @slo_options
 @handle_errors
 def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path, min_change: float, alpha: float,
-            no_plots: bool, cdf: Optional[int], title: Optional[str], slo_tier: Optional[str],
+            no_plots: bool, cdf: Optional[int], title: Optional[str], matrix: Optional[str], slo_tier: Optional[str],
             slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
     """Compare RUN_DIRs side by side, with statistical verdicts against the baseline.
 
@@ -91,7 +95,11 @@ def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path,
     from ..publish import write_comparison
 
     options = CompareOptions(alpha=alpha, min_change=min_change, plots=not no_plots, cdf=cdf, title=title,
-                             slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms))
+                             matrix=matrix, slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms))
     out = write_comparison(run_dirs, out_dir, options, baseline=baseline)
     click.echo(f"wrote {out.markdown} and {out.json}"
                + (f" and {len(out.plots)} plot(s) in {out_dir}" if out.plots else ""))
+    unexpected = [d.setting for d in out.doc.config_differences if not d.expected]
+    if unexpected:
+        click.echo(f"warning: the runs differ in more than {' and '.join(out.doc.compared)}: {', '.join(unexpected)}; "
+                   f"see Configuration differences in {out.markdown}", err=True)
