@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import gc
+import math
+import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,7 +20,7 @@ from typing import Any, Callable, Iterable, Optional, ParamSpec, TypeVar
 import numpy as np
 
 from . import __version__
-from .errors import ConfigError, RawFormatError, ResultsError
+from .errors import ConfigError, RawFormatError, ResultsError, UsageError
 from .io import RESULTS_NAME, atomic_write_text, load_run, save_run
 from .metrics import per_request, request_itl_means, slo_attainment, summarize
 from .models import (
@@ -26,7 +28,7 @@ from .models import (
     SkippedScenario, SloSpec, Source,
 )
 from .rawio import FileScan, LineError, count_lines, sha256_file, sha256_files
-from .readers import NameHints, RawRun, RunError, name_hints, read_run
+from .readers import NameHints, RawRun, ReadOptions, RunError, compile_name_pattern, name_hints, read_run
 from .sidecars import (
     accept_length_between, read_skipped, sidecar_digest, sidecar_paths, summarize_gpu_log, summarize_xpu_log,
 )
@@ -87,7 +89,7 @@ class ReadOutcome:
 
 
 def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, strict: bool = False,
-                  digest: bool = True) -> ReadOutcome:
+                  digest: bool = True, options: ReadOptions = ReadOptions()) -> ReadOutcome:
     """Every run of one raw file; bad runs become Problems (or raise with strict).
 
     The file is read once, one line at a time: each object is normalized into
@@ -104,7 +106,7 @@ def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, str
                 problem = Problem(label, item.line or None, item.message)
             else:
                 try:
-                    out.runs.append(read_run(item.data, item.line, hints))
+                    out.runs.append(read_run(item.data, item.line, hints, options))
                     continue
                 except RunError as exc:
                     problem = Problem(label, item.line, str(exc))
@@ -131,7 +133,8 @@ def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, str
 
 
 def _percentiles(client: dict[str, float], computed: dict[str, Optional[float]], path: str,
-                 method: str, reconstructed: dict[str, str]) -> Percentiles:
+                 method: str, reconstructed: dict[str, str], extra: Optional[dict[str, float]] = None,
+                 measured: bool = True) -> Percentiles:
     values: dict[str, Any] = {}
     for stat in PCT_FIELDS:
         if stat in client:
@@ -140,7 +143,9 @@ def _percentiles(client: dict[str, float], computed: dict[str, Optional[float]],
             values[stat] = computed.get(stat)
             if values[stat] is not None:
                 reconstructed[f"{path}.{stat}"] = method
-    values["count"] = computed.get("count")
+    values["p99_9"] = client.get("p99_9")
+    values["extra"] = dict(extra or {})
+    values["count"] = computed.get("count") if measured else None
     return Percentiles(**values)
 
 
@@ -158,6 +163,8 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
                    repeat: Optional[int] = None, cap: int = RAW_REQUESTS_CAP) -> Scenario:
     """One Scenario from one RawRun, judged against slo."""
     reconstructed: dict[str, str] = dict(run.derived)
+    for length in run.lengths_averaged:
+        reconstructed[length] = "average"
     details = run.details
     empty = summarize(np.zeros(0))
     computed = {k: empty for k in LATENCY_FIELDS}
@@ -165,9 +172,11 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
     attainment = None
     e2e_method = "per_request"
     if details is not None:
+        # successes with 0 output tokens are counted, but no statistic of ours is computed over them
+        stats_ok = details.success & (details.output_lens > 0)
         per, e2e_all, tpot_all = per_request(
             details.ttfts, details.output_lens, details.itl_flat, details.itl_counts,
-            details.success, details.latencies,
+            stats_ok, details.latencies,
         )
         if not per.e2e_from_latencies:
             e2e_method = "ttft_plus_itls"
@@ -178,17 +187,28 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
             "tpot_ms": summarize(per.tpot, _missing(run, "tpot_ms")),
             "itl_ms": summarize(per.itl, _missing(run, "itl_ms")),
         }
-        attainment = slo_attainment(details.success, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
+        attainment = slo_attainment(stats_ok, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
+        if not np.array_equal(stats_ok, details.success):
+            _, e2e_all, tpot_all = per_request(
+                details.ttfts, details.output_lens, details.itl_flat, details.itl_counts,
+                details.success, details.latencies,
+            )
         raw_requests = _raw_requests(details, e2e_all, tpot_all, cap)
+    measured = details is not None
+    extra = run.client_extra
     latencies = Latencies(
-        e2e_ms=_percentiles(run.client.get("e2e_ms", {}), computed["e2e_ms"], "latencies.e2e_ms", e2e_method, reconstructed),
-        ttft_ms=_percentiles(run.client.get("ttft_ms", {}), computed["ttft_ms"], "latencies.ttft_ms", "per_request", reconstructed),
-        tpot_ms=_percentiles(run.client.get("tpot_ms", {}), computed["tpot_ms"], "latencies.tpot_ms", e2e_method, reconstructed),
-        itl_ms=_percentiles(run.client.get("itl_ms", {}), computed["itl_ms"], "latencies.itl_ms", "per_request", reconstructed),
+        e2e_ms=_percentiles(run.client.get("e2e_ms", {}), computed["e2e_ms"], "latencies.e2e_ms", e2e_method,
+                            reconstructed, extra.get("e2e_ms"), measured),
+        ttft_ms=_percentiles(run.client.get("ttft_ms", {}), computed["ttft_ms"], "latencies.ttft_ms", "per_request",
+                             reconstructed, extra.get("ttft_ms"), measured),
+        tpot_ms=_percentiles(run.client.get("tpot_ms", {}), computed["tpot_ms"], "latencies.tpot_ms", e2e_method,
+                             reconstructed, extra.get("tpot_ms"), measured),
+        itl_ms=_percentiles(run.client.get("itl_ms", {}), computed["itl_ms"], "latencies.itl_ms", "per_request",
+                            reconstructed, extra.get("itl_ms"), measured),
     )
     total = run.success + run.failed
     return Scenario(
-        name=name or scenario_name(run.concurrency, run.input_len, run.output_len),
+        name=name or scenario_name(run.concurrency, run.input_len, run.output_len, request_rate=run.request_rate),
         concurrency=run.concurrency, input_len=run.input_len, output_len=run.output_len,
         duration_s=run.duration_s, success=run.success, failed=run.failed,
         request_throughput=run.request_throughput, input_token_throughput=run.input_throughput,
@@ -198,7 +218,7 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         raw_requests=raw_requests, raw_requests_capped=bool(details is not None and total > cap),
         slo_attainment=attainment, reconstructed=reconstructed, repeat=repeat,
         num_prompts=run.num_prompts, request_rate=run.request_rate, dataset_name=run.dataset_name,
-        request_format=run.request_format, notes=list(run.notes), source=source,
+        request_format=run.request_format, notes=list(run.notes), source=source, empty_outputs=run.empty_outputs,
     )
 
 
@@ -229,41 +249,73 @@ def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: 
 
 
 DEFAULT_NAME_FORMAT = "c{concurrency}_i{input_len}_o{output_len}"
+# open-loop runs (a request rate, no concurrency cap)
+DEFAULT_RATE_FORMAT = "r{request_rate}_i{input_len}_o{output_len}"
+# a concurrency cap and a finite request rate
+DEFAULT_CAPPED_RATE_FORMAT = "c{concurrency}_r{request_rate}_i{input_len}_o{output_len}"
+
+ShapeKey = tuple[int, int, int, float]
 
 
-def scenario_name(concurrency: int, input_len: int, output_len: int, fmt: Optional[str] = None) -> str:
-    """A scenario's name from its shape, by default `c{concurrency}_i{input_len}_o{output_len}`."""
+def format_rate(rate: Optional[float]) -> str:
+    """4.0 -> '4', 0.5 -> '0.5'; None (unlimited) -> 'inf'."""
+    return "inf" if rate is None else f"{rate:g}"
+
+
+def scenario_name(concurrency: Optional[int], input_len: int, output_len: int, fmt: Optional[str] = None,
+                  request_rate: Optional[float] = None) -> str:
+    """A scenario's name from its shape, by default `c{concurrency}_i{input_len}_o{output_len}`;
+    an open-loop run (no concurrency) is `r{request_rate}_i{input_len}_o{output_len}` unless fmt uses {request_rate}."""
+    if fmt is None and request_rate is not None:
+        fmt = DEFAULT_CAPPED_RATE_FORMAT if concurrency is not None else DEFAULT_RATE_FORMAT
+    elif concurrency is None and not (fmt and "{request_rate}" in fmt):
+        fmt = DEFAULT_RATE_FORMAT
     try:
-        return (fmt or DEFAULT_NAME_FORMAT).format(concurrency=concurrency, input_len=input_len, output_len=output_len)
+        return (fmt or DEFAULT_NAME_FORMAT).format(concurrency=concurrency, input_len=input_len, output_len=output_len,
+                                                   request_rate=format_rate(request_rate))
     except (KeyError, IndexError, ValueError) as exc:
         raise ConfigError(
-            f"scenario name format {fmt!r} is invalid ({exc}); use {{concurrency}}, {{input_len}} and {{output_len}}"
+            f"scenario name format {fmt!r} is invalid ({exc}); use {{concurrency}}, {{input_len}}, {{output_len}} "
+            "and {request_rate}"
         ) from None
+
+
+def shape_of(s: Scenario) -> ShapeKey:
+    """(concurrency, input, output, rate): an open-loop run has concurrency 0; an unlimited rate is inf."""
+    rate = s.request_rate if s.request_rate is not None else math.inf
+    return (s.concurrency or 0, s.input_len, s.output_len, rate)
+
+
+def _name_of(key: ShapeKey, fmt: Optional[str]) -> str:
+    concurrency, input_len, output_len, rate = key
+    return scenario_name(concurrency or None, input_len, output_len, fmt, None if math.isinf(rate) else rate)
 
 
 def name_scenarios(scenarios: list[Scenario], fmt: Optional[str] = None) -> list[Scenario]:
     """Sort by shape then concurrency; the 2nd, 3rd… run of one shape get `_r2`, `_r3` (repeat set on all)."""
     def order(s: Scenario) -> tuple[Any, ...]:
         src = s.source
-        return (s.input_len, s.output_len, s.concurrency, src.file if src else "", src.line if src else 0)
+        key = shape_of(s)
+        return (s.input_len, s.output_len, key[0], key[3], src.file if src else "", src.line if src else 0)
 
     ordered = sorted(scenarios, key=order)
-    counts: dict[tuple[int, int, int], int] = {}
-    owner: dict[str, tuple[int, int, int]] = {}
+    counts: dict[ShapeKey, int] = {}
+    owner: dict[str, ShapeKey] = {}
     for s in ordered:
-        key = (s.concurrency, s.input_len, s.output_len)
+        key = shape_of(s)
         counts[key] = counts.get(key, 0) + 1
-        base = scenario_name(*key, fmt=fmt)
+        base = _name_of(key, fmt)
         if owner.setdefault(base, key) != key:
+            shown = [k[:3] if math.isinf(k[3]) else (f"rate {format_rate(k[3])}", *k[1:3]) for k in (owner[base], key)]
             raise ConfigError(
-                f"scenario name format {fmt!r} gives {base!r} to two shapes {owner[base]} and {key} "
+                f"scenario name format {fmt!r} gives {base!r} to two shapes {shown[0]} and {shown[1]} "
                 "(concurrency, input, output); include each of {concurrency}, {input_len}, {output_len} that varies"
             )
-    seen: dict[tuple[int, int, int], int] = {}
+    seen: dict[ShapeKey, int] = {}
     for s in ordered:
-        key = (s.concurrency, s.input_len, s.output_len)
+        key = shape_of(s)
         seen[key] = seen.get(key, 0) + 1
-        base = scenario_name(*key, fmt=fmt)
+        base = _name_of(key, fmt)
         s.repeat = seen[key] if counts[key] > 1 else None
         s.name = base if seen[key] == 1 else f"{base}_r{seen[key]}"
     return ordered
@@ -411,6 +463,7 @@ class Platform:
     hardware: Optional[str] = None
     engine: Optional[str] = None
     name: Optional[str] = None
+    chip_given: bool = True  # False: no --chip/--platform, chip is 'unknown'
 
 
 def read_platform_file(path: Path) -> Platform:
@@ -441,10 +494,179 @@ class ImportOutcome:
     run_dirs: list[Path]
     problems: list[Problem]
     warnings: list[str]
+    # --dry-run: one line per file and run, what would be imported or skipped and why
+    plan: list[str] = field(default_factory=list)
+    replaced: list[Path] = field(default_factory=list)
 
 
 ReportRenderer = Callable[[Results, Path], str]
 NOT_RECORDED = "not recorded: imported from raw client outputs by sskj-results import-legacy"
+UNKNOWN = "unknown"
+
+
+def default_import_dir(raw_dir: Path) -> Path:
+    """`imported/` beside RAW_DIR (never inside it)."""
+    return raw_dir.resolve().parent / "imported"
+
+
+def check_import_dir(raw_dir: Path, out: Path) -> None:
+    """The output directory must not lie inside RAW_DIR: a second import would read the first one's files."""
+    raw, target = raw_dir.resolve(), out.resolve()
+    if target == raw or raw in target.parents:
+        raise UsageError(f"--out {out} is inside RAW_DIR {raw_dir}; the next import would read its own output. "
+                         f"Choose a directory outside it (default: {default_import_dir(raw_dir)})")
+
+
+@dataclass(frozen=True)
+class RawSource:
+    """A raw file to import, or one to leave out and why (sweep summaries, warm-ups, failure records)."""
+
+    path: Path
+    label: str
+    skip: Optional[str] = None
+
+
+_SWEEP_RUN = re.compile(r"^run=\d+\.json$")
+
+
+def collect_raw_sources(raw_dir: Path) -> list[RawSource]:
+    """Every *.jsonl/*.json under raw_dir (subdirectories too, hidden ones left out), in a stable order.
+
+    In a `vllm bench sweep serve` directory (`run=N.json` files), `summary.json` repeats the runs and
+    `warmup.json` is the unmeasured warm-up: both are left out; `summary.json` alone is imported.
+    """
+    sources: list[RawSource] = []
+    root = raw_dir
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if any(part.startswith(".") for part in rel.parts) or not path.is_file() or path.suffix not in RAW_SUFFIXES:
+            continue
+        label = str(rel)
+        siblings_runs = any(_SWEEP_RUN.match(p.name) for p in path.parent.iterdir())
+        if path.name == "summary.json" and siblings_runs:
+            sources.append(RawSource(path, label, "sweep summary: repeats the run=N.json files beside it, each imported once"))
+        elif path.name == "warmup.json" and siblings_runs:
+            sources.append(RawSource(path, label, "sweep warm-up run: not measured"))
+        elif path.name.endswith(".failure.json"):
+            sources.append(RawSource(path, label, _failure_reason(path)))
+        else:
+            sources.append(RawSource(path, label))
+    return sources
+
+
+def _failure_reason(path: Path) -> str:
+    """The error a `vllm bench sweep` failure record keeps."""
+    try:
+        import json
+
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return "sweep failure record: the benchmark did not produce results"
+    if isinstance(data, dict) and data.get("error"):
+        kind = f"{data.get('error_type')}: " if data.get("error_type") else ""
+        return f"benchmark failed ({kind}{str(data['error']).strip().splitlines()[0][:300]})"
+    return "sweep failure record: the benchmark did not produce results"
+
+
+def _local(dt: datetime) -> datetime:
+    """An aware datetime; naive times (the clients write local time without a zone) take this machine's zone."""
+    return dt.astimezone() if dt.tzinfo is None else dt
+
+
+def run_time(run: RawRun, hints: NameHints, mtime: float) -> tuple[datetime, str]:
+    """When a raw run ran: its `date` key, else the name's MMDD with the year of the file's mtime, else the mtime."""
+    if run.started is not None:
+        return _local(run.started).replace(microsecond=0), "date"
+    modified = datetime.fromtimestamp(mtime).astimezone()
+    if hints.mmdd is not None:
+        try:
+            day = datetime(modified.year, int(hints.mmdd[:2]), int(hints.mmdd[2:]))
+            if day.date() > modified.date():  # a December run written to disk in January
+                day = day.replace(year=modified.year - 1)
+            return _local(day), "name"
+        except ValueError:
+            pass
+    return modified.replace(microsecond=0), "mtime"
+
+
+@dataclass
+class _Group:
+    engine: str
+    model: Optional[str]
+    chip: str
+    scenarios: list[Scenario] = field(default_factory=list)
+    skipped: list[SkippedScenario] = field(default_factory=list)
+    sources: dict[Path, tuple[str, int, int]] = field(default_factory=dict)
+    times: list[datetime] = field(default_factory=list)
+
+
+@dataclass
+class FileImport:
+    """What one raw file gives: scenarios with their (engine, model, chip), problems, plan lines."""
+
+    source: RawSource
+    runs: list[tuple[tuple[str, Optional[str], str], Scenario, datetime]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[SkippedScenario] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    plan: list[str] = field(default_factory=list)
+    file_key: Optional[tuple[str, Optional[str], str]] = None
+    digest: tuple[str, int, int] = ("", 0, 0)
+
+
+def _describe_shape(s: Scenario) -> str:
+    load = f"concurrency {s.concurrency}" if s.concurrency is not None else f"open loop at {format_rate(s.request_rate)} req/s"
+    if s.concurrency is not None and s.request_rate is not None:
+        load += f", rate {format_rate(s.request_rate)} req/s"
+    return f"input {s.input_len}, output {s.output_len}, {load}"
+
+
+def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine: Optional[str], model: Optional[str],
+                strict: bool, cap: int, pattern: Optional[re.Pattern[str]], options: ReadOptions) -> FileImport:
+    """Read and attribute one raw file (the unit a per-file error boundary wraps)."""
+    result = FileImport(source)
+    path, label = source.path, source.label
+    hints = name_hints(path.stem, pattern)
+    if source.skip is not None:
+        result.plan.append(f"skip {label}: {source.skip}")
+        return result
+    outcome = read_raw_file(path, label, hints, strict=strict, options=options)
+    result.problems.extend(outcome.problems)
+    if outcome.sha256 is None:
+        digest, size = sha256_file(path)  # unreadable: raises as it always did
+        lines = count_lines(path)
+    else:
+        digest, size, lines = outcome.sha256, outcome.size, outcome.lines
+    result.digest = (digest, size, lines)
+    mtime = path.stat().st_mtime
+    name_chip = hints.chip
+    chip = name_chip or platform.chip
+    if name_chip and platform.chip_given and name_chip != platform.chip:
+        result.warnings.append(f"{label}: the file name says chip {name_chip}; imported under {name_chip}, "
+                               f"not under the given chip {platform.chip}")
+    file_engine = engine or hints.engine
+    result.file_key = (file_engine or UNKNOWN, model or hints.model, chip)
+    for run in outcome.runs:
+        for note in run.notes:
+            if note.startswith("file name says"):
+                result.warnings.append(f"{label}:{run.line}: {note}")
+        run_engine = file_engine or run.engine or UNKNOWN
+        run_model = model or run.model or hints.model
+        scenario = build_scenario(run, spec, Source(file=str(path), line=run.line, sha256=digest, format=run.format), cap=cap)
+        when, how = run_time(run, hints, mtime)
+        scenario.timestamp = when.isoformat()
+        if how == "mtime":
+            scenario.notes.append("run time unknown (no date in the run or its file name): the file's modification time")
+        key = (run_engine, run_model, chip)
+        result.runs.append((key, scenario, when))
+        result.plan.append(
+            f"import {label}:{run.line}: engine {run_engine}, model {run_model or UNKNOWN}, chip {chip}, "
+            f"{_describe_shape(scenario)} -> {scenario.name}"
+        )
+    for problem in outcome.problems:
+        result.plan.append(f"skip {problem}")
+        result.skipped.append(_skip_entry(problem, hints))
+    return result
 
 
 @_bulk
@@ -462,82 +684,128 @@ def import_legacy(
     now: Optional[datetime] = None,
     cap: int = RAW_REQUESTS_CAP,
     name_format: Optional[str] = None,
+    name_pattern: Optional[str] = None,
+    input_len: Optional[int] = None,
+    output_len: Optional[int] = None,
+    dry_run: bool = False,
     render_report: Optional[ReportRenderer] = None,
 ) -> ImportOutcome:
-    """Import every *.jsonl/*.json of raw_dir into one run directory per engine under out.
+    """Import every raw file under raw_dir into one run directory per (engine, model, chip) under out.
 
     `render_report(results, run_dir)` gives the text of each run's report.md
     (the CLI passes `publish.report_text`); without it no report.md is written.
+
+    Re-running on the same raw_dir replaces the run directories it wrote before (same names: the
+    names come from the runs' own times), so an import is idempotent.
     """
-    files = raw_files(raw_dir)
-    if not files:
+    check_import_dir(raw_dir, out)
+    sources = collect_raw_sources(raw_dir)
+    if not sources:
         raise ConfigError(f"{raw_dir}: no *.jsonl or *.json files to import")
+    try:
+        pattern = compile_name_pattern(name_pattern) if name_pattern else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    options = ReadOptions(input_len=input_len, output_len=output_len)
     spec = slo or resolve_slo()
     stamp = (now or datetime.now().astimezone()).replace(microsecond=0)
-    groups: dict[str, list[Scenario]] = {}
-    sources: dict[str, list[tuple[Path, str, int, int]]] = {}
-    models: dict[str, set[str]] = {}
+    groups: dict[tuple[str, Optional[str], str], _Group] = {}
     problems: list[Problem] = []
     warnings: list[str] = []
-    skipped: dict[str, list[SkippedScenario]] = {}
-    for path in files:
-        hints = name_hints(path.stem)
-        file_engine = engine or hints.engine
-        if file_engine is None:
-            file_engine = "unknown"
-            warnings.append(
-                f"{path.name}: name fits neither {{backend}}_{{MMDD}}_{{c}}_{{in}}_{{out}} nor "
-                "{chip}_{engine}_{MMDD}_{c}_{in}_{out}; imported from its content under engine 'unknown' (give --engine)"
-            )
-        outcome = read_raw_file(path, path.name, hints, strict=strict)
-        problems.extend(outcome.problems)
-        skipped.setdefault(file_engine, []).extend(_skip_entry(p, hints) for p in outcome.problems)
-        if outcome.sha256 is None:
-            digest, size = sha256_file(path)  # unreadable: raises as it always did
-            lines = count_lines(path)
-        else:
-            digest, size, lines = outcome.sha256, outcome.size, outcome.lines
-        sources.setdefault(file_engine, []).append((path, digest, size, lines))
-        for run in outcome.runs:
-            for note in run.notes:
-                if note.startswith("file name says"):
-                    warnings.append(f"{path.name}:{run.line}: {note}")
-            if run.model:
-                models.setdefault(file_engine, set()).add(run.model)
-            scenario = build_scenario(run, spec, Source(file=str(path), line=run.line, sha256=digest, format=run.format), cap=cap)
-            groups.setdefault(file_engine, []).append(scenario)
-    run_dirs: list[Path] = []
-    out.mkdir(parents=True, exist_ok=True)
-    for eng in sorted(set(groups) | set(skipped)):
-        scenarios = groups.get(eng, [])
-        if not scenarios:
+    plan: list[str] = []
+    if not platform.chip_given:
+        warnings.append("no chip given (--platform or --chip): runs whose file name names no chip are imported with "
+                        "chip 'unknown'; set it later with `sskj-results metadata RUN_DIR --chip CHIP --hardware TEXT`")
+    for source in sources:
+        done = import_file(source, platform, spec, engine=engine, model=model, strict=strict, cap=cap,
+                           pattern=pattern, options=options)
+        problems.extend(done.problems)
+        warnings.extend(done.warnings)
+        plan.extend(done.plan)
+        keys = []
+        for key, scenario, when in done.runs:
+            group = groups.setdefault(key, _Group(*key))
+            group.scenarios.append(scenario)
+            group.times.append(when)
+            group.sources[source.path] = done.digest
+            keys.append(key)
+        if done.skipped:
+            owner = keys[0] if keys else done.file_key
+            if owner is not None:
+                group = groups.setdefault(owner, _Group(*owner))
+                group.skipped.extend(done.skipped)
+                group.sources.setdefault(source.path, done.digest)
+    for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
+        if not group.scenarios:
             continue
-        run_model = model or (sorted(models[eng])[0] if models.get(eng) else None)
-        if run_model is None:
-            run_model = "unknown"
-            warnings.append(f"engine {eng}: the raw files do not name the model; recorded as 'unknown' (give --model)")
-        elif model is None and len(models[eng]) > 1:
-            warnings.append(f"engine {eng}: the raw files name {len(models[eng])} models ({', '.join(sorted(models[eng]))}); "
-                            f"recorded {run_model!r} — import them separately or give --model")
-        run_id = stamp.strftime("%Y%m%d-%H%M%S")
+        files = ", ".join(sorted({Path(s.source.file).name for s in group.scenarios if s.source}))
+        if group.engine == UNKNOWN:
+            warnings.append(f"not attributed to an engine: {files} (no engine in the file names or the runs' backend; "
+                            "give --engine or a --name-pattern with {engine})")
+        if group.model is None:
+            warnings.append(f"not attributed to a model: engine {group.engine}: {files} (the runs do not name it; "
+                            "recorded as 'unknown'; give --model)")
+    if dry_run:
+        return ImportOutcome([], problems, warnings, plan)
+    run_dirs: list[Path] = []
+    replaced: list[Path] = []
+    out.mkdir(parents=True, exist_ok=True)
+    raw_abs = str(raw_dir.resolve())
+    per_chip_engine: dict[tuple[str, str], int] = {}
+    for key in groups:
+        if groups[key].scenarios:
+            per_chip_engine[(key[2], key[0])] = per_chip_engine.get((key[2], key[0]), 0) + 1
+    for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
+        if not group.scenarios:
+            continue
+        started = min(group.times)
+        run_id = started.strftime("%Y%m%d-%H%M%S")
+        eng, run_model, chip = key
+        hardware, accelerator = (platform.hardware, platform.accelerator) if chip == platform.chip else (None, None)
+        if chip == UNKNOWN:
+            hardware = UNKNOWN
+        srcs = [(p, *group.sources[p]) for p in sorted(group.sources)]
         results = Results(
             metadata=Metadata(
                 experiment=experiment or f"import_{raw_dir.resolve().name}", run_id=run_id,
-                timestamp=stamp.isoformat(), model=run_model, engine=eng, backend=eng,
-                hardware=platform.hardware, accelerator=platform.accelerator, chip=platform.chip,
-                platform=platform.name, script="sskj-results import-legacy",
-                client=_client_of(scenarios), tool_version=__version__,
-                description=f"imported from {len(sources[eng])} raw file(s) in {raw_dir}",
+                timestamp=started.isoformat(), model=run_model or UNKNOWN, engine=eng, backend=eng,
+                hardware=hardware, accelerator=accelerator, chip=chip,
+                platform=platform.name if chip == platform.chip else None, script="sskj-results import-legacy",
+                client=_client_of(group.scenarios), tool_version=__version__,
+                description=f"imported from {len(srcs)} raw file(s) in {raw_dir}",
+                imported_at=stamp.isoformat(), imported_from=raw_abs,
             ),
             config=Config(server_args=server_args or NOT_RECORDED, scenario_name_format=name_format),
-            scenarios=name_scenarios(scenarios, name_format), slo=spec, skipped=skipped.get(eng, []),
-            raw_files=[RawFile(file=str(p), sha256=d, size=s, runs=sum(1 for x in scenarios if x.source and x.source.file == str(p)))
-                       for p, d, s, _ in sources[eng]],
+            scenarios=name_scenarios(group.scenarios, name_format), slo=spec, skipped=group.skipped,
+            raw_files=[RawFile(file=str(p), sha256=d, size=s,
+                               runs=sum(1 for x in group.scenarios if x.source and x.source.file == str(p)))
+                       for p, d, s, _ in srcs],
         )
-        target = _unique_dir(out / f"{_safe(platform.chip)}_{_safe(eng)}_{run_id}")
-        _write_run_dir_atomically(target, results, sources[eng], command, render_report)
+        base = f"{_safe(chip)}_{_safe(eng)}"
+        if per_chip_engine[(chip, eng)] > 1:
+            base += f"_{_safe(Path(run_model).name if run_model else UNKNOWN)}"
+        target = out / f"{base}_{run_id}"
+        previous = _own_previous(target, raw_abs, key)
+        if previous:
+            replaced.append(target)
+        else:
+            target = _unique_dir(target)
+        _write_run_dir_atomically(target, results, srcs, command, render_report, replace=previous)
         run_dirs.append(target)
-    return ImportOutcome(run_dirs, problems, warnings)
+    return ImportOutcome(run_dirs, problems, warnings, plan, replaced)
+
+
+def _own_previous(target: Path, raw_abs: str, key: tuple[str, Optional[str], str]) -> bool:
+    """target holds an earlier import of the same raw directory and (engine, model, chip): it may be replaced."""
+    file = target / RESULTS_NAME
+    if not file.is_file():
+        return False
+    try:
+        meta = load_run(file).metadata
+    except ResultsError:
+        return False
+    return (meta.imported_from == raw_abs and meta.engine == key[0] and meta.chip == key[2]
+            and meta.model == (key[1] or UNKNOWN))
 
 
 def _client_of(scenarios: list[Scenario]) -> Optional[str]:
@@ -559,12 +827,13 @@ def _unique_dir(path: Path) -> Path:
 
 
 def _write_run_dir_atomically(target: Path, results: Results, sources: list[tuple[Path, str, int, int]],
-                              command: Optional[str], render_report: Optional[ReportRenderer]) -> None:
-    """Build the run directory under a temporary name, then rename it into place."""
+                              command: Optional[str], render_report: Optional[ReportRenderer],
+                              replace: bool = False) -> None:
+    """Build the run directory under a temporary name, then rename it into place (replacing an earlier import)."""
+    import shutil
+
     tmp = target.with_name(f".{target.name}.tmp")
     if tmp.exists():
-        import shutil
-
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     try:
@@ -572,10 +841,16 @@ def _write_run_dir_atomically(target: Path, results: Results, sources: list[tupl
         if render_report is not None:
             atomic_write_text(tmp / "report.md", render_report(results, target))
         atomic_write_text(tmp / "README.md", provenance_readme(results, sources, command))
-        tmp.rename(target)
+        if replace and target.exists():
+            old = target.with_name(f".{target.name}.old")
+            if old.exists():
+                shutil.rmtree(old)
+            target.rename(old)
+            tmp.rename(target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(target)
     except BaseException:
-        import shutil
-
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
@@ -585,7 +860,9 @@ def provenance_readme(results: Results, sources: Iterable[tuple[Path, str, int, 
     lines = [
         f"# Provenance of {meta.chip}_{meta.engine}_{meta.run_id}",
         "",
-        f"Imported by sskj-results {__version__} on {meta.timestamp}.",
+        f"Imported by sskj-results {__version__} on {meta.imported_at or meta.timestamp}; the runs started "
+        f"{meta.timestamp} (from the raw runs: the client's `date` key, else the file name's MMDD with the year of "
+        "the file's modification time; times without a zone are this machine's local time).",
         "",
         "Command:",
         "",
@@ -593,8 +870,9 @@ def provenance_readme(results: Results, sources: Iterable[tuple[Path, str, int, 
         command or "(not recorded)",
         "```",
         "",
-        f"Engine `{meta.engine}` and chip `{meta.chip}` were given on the command line or taken from the "
-        "file-name convention; they are not read from the raw files.",
+        f"Engine `{meta.engine}`, model `{meta.model}` and chip `{meta.chip}` come from the command line, else the "
+        "file name (`{chip}_{engine}_…`, a chip prefix, or --name-pattern), else the runs' own keys (`backend`, "
+        "`model_id`, `server_info.model_path`); `unknown` where none of them says.",
         "",
         "## Source files",
         "",

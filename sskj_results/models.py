@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 SCHEMA_VERSION: Final = 1
 SCHEMA_ID = "https://sskj.dev/schema/results.schema.json"
 
-SloMark = Literal["✅", "⚠️", "❌"]
+SloMark = Literal["✅", "⚠️", "❌", "❔"]
 
 TIMESTAMP_PATTERN = (
     r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
@@ -92,6 +92,13 @@ class Metadata(_Model):
     runtime_version: Optional[str] = Field(default=None, description="Accelerator runtime version (CUDA / XPU runtime), when found.")
     host: Optional[str] = Field(default=None, description="Host name of the machine that ran the client.")
     tool_version: Optional[str] = Field(default=None, description="Version of sskj-results that last wrote this file.")
+    imported_at: Optional[str] = Field(
+        default=None,
+        description="When `sskj-results import-legacy` imported the raw files (ISO-8601); `timestamp` is when the runs ran.",
+    )
+    imported_from: Optional[str] = Field(
+        default=None, description="Absolute path of the raw-output directory an import-legacy run was imported from.",
+    )
 
     @field_validator("timestamp")
     @classmethod
@@ -137,7 +144,16 @@ class Percentiles(_Model):
     p95: Optional[float] = Field(description="95th percentile, ms, numpy linear interpolation.")
     p99: Optional[float] = Field(description="99th percentile, ms, numpy linear interpolation.")
     std: Optional[float] = Field(default=None, description="Population standard deviation (ddof 0), ms.")
-    count: Optional[int] = Field(default=None, ge=0, description="Number of samples behind the statistics.")
+    p99_9: Optional[float] = Field(default=None, description="99.9th percentile, ms, when the client wrote it (`p99.9_*_ms`).")
+    extra: dict[str, float] = Field(
+        default_factory=dict,
+        description="Other statistics the client wrote for this metric, keyed as the client named them "
+        "(e.g. `p25`, `p75`, `p99.99`, `min`, `max`), ms.",
+    )
+    count: Optional[int] = Field(
+        default=None, ge=0,
+        description="Number of samples behind the statistics we computed; null when the file has no per-request data.",
+    )
 
 
 class Latencies(_Model):
@@ -158,9 +174,15 @@ class Latencies(_Model):
 class SloStatus(_Model):
     """SLO verdict of a scenario against the run's tier (see top-level `slo`)."""
 
-    ttft_p95_ok: bool = Field(description="TTFT P95 is below the tier's threshold.")
-    tpot_mean_ok: bool = Field(description="TPOT mean is below the tier's threshold.")
-    overall: SloMark = Field(description="✅ both met, ⚠️ exactly one met, ❌ neither met.")
+    ttft_p95_ok: Optional[bool] = Field(
+        description="TTFT P95 is below the tier's threshold; null when TTFT P95 was not measured (unknown, not failed)."
+    )
+    tpot_mean_ok: Optional[bool] = Field(
+        description="TPOT mean is below the tier's threshold; null when TPOT mean was not measured (unknown, not failed)."
+    )
+    overall: SloMark = Field(
+        description="✅ both met, ⚠️ exactly one met, ❌ neither met, ❔ not measured (a value needed for the verdict is unknown)."
+    )
 
 
 class RawRequest(_Model):
@@ -204,7 +226,11 @@ class Scenario(_Model):
     """One measured scenario: one run of the bench client at one concurrency and shape."""
 
     name: str = Field(description="Scenario name, by default `c{concurrency}_i{input}_o{output}` (`_r{n}` for repeats).")
-    concurrency: int = Field(ge=1, description="Maximum concurrent requests (the client's max-concurrency).")
+    concurrency: Optional[int] = Field(
+        ge=1,
+        description="Maximum concurrent requests (the client's max-concurrency); null for an open-loop run "
+        "(a finite request rate without a concurrency cap, see request_rate).",
+    )
     input_len: int = Field(ge=0, description="Requested input length in tokens.")
     output_len: int = Field(ge=0, description="Requested output length in tokens.")
     duration_s: Optional[float] = Field(ge=0, description="Benchmark duration as the client measured it, s.")
@@ -232,11 +258,23 @@ class Scenario(_Model):
         default_factory=dict,
         description="Values not written by the client, keyed by path (e.g. `latencies.e2e_ms.p90`), with how they were computed: "
         "`per_request` (numpy over the per-request arrays), `ttft_plus_itls` (per-request E2E taken as ttft + sum(itls)), "
-        "`derived` (from other client values), `server_metrics` (Prometheus counters). Absent keys are the client's own values.",
+        "`derived` (from other client values), `server_metrics` (Prometheus counters), `average` (a requested length "
+        "taken as total tokens / completed requests, rounded), `swapped_back` (a client value corrected for a known client bug). "
+        "Absent keys are the client's own values.",
     )
     repeat: Optional[int] = Field(default=None, ge=1, description="Repeat index when the same shape was run more than once.")
     num_prompts: Optional[int] = Field(default=None, ge=0, description="Requests sent.")
     request_rate: Optional[float] = Field(default=None, description="Request rate, req/s; null means unlimited (all at once).")
+    empty_outputs: Optional[int] = Field(
+        default=None, ge=0,
+        description="Successful requests that returned 0 output tokens: counted in `success`, excluded from the "
+        "statistics computed from per-request data (the client's own statistics include them); null when unknown.",
+    )
+    timestamp: Optional[str] = Field(
+        default=None, pattern=TIMESTAMP_PATTERN,
+        description="When the client ran this scenario, from the raw run itself (its `date` key, else the file name's MMDD "
+        "with the year of the file's modification time); null when the raw run does not say.",
+    )
     dataset_name: Optional[str] = Field(default=None, description="Client dataset, e.g. `random`, `random-ids`.")
     request_format: Optional[str] = Field(default=None, description="The client's `backend`: the request format it spoke, not the server.")
     accelerator_usage: Optional[AcceleratorSummary] = Field(default=None, description="Accelerator samples during the scenario.")
@@ -272,7 +310,7 @@ class SloSearchStep(_Model):
     concurrency: int = Field(ge=1, description="Concurrency tried.")
     scenario: Optional[str] = Field(default=None, description="Scenario measured, null if it failed.")
     overall: Optional[SloMark] = Field(default=None, description="SLO verdict of that scenario.")
-    ok: bool = Field(description="Both SLO thresholds met.")
+    ok: Optional[bool] = Field(description="Both SLO thresholds met; null when the scenario's verdict is ❔ (not measured).")
 
 
 class SloSearch(_Model):

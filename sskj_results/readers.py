@@ -1,14 +1,16 @@
 """Readers of raw client outputs, one per format, detected from content.
 
 * ``sglang-bench-serving``: ``python -m sglang.bench_serving --output-file F
-  [--output-details]`` (0.4.0 … 0.5.x), one run per line; keys vary by version.
+  [--output-details]`` (0.3 … 0.5.x), one run per line; keys vary by version.
 * ``vllm-bench-serve``: ``vllm bench serve --save-result [--save-detailed]
-  [--append-result]``, one object, or one per line.
+  [--append-result]`` and the older ``benchmarks/benchmark_serving.py``, one
+  object, or one per line; ``vllm bench sweep serve`` ``run=N.json`` files.
 
 A reader turns one JSON object into a RawRun: the client's own statistics
-(ms) and, when the file has them, per-request arrays. It never guesses chip
-or engine; lengths and concurrency come from the client's keys, else from the
-file name, else from the per-request data (said in ``notes``).
+(ms) and, when the file has them, per-request arrays. Lengths, concurrency
+and request rate come from the client's keys first, then from the file name,
+then from the per-request data or the token totals (said in ``notes``).
+docs/METRICS.md lists every accepted key spelling and the order of sources.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Optional
 
 import numpy as np
@@ -25,17 +28,44 @@ from .metrics import flatten_gaps
 SGLANG = "sglang-bench-serving"
 VLLM = "vllm-bench-serve"
 
-# <stat>_<metric>_ms, e.g. mean_ttft_ms, median_e2e_latency_ms, p99_tpot_ms, p99.9_itl_ms
-_STAT_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2e_latency|e2el)_ms$")
-_METRIC = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2e_latency": "e2e_ms", "e2el": "e2e_ms"}
-_STAT = {"mean": "mean", "median": "p50", "std": "std", "p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99"}
-_VLLM_MARKERS = ("model_id", "burstiness", "endpoint_type", "tokenizer_id", "mean_e2el_ms", "date")
+# <stat>_<metric>_ms, e.g. mean_ttft_ms, median_e2e_latency_ms, p99_tpot_ms, p99.9_itl_ms, p99_latency_ms
+_STAT_KEY = re.compile(
+    r"^(mean|avg|median|std|min|max|p\d+(?:[._]\d+)?)_(ttft|tpot|itl|e2e_latency|e2el|e2e|latency)_ms$"
+)
+_METRIC = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2e_latency": "e2e_ms", "e2el": "e2e_ms",
+           "e2e": "e2e_ms", "latency": "e2e_ms"}
+_STAT = {"mean": "mean", "avg": "mean", "median": "p50", "std": "std", "p50": "p50", "p90": "p90", "p95": "p95",
+         "p99": "p99", "p99.9": "p99_9", "p99_9": "p99_9"}
+# the spellings of E2E, best first: when a file has two, the first present wins per statistic
+_E2E_ORDER = ("e2e_latency", "e2el", "e2e", "latency")
+_VLLM_MARKERS = ("model_id", "burstiness", "endpoint_type", "tokenizer_id", "mean_e2el_ms", "date", "best_of")
 _SGLANG_MARKERS = ("mean_e2e_latency_ms", "random_input_len", "sharegpt_output_len", "total_output_tokens_retokenized")
-_ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "errors")
+_TIMING = ("ttfts", "itls")
+# request formats (`backend`) that name the serving engine; generic ones (openai, openai-chat) do not
+_ENGINE_BACKENDS = {
+    "vllm": "vllm", "vllm-chat": "vllm", "sglang": "sglang", "sglang-native": "sglang", "sglang-oai": "sglang",
+    "sglang-oai-chat": "sglang", "lmdeploy": "lmdeploy", "lmdeploy-chat": "lmdeploy", "trt": "trt",
+    "tensorrt-llm": "trt", "tgi": "tgi", "scalellm": "scalellm", "deepspeed-mii": "deepspeed-mii",
+}
+# vLLM's benchmark wrote mean and median E2E swapped from the change that added E2E
+# (vLLM PR #7759, Aug 2024) until its fix (vLLM PR #9984, Nov 2024)
+E2E_SWAP_FIXED = datetime(2024, 11, 6)
 
 
 class RunError(ValueError):
     """One run (line/object) cannot be imported; the message says why."""
+
+
+# ---------------------------------------------------------------- file names
+
+# chips a file name may start with (platforms/*.env CHIP values and common short names)
+KNOWN_CHIPS = (
+    "nvidia_h200", "nvidia_h20", "nvidia_h100", "nvidia_h800", "nvidia_a100", "nvidia_a800", "nvidia_b200",
+    "nvidia_l40s", "nvidia_l20", "nvidia_rtx6000d", "nvidia_rtx_pro_6000d", "kunlun_p800", "kunlunxin_p800",
+    "amd_mi300x", "amd_mi325x", "h200", "h20", "h100", "h800", "a100", "a800", "b200", "gb200", "l40s", "l20",
+    "mi300x", "mi325x", "mi355x", "p800", "rtx6000d", "pro6000", "pro6000d", "tpu_v5e", "tpu_v6e", "gaudi2",
+    "gaudi3", "ascend_910b", "910b",
+)
 
 
 @dataclass(frozen=True)
@@ -45,29 +75,115 @@ class NameHints:
     engine: Optional[str] = None
     chip: Optional[str] = None
     mmdd: Optional[str] = None
+    # the number in the first slot of `{prefix}_{MMDD}_{N}_{in}_{out}`: the concurrency in the
+    # team's convention, num_prompts in sglang.bench_serving's default name (decided per run)
     concurrency: Optional[int] = None
     input_len: Optional[int] = None
     output_len: Optional[int] = None
-    convention: Optional[str] = None  # "legacy" | "new" | None
+    convention: Optional[str] = None  # "legacy" | "new" | "pattern" | None
+    request_rate: Optional[float] = None
+    num_prompts: Optional[int] = None
+    model: Optional[str] = None
 
 
 _NAME = re.compile(r"^(?P<prefix>.+?)_(?P<mmdd>\d{4})_(?P<c>\d+)_(?P<i>\d+)_(?P<o>\d+)(?:_r\d+)?$")
+# sglang.bench_serving's default name for other datasets: {backend}_{MMDD}_{num_prompts}_{dataset}
+_NAME_DATASET = re.compile(r"^(?P<prefix>[A-Za-z][\w.-]*?)_(?P<mmdd>\d{4})_(?P<n>\d+)_(?P<dataset>[A-Za-z][\w-]*)$")
+_PLACEHOLDERS = {
+    "engine": r"(?P<engine>[A-Za-z][\w.-]*?)", "backend": r"(?P<engine>[A-Za-z][\w.-]*?)",
+    "chip": r"(?P<chip>[A-Za-z][\w.-]*?)", "model": r"(?P<model>[\w.-]+?)",
+    "mmdd": r"(?P<mmdd>\d{4})", "MMDD": r"(?P<mmdd>\d{4})",
+    "concurrency": r"(?P<concurrency>\d+)", "c": r"(?P<concurrency>\d+)",
+    "rate": r"(?P<rate>\d+(?:\.\d+)?)", "request_rate": r"(?P<rate>\d+(?:\.\d+)?)",
+    "num_prompts": r"(?P<num_prompts>\d+)", "n": r"(?P<num_prompts>\d+)",
+    "input_len": r"(?P<input_len>\d+)", "in": r"(?P<input_len>\d+)", "i": r"(?P<input_len>\d+)",
+    "output_len": r"(?P<output_len>\d+)", "out": r"(?P<output_len>\d+)", "o": r"(?P<output_len>\d+)",
+    "*": r".*?", "any": r".*?",
+}
 
 
-def name_hints(stem: str) -> NameHints:
-    """`{backend}_{MMDD}_{c}_{in}_{out}` (legacy) or `{chip}_{engine}_{MMDD}_{c}_{in}_{out}` (new)."""
+def compile_name_pattern(pattern: str) -> re.Pattern[str]:
+    """A --name-pattern: `{chip}_{engine}_c{concurrency}_{input_len}_{output_len}` placeholders, or a regular
+    expression with the same named groups (when it contains `(?P<`). Matched against the file name without suffix."""
+    if "(?P<" in pattern:
+        try:
+            return re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"name pattern {pattern!r} is not a valid regular expression ({exc})") from None
+    out, pos, used = [], 0, set()
+    for m in re.finditer(r"\{([^{}]*)\}", pattern):
+        out.append(re.escape(pattern[pos:m.start()]))
+        key = m.group(1)
+        if key not in _PLACEHOLDERS:
+            known = ", ".join("{" + k + "}" for k in _PLACEHOLDERS if len(k) > 2)
+            raise ValueError(f"name pattern {pattern!r}: unknown placeholder {{{key}}}; use {known}")
+        group = _PLACEHOLDERS[key]
+        name = re.search(r"\?P<(\w+)>", group)
+        if name and name.group(1) in used:
+            raise ValueError(f"name pattern {pattern!r}: {{{key}}} given twice")
+        if name:
+            used.add(name.group(1))
+        out.append(group)
+        pos = m.end()
+    out.append(re.escape(pattern[pos:]))
+    return re.compile("^" + "".join(out) + "$")
+
+
+def _chip_split(prefix: str) -> tuple[Optional[str], Optional[str]]:
+    """(chip, rest) when prefix starts with a known chip."""
+    low = prefix.lower()
+    for chip in sorted(KNOWN_CHIPS, key=len, reverse=True):
+        if low == chip:
+            return prefix, None
+        if low.startswith(chip + "_") or low.startswith(chip + "-"):
+            return prefix[:len(chip)], prefix[len(chip) + 1:] or None
+    return None, prefix
+
+
+def name_hints(stem: str, pattern: Optional[re.Pattern[str]] = None) -> NameHints:
+    """What the file name says: a --name-pattern first, then `{backend}_{MMDD}_{c}_{in}_{out}` (legacy),
+    `{chip}_{engine}_{MMDD}_{c}_{in}_{out}` (new), sglang's `{backend}_{MMDD}_{n}_{dataset}`, a chip prefix."""
+    if pattern is not None:
+        match = pattern.match(stem)
+        if match:
+            groups = {k: v for k, v in match.groupdict().items() if v}
+
+            def num(key: str) -> Optional[int]:
+                return int(groups[key]) if key in groups else None
+
+            return NameHints(
+                engine=groups.get("engine"), chip=groups.get("chip"), mmdd=groups.get("mmdd"),
+                concurrency=num("concurrency"), input_len=num("input_len"), output_len=num("output_len"),
+                convention="pattern", request_rate=float(groups["rate"]) if "rate" in groups else None,
+                num_prompts=num("num_prompts"), model=groups.get("model"),
+            )
     match = _NAME.match(stem)
-    if not match:
-        return NameHints()
-    prefix = match.group("prefix")
-    mmdd, concurrency = match.group("mmdd"), int(match.group("c"))
-    input_len, output_len = int(match.group("i")), int(match.group("o"))
-    if "_" in prefix:
-        chip, engine = prefix.rsplit("_", 1)
-        return NameHints(engine=engine, chip=chip, mmdd=mmdd, concurrency=concurrency,
-                         input_len=input_len, output_len=output_len, convention="new")
-    return NameHints(engine=prefix, mmdd=mmdd, concurrency=concurrency,
-                     input_len=input_len, output_len=output_len, convention="legacy")
+    if match:
+        prefix = match.group("prefix")
+        mmdd, concurrency = match.group("mmdd"), int(match.group("c"))
+        input_len, output_len = int(match.group("i")), int(match.group("o"))
+        chip, rest = _chip_split(prefix)
+        if chip is None and "_" in prefix:
+            chip, rest = prefix.rsplit("_", 1)
+        return NameHints(engine=rest, chip=chip, mmdd=mmdd, concurrency=concurrency, input_len=input_len,
+                         output_len=output_len, convention="new" if chip else "legacy")
+    match = _NAME_DATASET.match(stem)
+    if match:
+        chip, rest = _chip_split(match.group("prefix"))
+        return NameHints(engine=rest, chip=chip, mmdd=match.group("mmdd"), num_prompts=int(match.group("n")))
+    chip, _ = _chip_split(stem)
+    return NameHints(chip=chip)
+
+
+# ---------------------------------------------------------------- runs
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the user said on the command line about every run (wins over everything else)."""
+
+    input_len: Optional[int] = None
+    output_len: Optional[int] = None
 
 
 @dataclass
@@ -90,7 +206,7 @@ class RawRun:
 
     format: str
     line: int
-    concurrency: int
+    concurrency: Optional[int]
     input_len: int
     output_len: int
     client: dict[str, dict[str, float]]
@@ -111,6 +227,13 @@ class RawRun:
     details: Optional[Details] = None
     streaming: bool = True
     notes: list[str] = field(default_factory=list)
+    # other statistics the client wrote (p25, p99.99, min, max …), per metric
+    client_extra: dict[str, dict[str, float]] = field(default_factory=dict)
+    # the run's start as the client recorded it (naive local time), and where it came from
+    started: Optional[datetime] = None
+    engine: Optional[str] = None  # the serving engine named by the run's `backend`, when it names one
+    empty_outputs: Optional[int] = None
+    lengths_averaged: tuple[str, ...] = ()
 
 
 def detect_format(data: dict[str, Any]) -> Optional[str]:
@@ -119,6 +242,8 @@ def detect_format(data: dict[str, Any]) -> Optional[str]:
         return VLLM
     if any(k in data for k in _SGLANG_MARKERS) or "completed" in data and "backend" in data:
         return SGLANG
+    if "completed" in data and any(_STAT_KEY.match(k) for k in data):
+        return VLLM if any(k.endswith("_e2el_ms") for k in data) else SGLANG
     return None
 
 
@@ -164,29 +289,52 @@ def _request_rate(data: dict[str, Any], notes: list[str]) -> Optional[float]:
         except ValueError:
             notes.append(f"request rate {value!r} (not a number): recorded as null")
             return None
-    return _number(data, "request_rate")
+    rate = _number(data, "request_rate")
+    if rate is not None and rate <= 0:
+        notes.append(f"request rate {rate:g} is not positive: recorded as null")
+        return None
+    return rate
 
 
 def _model_name(data: dict[str, Any]) -> Optional[str]:
     """The model as the client recorded it: vllm's model_id, or newer sglang's server_info.model_path."""
-    if isinstance(data.get("model_id"), str):
-        return str(data["model_id"])
+    for key in ("model_id", "model"):
+        if isinstance(data.get(key), str) and data[key].strip():
+            return str(data[key])
     info = data.get("server_info")
-    if isinstance(info, dict) and isinstance(info.get("model_path"), str):
-        return str(info["model_path"])
+    if isinstance(info, dict):
+        for key in ("model_path", "served_model_name"):
+            if isinstance(info.get(key), str) and info[key].strip():
+                return str(info[key])
     return None
 
 
-def _client_stats(data: dict[str, Any]) -> dict[str, dict[str, float]]:
+def _client_stats(data: dict[str, Any]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """The client's statistics per metric: (home fields, other statistics)."""
     stats: dict[str, dict[str, float]] = {}
+    extra: dict[str, dict[str, float]] = {}
+    rank: dict[tuple[str, str], int] = {}
     for key in data:
         match = _STAT_KEY.match(key)
-        if not match or match.group(1) not in _STAT:
+        if not match:
             continue
         value = _number(data, key)
-        if value is not None:
-            stats.setdefault(_METRIC[match.group(2)], {})[_STAT[match.group(1)]] = value
-    return stats
+        if value is None:
+            continue
+        stat_raw, metric_raw = match.group(1), match.group(2)
+        metric = _METRIC[metric_raw]
+        stat = _STAT.get(stat_raw.replace("_", "."), None)
+        order = _E2E_ORDER.index(metric_raw) if metric_raw in _E2E_ORDER else 0
+        if stat is None:
+            name = stat_raw.replace("_", ".")
+            extra.setdefault(metric, {})[name] = value
+            continue
+        slot = (metric, stat)
+        if slot in rank and rank[slot] <= order:
+            continue
+        rank[slot] = order
+        stats.setdefault(metric, {})[stat] = value
+    return stats, extra
 
 
 def _array(data: dict[str, Any], key: str, kind: type) -> np.ndarray:
@@ -207,106 +355,205 @@ def _array(data: dict[str, Any], key: str, kind: type) -> np.ndarray:
     return arr
 
 
-def _details(data: dict[str, Any]) -> Optional[Details]:
-    present = [k for k in _ARRAYS if k in data]
-    if not present:
-        return None
-    missing = [k for k in _ARRAYS if k not in data]
-    if missing:
-        raise RunError(f"per-request arrays incomplete: has {', '.join(present)} but not {', '.join(missing)}")
-    errors = data["errors"]
-    if not isinstance(errors, list) or not all(isinstance(e, str) or e is None for e in errors):
-        raise RunError("errors: expected a list of strings (\"\" for success)")
-    errors = ["" if e is None else e for e in errors]
-    itls = data["itls"]
-    if not isinstance(itls, list):
-        raise RunError(f"itls: expected a list of lists, got {type(itls).__name__}")
-    for i, gaps in enumerate(itls):
-        if not isinstance(gaps, list):
-            raise RunError(f"itls[{i}]: expected a list of numbers, got {type(gaps).__name__}")
+@dataclass
+class _Arrays:
+    """The per-request arrays a run has (any subset), checked for equal lengths."""
+
+    n: Optional[int] = None
+    input_lens: Optional[np.ndarray] = None
+    output_lens: Optional[np.ndarray] = None
+    errors: Optional[list[str]] = None
+    success: Optional[np.ndarray] = None
+    details: Optional[Details] = None
+    missing: tuple[str, ...] = ()
+
+
+def _arrays(data: dict[str, Any], completed: Optional[int], notes: list[str]) -> _Arrays:
+    """Per-request arrays: full details when timing and outcome are all there, else what there is."""
+    has = {k: isinstance(data.get(k), list) for k in ("input_lens", "output_lens", "ttfts", "itls", "errors", "latencies")}
+    for key in ("input_lens", "output_lens", "ttfts", "itls", "errors"):
+        if key in data and data[key] is not None and not has[key]:
+            raise RunError(f"{key}: expected a list, got {type(data[key]).__name__}")
+    if not any(has.values()):
+        return _Arrays()
+    out = _Arrays()
+    lengths: dict[str, int] = {}
+    if has["input_lens"]:
+        out.input_lens = _array(data, "input_lens", int)
+        lengths["input_lens"] = len(out.input_lens)
+    if has["output_lens"]:
+        out.output_lens = _array(data, "output_lens", int)
+        lengths["output_lens"] = len(out.output_lens)
+    ttfts = None
+    if has["ttfts"]:
+        ttfts = _array(data, "ttfts", float)
+        lengths["ttfts"] = len(ttfts)
+    itls = data.get("itls") if has["itls"] else None
+    if itls is not None:
+        for i, gaps in enumerate(itls):
+            if not isinstance(gaps, list):
+                raise RunError(f"itls[{i}]: expected a list of numbers, got {type(gaps).__name__}")
+        lengths["itls"] = len(itls)
+    if has["errors"]:
+        errors = data["errors"]
+        if not all(isinstance(e, str) or e is None for e in errors):
+            raise RunError("errors: expected a list of strings (\"\" for success)")
+        out.errors = ["" if e is None else e for e in errors]
+        lengths["errors"] = len(out.errors)
+    latencies = None
+    if has["latencies"]:
+        latencies = _array(data, "latencies", float)
+        lengths["latencies"] = len(latencies)
+    if len(set(lengths.values())) > 1:
+        shown = ", ".join(f"{k}={v}" for k, v in lengths.items())
+        raise RunError(f"per-request arrays have different lengths ({shown})")
+    out.n = next(iter(lengths.values()))
+    if out.errors is not None:
+        out.success = np.array([e == "" for e in out.errors], dtype=bool)
+    elif completed is not None and completed == out.n:
+        out.success = np.ones(out.n, dtype=bool)  # every request of the arrays completed
+    missing = [k for k in ("input_lens", "output_lens", "ttfts", "itls", "errors") if not has[k]]
+    out.missing = tuple(missing)
+    timing = ttfts is not None and itls is not None and out.output_lens is not None and out.success is not None
+    if not timing:
+        notes.append(
+            f"per-request data incomplete (no {', '.join(missing) or 'outcome per request'}): statistics are the client's own; "
+            "what the missing arrays would give is not recorded"
+        )
+        return out
+    assert ttfts is not None and itls is not None and out.output_lens is not None and out.success is not None
     try:
         flat, counts = flatten_gaps(itls)
     except (TypeError, ValueError):
         raise RunError("itls: expected lists of numbers (seconds)") from None
-    arrays = {
-        "input_lens": _array(data, "input_lens", int),
-        "output_lens": _array(data, "output_lens", int),
-        "ttfts": _array(data, "ttfts", float),
-    }
-    latencies = _array(data, "latencies", float) if isinstance(data.get("latencies"), list) else None
-    lengths = {k: len(v) for k, v in arrays.items()}
-    lengths.update(itls=len(itls), errors=len(errors))
-    if latencies is not None:
-        lengths["latencies"] = len(latencies)
-    if len(set(lengths.values())) != 1:
-        shown = ", ".join(f"{k}={v}" for k, v in lengths.items())
-        raise RunError(f"per-request arrays have different lengths ({shown})")
-    success = np.array([e == "" for e in errors], dtype=bool)
-    ttfts = arrays["ttfts"]
+    success = out.success
     if np.any(~np.isfinite(ttfts[success])) or np.any(ttfts[success] < 0):
         raise RunError("ttfts: a successful request has a negative or non-finite TTFT")
     if flat.size and (np.any(~np.isfinite(flat)) or np.any(flat < 0)):
         raise RunError("itls: negative or non-finite gap")
-    return Details(
-        input_lens=arrays["input_lens"], output_lens=arrays["output_lens"], ttfts=ttfts,
-        itl_flat=flat, itl_counts=counts, errors=errors, success=success, latencies=latencies,
+    input_lens = out.input_lens if out.input_lens is not None else np.full(out.n, -1, dtype=np.int64)
+    errors = out.errors if out.errors is not None else [""] * out.n
+    if out.errors is None:
+        notes.append("no per-request errors in the file: every request counted as successful (completed = requests)")
+    out.details = Details(
+        input_lens=input_lens, output_lens=out.output_lens, ttfts=ttfts, itl_flat=flat, itl_counts=counts,
+        errors=errors, success=success, latencies=latencies,
     )
+    return out
 
 
-def _shape(data: dict[str, Any], fmt: str, details: Optional[Details], hints: NameHints,
-           notes: list[str]) -> tuple[int, int, int]:
-    """(concurrency, input_len, output_len) from the client's keys, the file name, or the data."""
-    concurrency = _int(data, "max_concurrency")
-    input_len = _int(data, "random_input_len")
-    output_len = _int(data, "random_output_len")
-    if data.get("dataset_name") not in (None, "random", "random-ids"):
+def _length_keys(data: dict[str, Any], which: str) -> Optional[int]:
+    """The requested length from the run's keys (random_*, or plain input_len/output_len)."""
+    random_key = f"random_{which}_len"
+    dataset = data.get("dataset_name")
+    if dataset in (None, "random", "random-ids") or (isinstance(dataset, str) and dataset.startswith("random")):
+        value = _int(data, random_key)
+        if value is not None:
+            return value
+    elif which == "output":
         # sharegpt/other datasets: random_* keys describe nothing that ran
-        input_len = output_len = None
-        output_len = _int(data, "sharegpt_output_len")
-    for label, value, hinted in (("concurrency", concurrency, hints.concurrency),
-                                 ("input_len", input_len, hints.input_len),
-                                 ("output_len", output_len, hints.output_len)):
-        if value is not None and hinted is not None and value != hinted:
-            notes.append(f"file name says {label} {hinted} but the client recorded {value}; using {value}")
-    if concurrency is None:
-        concurrency = hints.concurrency
-        if concurrency is None:
-            n = len(details.errors) if details else _int(data, "num_prompts") or _int(data, "completed")
-            if not n:
-                raise RunError("no max_concurrency in the run and none in the file name")
-            concurrency = n
-            notes.append(f"no max_concurrency recorded (rate-limited run): concurrency set to the {n} requests sent")
-        else:
-            notes.append("no max_concurrency recorded: concurrency taken from the file name")
-    ok = details.success if details is not None else None
-    if input_len is None:
-        if hints.input_len is not None:
-            input_len = hints.input_len
-            notes.append("input length taken from the file name")
-        elif details is not None and ok is not None and ok.any():
-            input_len = int(round(float(np.median(details.input_lens[ok]))))
-            notes.append("input length inferred as the median prompt length of successful requests")
-        else:
-            raise RunError("input length unknown: not in the run, the file name or per-request data")
-    if output_len is None:
-        if hints.output_len is not None:
-            output_len = hints.output_len
-            notes.append("output length taken from the file name")
-        elif details is not None and ok is not None and ok.any():
-            output_len = int(round(float(np.median(details.output_lens[ok]))))
-            notes.append("output length inferred as the median output length of successful requests")
-        else:
-            raise RunError("output length unknown: not in the run, the file name or per-request data")
-    if concurrency < 1:
-        raise RunError(f"max_concurrency must be at least 1, got {concurrency}")
-    return concurrency, input_len, output_len
+        value = _int(data, "sharegpt_output_len")
+        if value is not None:
+            return value
+    for key in (f"{which}_len", f"{which}_tokens", f"fixed_{which}_len"):
+        if key in data and not isinstance(data.get(key), (list, dict)):
+            value = _int(data, key)
+            if value is not None:
+                return value
+    return None
+
+
+def _concurrency(data: dict[str, Any], arrays: _Arrays, hints: NameHints, rate: Optional[float],
+                 notes: list[str]) -> Optional[int]:
+    """The concurrency cap: the run's max_concurrency, else the file name's (unless it is num_prompts), else
+    null for an open-loop run (finite rate) or all requests at once (unlimited rate)."""
+    concurrency = _int(data, "max_concurrency")
+    if concurrency is not None:
+        if hints.concurrency is not None and hints.concurrency != concurrency:
+            notes.append(f"file name says concurrency {hints.concurrency} but the client recorded {concurrency}; "
+                         f"using {concurrency}")
+        if concurrency < 1:
+            raise RunError(f"max_concurrency must be at least 1, got {concurrency}")
+        return concurrency
+    num_prompts = _int(data, "num_prompts")
+    sent = num_prompts
+    if sent is None:
+        completed, failed = _int(data, "completed"), _int(data, "failed")
+        if arrays.n is not None:
+            sent = arrays.n
+        elif completed is not None:
+            sent = completed + (failed or 0)
+    named = hints.concurrency
+    if named is not None and hints.convention != "pattern" and sent is not None and named == sent:
+        notes.append(
+            f"the file name's {named} equals the requests sent (sglang.bench_serving's default name "
+            "{backend}_{MMDD}_{num_prompts}_{in}_{out}): not a concurrency"
+        )
+        named = None
+    if named is not None and rate is None:
+        if named < 1:
+            raise RunError(f"concurrency from the file name must be at least 1, got {named}")
+        notes.append("no max_concurrency recorded: concurrency taken from the file name")
+        return named
+    if rate is not None:
+        if named is not None:
+            notes.append(f"file name says {named}, but the run is rate-limited ({rate:g} req/s) without a "
+                         "max_concurrency: recorded as an open-loop run, not a concurrency")
+        return None
+    if not sent:
+        raise RunError("no max_concurrency in the run, no finite request_rate and no request count")
+    notes.append(f"no max_concurrency recorded and unlimited request rate: all {sent} requests sent at once, "
+                 f"concurrency recorded as {sent}")
+    return sent
+
+
+def _lengths(data: dict[str, Any], arrays: _Arrays, hints: NameHints, options: ReadOptions, success: int,
+             notes: list[str]) -> tuple[int, int, tuple[str, ...]]:
+    """(input_len, output_len, averaged) in the order: options, run keys, file name, per-request median,
+    token totals / completed (recorded as averages)."""
+    values: dict[str, int] = {}
+    averaged: list[str] = []
+    for which, given, hinted, lens, total_key in (
+        ("input", options.input_len, hints.input_len, arrays.input_lens, "total_input_tokens"),
+        ("output", options.output_len, hints.output_len, arrays.output_lens, "total_output_tokens"),
+    ):
+        from_keys = _length_keys(data, which)
+        if given is not None:
+            if from_keys is not None and from_keys != given:
+                notes.append(f"--{which}-len {given} given, the client recorded {from_keys}; using {given}")
+            values[which] = given
+            notes.append(f"{which} length {given} given on the command line")
+            continue
+        if from_keys is not None:
+            if hinted is not None and hinted != from_keys:
+                notes.append(f"file name says {which}_len {hinted} but the client recorded {from_keys}; using {from_keys}")
+            values[which] = from_keys
+            continue
+        if hinted is not None:
+            values[which] = hinted
+            notes.append(f"{which} length taken from the file name")
+            continue
+        ok = arrays.success
+        if lens is not None and ok is not None and ok.any():
+            values[which] = int(round(float(np.median(lens[ok]))))
+            label = "prompt" if which == "input" else "output"
+            notes.append(f"{which} length inferred as the median {label} length of successful requests")
+            continue
+        total = _number(data, total_key)
+        if total is not None and success > 0:
+            average = total / success
+            values[which] = int(round(average))
+            averaged.append(f"{which}_len")
+            notes.append(f"{which} length unknown (not in the run, the file name or per-request data): recorded as the "
+                         f"average {total_key} / completed = {average:.6g}")
+            continue
+        raise RunError(f"{which} length unknown: not in the run, the file name, per-request data or token totals "
+                       f"(give --{which}-len)")
+    return values["input"], values["output"], tuple(averaged)
 
 
 def _accept_length(data: dict[str, Any], fmt: str) -> Optional[float]:
-    if fmt == SGLANG:
-        value = _number(data, "accept_length")
-        return value
-    value = _number(data, "spec_decode_acceptance_length")
+    value = _first_number(data, "accept_length", "spec_decode_acceptance_length")
     if value is not None:
         return value
     drafts = _number(data, "spec_decode_num_drafts")
@@ -316,68 +563,146 @@ def _accept_length(data: dict[str, Any], fmt: str) -> Optional[float]:
     return None
 
 
-def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints()) -> RawRun:
+def _started(data: dict[str, Any], notes: list[str]) -> Optional[datetime]:
+    """The client's `date` key (vllm: `%Y%m%d-%H%M%S`; ISO-8601 accepted), naive local time or aware."""
+    value = data.get("date")
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    for fmt in ("%Y%m%d-%H%M%S", "%Y%m%d_%H%M%S", "%Y%m%d%H%M%S", "%Y-%m-%d %H:%M:%S", "%Y%m%d"):
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            pass
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        notes.append(f"date {value!r} not understood: run time taken from the file")
+        return None
+
+
+def _fix_e2e_swap(run: RawRun, data: dict[str, Any]) -> None:
+    """vLLM's benchmark wrote mean_e2el_ms = median and median_e2el_ms = mean (2024, PR #7759 to #9984)."""
+    e2e = run.client.get("e2e_ms", {})
+    if run.format != VLLM or "mean" not in e2e or "p50" not in e2e or "mean_e2el_ms" not in data:
+        return
+    mean, median = e2e["mean"], e2e["p50"]
+    if mean == median:
+        return
+    details = run.details
+    reason = None
+    if details is not None and details.latencies is not None:
+        lat = details.latencies[details.success] * 1000  # the client's E2E statistics are over all successes
+        if lat.size:
+            true_mean, true_median = float(np.mean(lat)), float(np.median(lat))
+
+            def near(a: float, b: float) -> bool:
+                return abs(a - b) <= 1e-6 * max(abs(a), abs(b), 1e-12)
+
+            if near(mean, true_median) and near(median, true_mean) and not near(mean, true_mean):
+                reason = "they are inconsistent with the per-request latencies"
+            else:
+                return  # the per-request data decides: not swapped
+    if reason is None:
+        if run.started is None or run.started >= E2E_SWAP_FIXED:
+            return
+        reason = f"the run is dated {run.started:%Y-%m-%d}, before vLLM's fix (PR #9984)"
+    # p50 keys, when written, are the true median and stay as they are
+    p50_key = data.get("p50_e2el_ms")
+    e2e["mean"], e2e["p50"] = median, (float(p50_key) if isinstance(p50_key, (int, float)) else mean)
+    run.derived["latencies.e2e_ms.mean"] = "swapped_back"
+    run.derived["latencies.e2e_ms.p50"] = "swapped_back"
+    run.notes.append(
+        "mean_e2el_ms and median_e2el_ms swapped back: vLLM's benchmark wrote them swapped between its PRs #7759 and "
+        f"#9984 (2024) and {reason}"
+    )
+
+
+def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
+             options: ReadOptions = ReadOptions()) -> RawRun:
     """Normalize one client result object. Raises RunError with what is wrong."""
     fmt = detect_format(data)
     if fmt is None:
         raise RunError("not a sglang.bench_serving or vllm bench serve result (none of their keys)")
     notes: list[str] = []
-    details = _details(data)
-    concurrency, input_len, output_len = _shape(data, fmt, details, hints, notes)
     completed = _int(data, "completed")
-    if details is not None:
-        success = int(details.success.sum())
-        failed = int(details.success.size - success)
+    arrays = _arrays(data, completed, notes)
+    details = arrays.details
+    client_failed = _int(data, "failed")
+    num_prompts = _int(data, "num_prompts")
+    if arrays.success is not None:
+        success = int(arrays.success.sum())
+        failed = int(arrays.success.size - success)
         if completed is not None and completed != success:
             notes.append(f"client says completed={completed}, per-request errors say {success} succeeded")
     else:
         if completed is None:
-            raise RunError("no `completed` count and no per-request arrays")
+            raise RunError("no `completed` count and no per-request outcome (errors)")
         success = completed
-        client_failed = _int(data, "failed")
-        num_prompts = _int(data, "num_prompts")
         if client_failed is not None:
             failed = client_failed
         elif num_prompts is not None and num_prompts >= completed:
             failed = num_prompts - completed
+            if failed:
+                notes.append(f"failed = num_prompts - completed = {num_prompts} - {completed} (the client wrote no failure count)")
         else:
             failed = 0
-            notes.append("failed count unknown: run without --output-details records only completed requests")
+            notes.append("failed count unknown: the file records only completed requests")
     if success == 0:
-        first = next((e for e in details.errors if e), "") if details is not None else ""
-        reason = f"; first error: {first}" if first else ""
-        raise RunError(f"zero successful requests ({failed} failed){reason}")
+        total = success + failed
+        errors = arrays.errors or []
+        first = next((e for e in errors if e), "")
+        if not first:
+            for key in ("error", "errors"):
+                if isinstance(data.get(key), str) and data[key]:
+                    first = data[key]
+        reason = f"; first error: {first.strip().splitlines()[0][:300]}" if first.strip() else ""
+        raise RunError(f"0 of {total} requests succeeded{reason}")
+    rate = _request_rate(data, notes)
+    concurrency = _concurrency(data, arrays, hints, rate, notes)
+    input_len, output_len, averaged = _lengths(data, arrays, hints, options, success, notes)
     duration = _number(data, "duration")
+    client, extra = _client_stats(data)
+    backend = data.get("backend") if isinstance(data.get("backend"), str) else None
     run = RawRun(
         format=fmt, line=line, concurrency=concurrency, input_len=input_len, output_len=output_len,
-        client=_client_stats(data), success=success, failed=failed, duration_s=duration,
+        client=client, client_extra=extra, success=success, failed=failed, duration_s=duration,
         request_throughput=_number(data, "request_throughput"),
-        input_throughput=_number(data, "input_throughput"),
-        output_throughput=_number(data, "output_throughput"),
+        input_throughput=_first_number(data, "input_throughput", "input_token_throughput"),
+        output_throughput=_first_number(data, "output_throughput", "output_token_throughput"),
         # vllm bench serve and older sglang: total_token_throughput; newer sglang: total_throughput
         total_throughput=_first_number(data, "total_token_throughput", "total_throughput"),
         accept_length=_accept_length(data, fmt),
-        num_prompts=_int(data, "num_prompts") if "num_prompts" in data else (len(details.errors) if details else None),
-        request_rate=_request_rate(data, notes),
+        num_prompts=num_prompts if num_prompts is not None else (arrays.n if arrays.n is not None else None),
+        request_rate=rate,
         dataset_name=data.get("dataset_name") if isinstance(data.get("dataset_name"), str) else None,
-        request_format=data.get("backend") if isinstance(data.get("backend"), str) else None,
-        model=_model_name(data),
-        details=details, notes=notes,
+        request_format=backend, model=_model_name(data), details=details, notes=notes,
+        started=_started(data, notes), engine=_ENGINE_BACKENDS.get((backend or "").lower()),
+        lengths_averaged=averaged,
     )
+    _fix_e2e_swap(run, data)
     total_input = _number(data, "total_input_tokens")
     total_output = _number(data, "total_output_tokens")
     if run.input_throughput is None and total_input is not None and duration:
         run.input_throughput = total_input / duration
         run.derived["input_token_throughput"] = "derived"
-    if run.total_throughput is None and run.input_throughput is not None and run.output_throughput is not None:
-        run.total_throughput = run.input_throughput + run.output_throughput
-        run.derived["total_token_throughput"] = "derived"
     if run.output_throughput is None and total_output is not None and duration:
         run.output_throughput = total_output / duration
         run.derived["output_token_throughput"] = "derived"
+    if run.total_throughput is None and run.input_throughput is not None and run.output_throughput is not None:
+        run.total_throughput = run.input_throughput + run.output_throughput
+        run.derived["total_token_throughput"] = "derived"
     if run.request_throughput is None and duration:
         run.request_throughput = success / duration
         run.derived["request_throughput"] = "derived"
+    if arrays.output_lens is not None and arrays.success is not None:
+        empty = int(np.count_nonzero(arrays.success & (arrays.output_lens == 0)))
+        run.empty_outputs = empty
+        if empty:
+            notes.append(
+                f"{empty} of {success} successful requests returned 0 output tokens: counted as successes, excluded from "
+                "the statistics computed from per-request data; the client's own statistics include them"
+            )
     if details is not None:
         ok = details.success
         multi = ok & (details.output_lens > 1)

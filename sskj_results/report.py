@@ -20,7 +20,7 @@ from tabulate import tabulate
 from .comparison_models import ComparisonDoc, Row, StatTest
 from .models import Metadata, SloSpec
 from .rundata import RunData, run_labels, scenario_status, table_row
-from .slo import MET_BOTH, MET_NONE, MET_ONE, describe
+from .slo import MET_BOTH, MET_NONE, MET_ONE, NOT_MEASURED, describe
 
 TABLE_HEADER = (
     "| Scenario | Backend | Conc | Input | Output | Req/s | OutTok/s | TTFT P95(ms) | TTFT P99(ms) "
@@ -91,6 +91,17 @@ def github_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: O
         disable_numparse=True, colalign=list(align) if align else None,
     )
     return text.splitlines()
+
+
+NOT_MEASURED_NOTE = (
+    f"- A {NOT_MEASURED} marks a scenario whose TTFT P95 or TPOT mean was not measured (neither in the raw file nor "
+    "computable from it): its SLO check is unknown, not failed."
+)
+
+
+def unmeasured_note(rows: Iterable[Row]) -> list[str]:
+    """The legend line for ❔, when a row has it."""
+    return [NOT_MEASURED_NOTE] if any(r.slo_status.overall == NOT_MEASURED for r in rows) else []
 
 
 def has_missing(rows: Iterable[Row]) -> bool:
@@ -174,8 +185,8 @@ def _summary(doc: ComparisonDoc) -> list[str]:
 
 
 def _notes(doc: ComparisonDoc) -> list[str]:
-    lines = list(SLO_NOTES)
     rows = [r for s in doc.scenarios for r in s.rows]
+    lines = list(SLO_NOTES) + unmeasured_note(rows)
     if has_missing(rows):
         lines.append("- `-` marks a value the run did not record.")
     if len({i.chip for i in doc.runs}) > 1:
@@ -375,7 +386,8 @@ def _report_summary(run: RunData, label: str, spec: SloSpec, recomputed: bool, r
     failed = sum(1 for s in res.scenarios if s.failed)
     lines.append(
         f"- Scenarios: {len(rows)} measured ({marks[MET_BOTH]} {MET_BOTH}, {marks[MET_ONE]} {MET_ONE}, "
-        f"{marks[MET_NONE]} {MET_NONE}), {len(res.skipped)} skipped, {failed} with failed requests"
+        f"{marks[MET_NONE]} {MET_NONE}" + (f", {marks[NOT_MEASURED]} {NOT_MEASURED}" if marks[NOT_MEASURED] else "")
+        + f"), {len(res.skipped)} skipped, {failed} with failed requests"
     )
     return lines
 
@@ -415,6 +427,13 @@ def _report_warnings(run: RunData) -> list[str]:
         lines += ["### Failed requests", ""]
         lines += github_table(["Scenario", "Failed", "Requests", "First error"], failures,
                               ["left", "right", "right", "left"]) + [""]
+    empty = [[res.scenarios[i].name, res.scenarios[i].empty_outputs, res.scenarios[i].success]
+             for i in order if res.scenarios[i].empty_outputs]
+    if empty:
+        lines += ["### Successful requests with 0 output tokens", "",
+                  "Counted as successes; excluded from the statistics computed from per-request data "
+                  "(the client's own statistics include them):", ""]
+        lines += github_table(["Scenario", "0-token successes", "Successes"], empty, ["left", "right", "right"]) + [""]
     capped = [res.scenarios[i].name for i in order if res.scenarios[i].raw_requests_capped]
     if capped:
         lines += ["### Capped per-request data", "",
@@ -469,7 +488,7 @@ def render_report(run: RunData, spec: SloSpec, recompute: bool, plot_files: Sequ
     lines = [_report_title(run, label), "", "## Summary", ""] + _report_summary(run, label, spec, recompute, rows)
     lines += ["", "## Results", ""]
     lines += results_table(rows) if rows else ["No measured scenarios."]
-    notes = list(SLO_NOTES)
+    notes = list(SLO_NOTES) + unmeasured_note(rows)
     if has_missing(rows):
         notes.append("- `-` marks a value the run did not record.")
     lines += ["", "## Notes", ""] + notes + ["", "## Warnings", ""]

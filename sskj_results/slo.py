@@ -11,6 +11,7 @@ from .models import SloMark, SloSpec, SloStatus
 MET_BOTH: SloMark = "✅"
 MET_ONE: SloMark = "⚠️"
 MET_NONE: SloMark = "❌"
+NOT_MEASURED: SloMark = "❔"
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,10 @@ def resolve_slo(
     )
 
 
-def overall_mark(ttft_ok: bool, tpot_ok: bool) -> SloMark:
-    """✅ both met, ⚠️ exactly one, ❌ neither."""
+def overall_mark(ttft_ok: Optional[bool], tpot_ok: Optional[bool]) -> SloMark:
+    """✅ both met, ⚠️ exactly one, ❌ neither; ❔ when either is unknown (not measured)."""
+    if ttft_ok is None or tpot_ok is None:
+        return NOT_MEASURED
     if ttft_ok and tpot_ok:
         return MET_BOTH
     if ttft_ok or tpot_ok:
@@ -63,13 +66,15 @@ def overall_mark(ttft_ok: bool, tpot_ok: bool) -> SloMark:
     return MET_NONE
 
 
-def below(value: Optional[float], threshold: float) -> bool:
-    """A threshold is met when the value is known and strictly below it."""
-    return value is not None and value < threshold
+def below(value: Optional[float], threshold: float) -> Optional[bool]:
+    """A threshold is met when the value is strictly below it; None when the value was not measured."""
+    if value is None:
+        return None
+    return value < threshold
 
 
 def slo_status(ttft_p95_ms: Optional[float], tpot_mean_ms: Optional[float], spec: SloSpec) -> SloStatus:
-    """The scenario verdict: TTFT P95 and TPOT mean against the spec (a missing value fails)."""
+    """The scenario verdict: TTFT P95 and TPOT mean against the spec (an unmeasured value is unknown, not failed)."""
     ttft_ok = below(ttft_p95_ms, spec.ttft_p95_ms)
     tpot_ok = below(tpot_mean_ms, spec.tpot_mean_ms)
     return SloStatus(ttft_p95_ok=ttft_ok, tpot_mean_ok=tpot_ok, overall=overall_mark(ttft_ok, tpot_ok))

@@ -99,6 +99,9 @@ def _schema_message(error: Any) -> tuple[str, str]:
         extra = re.findall(r"'([^']+)'", error.message.split("(")[-1])
         return format_loc(path), f"unknown key(s) {', '.join(extra)}; see schema/results.schema.json"
     if kind in ("anyOf", "oneOf"):
+        for sub in error.context or ():
+            if sub.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+                return _schema_message(sub)  # the right type, out of range (e.g. an optional count of 0)
         expected = " or ".join(dict.fromkeys(_schema_types(error.schema))) or "a valid value"
         return format_loc(path), f"expected {expected}, got {_short(error.instance)}"
     if kind == "type":
@@ -130,6 +133,10 @@ def _rules(data: dict[str, Any], file: str) -> Iterator[Problem]:
     if isinstance(meta, dict):
         if not (meta.get("accelerator") or meta.get("chip")):
             yield Problem(file, "metadata", "neither accelerator nor chip is set; record the chip (e.g. --chip or platforms/<chip>.env)")
+        elif meta.get("chip") == "unknown":
+            run_dir = Path(file).parent
+            yield Problem(file, "metadata.chip", "is 'unknown' (imported without a chip); set it with "
+                          f"`sskj-results metadata {run_dir} --chip CHIP --hardware TEXT`", WARNING)
         if not (meta.get("engine") or meta.get("backend")):
             yield Problem(file, "metadata", "neither engine nor backend is set; record the inference engine (e.g. --engine)")
     config = data.get("config")
@@ -211,12 +218,12 @@ def _slo_rules(sc: dict[str, Any], base: str, file: str, slo: Optional[dict[str,
     if not isinstance(status, dict):
         return
     ttft_ok, tpot_ok, overall = status.get("ttft_p95_ok"), status.get("tpot_mean_ok"), status.get("overall")
-    if isinstance(ttft_ok, bool) and isinstance(tpot_ok, bool) and isinstance(overall, str):
+    if all(v is None or isinstance(v, bool) for v in (ttft_ok, tpot_ok)) and isinstance(overall, str):
         expected = overall_mark(ttft_ok, tpot_ok)
         if overall != expected:
             yield Problem(
                 file, f"{base}.slo_status.overall",
-                f"{overall!r} disagrees with ttft_p95_ok={str(ttft_ok).lower()}, tpot_mean_ok={str(tpot_ok).lower()} (expected {expected!r})",
+                f"{overall!r} disagrees with ttft_p95_ok={json.dumps(ttft_ok)}, tpot_mean_ok={json.dumps(tpot_ok)} (expected {expected!r})",
             )
     if slo is None:
         return
@@ -230,14 +237,14 @@ def _slo_rules(sc: dict[str, Any], base: str, file: str, slo: Optional[dict[str,
         stats_raw = lat.get(metric)
         stats = stats_raw if isinstance(stats_raw, dict) else {}
         value, limit = _num(stats.get(stat)), _num(slo.get(limit_key))
-        if limit is None or not isinstance(claimed, bool):
+        if limit is None or not (claimed is None or isinstance(claimed, bool)):
             continue
-        truth = value is not None and value < limit
+        truth = None if value is None else value < limit
         if truth != claimed:
             shown = "null" if value is None else f"{value:g}"
             yield Problem(
                 file, f"{base}.slo_status.{flag}",
-                f"is {str(claimed).lower()} but {metric}.{stat} = {shown} against slo.{limit_key} = {limit:g}",
+                f"is {'null' if claimed is None else str(claimed).lower()} but {metric}.{stat} = {shown} against slo.{limit_key} = {limit:g}",
             )
 
 

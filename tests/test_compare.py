@@ -285,10 +285,10 @@ def test_recorded_marks_are_used_when_the_slo_matches():
     res = results("a", [scenario(2, 10, 10, throughput=1.0)])
     res.scenarios[0].latencies.ttft_ms.p95 = 10.0
     res.scenarios[0].latencies.tpot_ms.mean = 10.0
-    # slo_status stays as recorded (❌, both "failed") because the run's recorded SLO is the reference
+    # slo_status stays as recorded (❔, nothing was measured) because the run's recorded SLO is the reference
     doc = build_comparison([run_data(res, "a"), run_data(results("b", [scenario(2, 10, 10)]), "b")],
                            CompareOptions(plots=False))
-    assert doc.scenarios[0].rows[0].slo_status.overall == "❌"
+    assert doc.scenarios[0].rows[0].slo_status.overall == "❔"
     other = results("b", [scenario(2, 10, 10)], slo=None)
     doc = build_comparison([run_data(res, "a"), run_data(other, "b")], CompareOptions(plots=False))
     assert [i.slo_recomputed for i in doc.runs] == [False, True]
@@ -387,7 +387,7 @@ def test_null_values_render_as_dash():
     doc = build_comparison([run_data(a, "a"), run_data(results("b", [scenario(2, 10, 10)]), "b")],
                            CompareOptions(plots=False))
     md = render_comparison(doc)
-    assert "| c2_i10_o10 | a | 2 | 10 | 10 | 1.00 | - | - | - | - | - | - | - | ❌ |" in md
+    assert "| c2_i10_o10 | a | 2 | 10 | 10 | 1.00 | - | - | - | - | - | - | - | ❔ |" in md  # not measured
     assert "- `-` marks a value the run did not record." in md
 
 

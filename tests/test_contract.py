@@ -119,7 +119,7 @@ BROKEN: list[tuple[str, Mutation, str, str]] = [
     ("missing accept_length", _set(f"{S0}.accept_length", _DELETE), f"{S0}.accept_length", "missing required key"),
     ("missing slo_status", _set(f"{S0}.slo_status", _DELETE), f"{S0}.slo_status", "missing required key"),
     ("overall disagrees", _set(f"{S0}.slo_status.overall", "❌"), f"{S0}.slo_status.overall", "disagrees with ttft_p95_ok=true, tpot_mean_ok=true"),
-    ("overall not a mark", _set(f"{S0}.slo_status.overall", "ok"), f"{S0}.slo_status.overall", 'expected one of "✅", "⚠️", "❌", got \'ok\''),
+    ("overall not a mark", _set(f"{S0}.slo_status.overall", "ok"), f"{S0}.slo_status.overall", 'expected one of "✅", "⚠️", "❌", "❔", got \'ok\''),
     ("percentiles decrease", _set(f"{S0}.latencies.tpot_ms.p95", 10.0), f"{S0}.latencies.tpot_ms.p95", "is below p90 28"),
     ("timestamp without offset", _set("metadata.timestamp", "2026-07-07T13:26:41"), "metadata.timestamp", "ISO-8601 with a UTC offset"),
     ("no chip nor accelerator", lambda d: (d["metadata"].pop("chip"), d["metadata"].pop("accelerator")), "metadata", "neither accelerator nor chip"),

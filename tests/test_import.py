@@ -126,9 +126,9 @@ def test_vllm_bench_serve_per_request_latencies_used(tmp_path: Path) -> None:
 def test_every_imported_run_validates_and_has_provenance(tmp_path: Path, raw_dir: Path) -> None:
     result = _import(raw_dir, tmp_path / "out", "--model", "tiny")
     assert result.exit_code == 0, result.output
-    assert "vllmbench_c8_128_32.json: name fits neither" in result.output
+    # vllmbench_c8_128_32.json fits no name convention: its own backend key says vllm
     runs = sorted((tmp_path / "out").iterdir())
-    assert [r.name.split("_")[1] for r in runs] == ["unknown", "vllm"]
+    assert [r.name.split("_")[1] for r in runs] == ["vllm"]
     for run in runs:
         assert all(report.valid for report in validate_path(run)), run
         readme = (run / "README.md").read_text()
@@ -136,24 +136,28 @@ def test_every_imported_run_validates_and_has_provenance(tmp_path: Path, raw_dir
             assert scenario.source is not None and scenario.source.line >= 1
             assert Path(scenario.source.file).name in readme
             assert scenario.source.sha256 in readme
-    vllm = load_run(runs[1])
-    assert [s.name for s in vllm.scenarios] == ["c4_i64_o16", "c2_i128_o32", "c8_i256_o64", "c3_i8500_o8"]
+    vllm = load_run(runs[0])
+    assert [s.name for s in vllm.scenarios] == ["c4_i64_o16", "c2_i128_o32", "c8_i128_o32", "c8_i256_o64", "c3_i8500_o8"]
     assert vllm.metadata.chip == "cpu" and vllm.metadata.engine == "vllm"
 
 
-def test_chip_is_never_guessed(tmp_path: Path, raw_dir: Path) -> None:
-    result = CliRunner().invoke(main, ["import-legacy", str(raw_dir), "--out", str(tmp_path / "o")])
-    assert result.exit_code == 2
-    assert result.output == ("error: the chip is never guessed: give --platform platforms/<chip>.env or --chip TEXT "
-                             "(with --accelerator and --hardware)\n")
-    assert not (tmp_path / "o").exists()
+def test_without_a_chip_the_chip_is_unknown_and_said_once(tmp_path: Path, raw_dir: Path) -> None:
+    result = CliRunner().invoke(main, ["import-legacy", str(raw_dir), "--out", str(tmp_path / "o"), "--model", "tiny"])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("no chip given") == 1
+    (run,) = (tmp_path / "o").iterdir()
+    meta = load_run(run).metadata
+    assert (meta.chip, meta.hardware) == ("unknown", "unknown") and run.name.startswith("unknown_vllm_")
+    (report,) = validate_path(run)
+    assert report.valid
+    assert any(p.severity == "warning" and f"sskj-results metadata {run} --chip" in p.message for p in report.problems)
 
 
 def test_platform_file_gives_chip(tmp_path: Path, raw_dir: Path) -> None:
     env = tmp_path / "nvidia_h200.env"
     env.write_text('# H200\nCHIP="nvidia_h200"\nACCELERATOR="NVIDIA H200"\nHARDWARE="8x NVIDIA H200 143GB"\nX=$(rm -rf /)\n')
     result = CliRunner().invoke(main, ["import-legacy", str(raw_dir), "--out", str(tmp_path / "o"),
-                                       "--platform", str(env), "--engine", "sglang"])
+                                       "--platform", str(env), "--engine", "sglang", "--model", "tiny"])
     assert result.exit_code == 0, result.output
     (run,) = (tmp_path / "o").iterdir()
     meta = load_run(run).metadata
@@ -211,7 +215,7 @@ def test_one_token_outputs_have_no_tpot(tmp_path: Path) -> None:
     (s,) = _scenarios(tmp_path / "out")
     assert s.latencies.tpot_ms.mean is None and s.latencies.tpot_ms.count == 0
     assert all(r.tpot_ms is None for r in s.raw_requests)
-    assert s.slo_status.tpot_mean_ok is False
+    assert s.slo_status.tpot_mean_ok is None and s.slo_status.overall == "❔"  # not measurable: unknown, not failed
     assert not any("--disable-stream" in n for n in s.notes)
 
 
@@ -258,7 +262,7 @@ def test_mixed_detail_and_summary_lines_in_one_file(tmp_path: Path) -> None:
         ("{not json", "not valid JSON"),
         (json.dumps(sglang_run(ttfts="soon")), "ttfts: expected a list, got str"),
         (json.dumps(sglang_run(ttfts=[0.1] * 5)), "per-request arrays have different lengths (input_lens=6, output_lens=6, ttfts=5, itls=6, errors=6)"),
-        (json.dumps(sglang_run(errors=["boom"] * 6)), "zero successful requests (6 failed); first error: boom"),
+        (json.dumps(sglang_run(errors=["boom"] * 6)), "0 of 6 requests succeeded; first error: boom"),
         (json.dumps(sglang_run(max_concurrency="two")), "max_concurrency: expected a number, got 'two'"),
         (json.dumps({"hello": 1}), "not a sglang.bench_serving or vllm bench serve result"),
         ("[1, 2]", "expected a JSON object per line, got list"),
@@ -513,7 +517,7 @@ def test_newer_sglang_keys(tmp_path: Path) -> None:
     assert load_run(next((tmp_path / "out").iterdir())).metadata.model == "/data/models/DeepSeek-V4-Flash"
 
 
-def test_several_models_in_one_engine_group_warn(tmp_path: Path) -> None:
+def test_several_models_make_one_run_each(tmp_path: Path) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
     base = json.loads((RAW / "vllmbench_c8_128_32.json").read_text())
@@ -521,7 +525,8 @@ def test_several_models_in_one_engine_group_warn(tmp_path: Path) -> None:
     (raw / "vllm_0101_4_128_32.json").write_text(json.dumps(dict(base, model_id="model-b", max_concurrency=4)))
     result = _import(raw, tmp_path / "out")
     assert result.exit_code == 0
-    assert "engine vllm: the raw files name 2 models (model-a, model-b); recorded 'model-a'" in result.output
+    runs = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert runs == ["cpu_vllm_model-a_20261130-052815", "cpu_vllm_model-b_20261130-052815"]  # one run per model
 
 
 def test_unwritable_output_is_one_line(tmp_path: Path, raw_dir: Path) -> None:

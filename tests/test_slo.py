@@ -30,7 +30,7 @@ def test_s2_is_the_seed_rule_and_strict() -> None:
     assert (s2.tier, s2.ttft_p95_ms, s2.tpot_mean_ms) == ("S2", 3000.0, 50.0)
     assert slo_status(2999.99, 49.99, s2).overall == "✅"
     assert slo_status(3000.0, 49.0, s2).overall == "⚠️"  # at the threshold is not below it
-    assert slo_status(None, None, s2).overall == "❌"
+    assert slo_status(None, None, s2).overall == "❔"  # not measured: unknown, not failed
     assert describe(s2) == "S2: TTFT P95 < 3000.0ms, TPOT mean < 50.0ms"
 
 

@@ -54,34 +54,47 @@ def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], sl
 
 @click.command("import-legacy")
 @click.argument("raw_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory that receives one run directory per engine.")
+@click.option("--out", "out", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory that receives one run directory per (engine, model, chip) "
+                   "(default: imported/ beside RAW_DIR; never inside RAW_DIR).")
 @click.option("--platform", "platform_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="platforms/<chip>.env giving CHIP, ACCELERATOR, HARDWARE.")
-@click.option("--chip", help="Chip, e.g. nvidia_h200 (instead of --platform).")
+@click.option("--chip", help="Chip, e.g. nvidia_h200 (instead of --platform). Without either: 'unknown', with a warning.")
 @click.option("--accelerator", help="Accelerator family, e.g. 'NVIDIA H200'.")
 @click.option("--hardware", help="Hardware description, e.g. '8x NVIDIA H200 143GB'.")
-@click.option("--engine", help="Engine of every file (default: from the file-name convention).")
-@click.option("--model", help="Model served (the raw files of sglang.bench_serving do not name it).")
+@click.option("--engine", help="Engine of every file (default: the file name, else the runs' backend key).")
+@click.option("--model", help="Model served (default: the runs' model_id / server_info.model_path).")
 @click.option("--experiment", help="Experiment name (default: import_<RAW_DIR name>).")
 @click.option("--server-args", help="Server launch command, if known.")
+@click.option("--input-len", type=click.IntRange(min=0), default=None,
+              help="Requested input length of every run (wins over the runs' keys and file names).")
+@click.option("--output-len", type=click.IntRange(min=0), default=None,
+              help="Requested output length of every run (wins over the runs' keys and file names).")
+@click.option("--name-pattern", default=None, metavar="PATTERN",
+              help="How file names are read, e.g. '{chip}_{engine}_c{concurrency}_{input_len}_{output_len}' "
+                   "(also {model}, {mmdd}, {rate}, {num_prompts}, {*}); or a regular expression with those named groups.")
+@click.option("--dry-run", is_flag=True, help="Print per file and run what would be imported or skipped; write nothing.")
 @click.option("--strict", is_flag=True, help="Stop at the first bad run and write nothing.")
 @click.option("--name-format", default=None, metavar="FMT",
-              help="Scenario names (default c{concurrency}_i{input_len}_o{output_len}).")
+              help="Scenario names (default c{concurrency}_i{input_len}_o{output_len}; open-loop runs "
+                   "r{request_rate}_i{input_len}_o{output_len}).")
 @slo_options
 @handle_errors
-def import_legacy(raw_dir: Path, out: Path, platform_file: Optional[Path], chip: Optional[str],
+def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Path], chip: Optional[str],
                   accelerator: Optional[str], hardware: Optional[str], engine: Optional[str],
-                  model: Optional[str], experiment: Optional[str], server_args: Optional[str], strict: bool,
-                  name_format: Optional[str], slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
-    """Import RAW_DIR/*.jsonl|*.json (sglang.bench_serving or vllm bench serve outputs) into run directories.
+                  model: Optional[str], experiment: Optional[str], server_args: Optional[str],
+                  input_len: Optional[int], output_len: Optional[int], name_pattern: Optional[str], dry_run: bool,
+                  strict: bool, name_format: Optional[str], slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float],
+                  slo_tpot_mean_ms: Optional[float]) -> None:
+    """Import RAW_DIR's *.jsonl|*.json (sglang.bench_serving, vllm bench serve, vllm bench sweep) into run directories.
 
-    The chip is never guessed: give --platform or --chip. The engine comes
-    from the file names ({backend}_{MMDD}_{c}_{in}_{out} or
-    {chip}_{engine}_{MMDD}_{c}_{in}_{out}) unless --engine is given.
+    One run directory per (engine, model, chip): the engine and chip come from
+    --engine/--chip/--platform, else the file names ({backend}_{MMDD}_{c}_{in}_{out},
+    {chip}_{engine}_{MMDD}_{c}_{in}_{out}, a chip prefix, --name-pattern), else the
+    runs' own keys; the model from --model, else the runs. Re-running replaces
+    the run directories of the previous import of RAW_DIR.
     """
-    from ..errors import UsageError
-    from ..importer import Platform, import_legacy as run_import, read_platform_file
+    from ..importer import Platform, check_import_dir, default_import_dir, import_legacy as run_import, read_platform_file
     from ..publish import report_text
 
     if platform_file is not None:
@@ -92,19 +105,29 @@ def import_legacy(raw_dir: Path, out: Path, platform_file: Optional[Path], chip:
     elif chip or accelerator:
         platform = Platform(chip=chip or accelerator or "", accelerator=accelerator, hardware=hardware)
     else:
-        raise UsageError("the chip is never guessed: give --platform platforms/<chip>.env or --chip TEXT "
-                         "(with --accelerator and --hardware)")
+        platform = Platform(chip="unknown", accelerator=None, hardware=hardware or "unknown", chip_given=False)
+    if out is None:
+        out = default_import_dir(raw_dir)
+        if not dry_run:
+            click.echo(f"output directory: {out} (imported/ beside {raw_dir}; --out to choose another)")
+    check_import_dir(raw_dir, out)
     command = " ".join(shlex.quote(a) for a in ["sskj-results", *sys.argv[1:]]) if sys.argv[1:2] == ["import-legacy"] else None
     outcome = run_import(raw_dir, out, platform, engine=engine, model=model, experiment=experiment,
                          slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), strict=strict,
                          server_args=server_args, command=command, name_format=name_format,
+                         name_pattern=name_pattern, input_len=input_len, output_len=output_len, dry_run=dry_run,
                          render_report=report_text)
     for warning in outcome.warnings:
         click.echo(f"warning: {warning}", err=True)
+    if dry_run:
+        for line in outcome.plan:
+            click.echo(line)
+        click.echo(f"dry run: nothing written (would write under {out})")
+        return
     for problem in outcome.problems:
         click.echo(f"skipped: {raw_dir / str(problem)}", err=True)
     for run_dir in outcome.run_dirs:
-        click.echo(f"wrote {run_dir}")
+        click.echo(f"{'replaced' if run_dir in outcome.replaced else 'wrote'} {run_dir}")
     if outcome.problems:
         rest = "the rest were imported" if outcome.run_dirs else "nothing was imported"
         raise ExitError(f"{len(outcome.problems)} raw run(s) not imported (listed above); {rest}", 1)

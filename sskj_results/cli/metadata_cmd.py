@@ -14,10 +14,14 @@ from .common import handle_errors, slo_options
               help="A metadata field (experiment, run_id, model, engine, chip, ...). Repeatable.")
 @click.option("--config", "config", multiple=True, metavar="KEY=VALUE",
               help="A config key; JSON scalars become numbers/booleans. server_args values are redacted. Repeatable.")
+@click.option("--chip", help="Shortcut for --meta chip=CHIP (e.g. to set the chip of a run imported without one).")
+@click.option("--accelerator", help="Shortcut for --meta accelerator=TEXT.")
+@click.option("--hardware", help="Shortcut for --meta hardware=TEXT.")
 @click.option("--no-detect", is_flag=True, help="Do not query nvidia-smi/xpu-smi/cpuinfo for hardware and driver facts.")
 @slo_options
 @handle_errors
-def metadata(run_dir: Path, meta: tuple[str, ...], config: tuple[str, ...], no_detect: bool,
+def metadata(run_dir: Path, meta: tuple[str, ...], config: tuple[str, ...], chip: Optional[str],
+             accelerator: Optional[str], hardware: Optional[str], no_detect: bool,
              slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
     """Create RUN_DIR/results.json, or update only the given keys (scenarios are kept).
 
@@ -27,6 +31,9 @@ def metadata(run_dir: Path, meta: tuple[str, ...], config: tuple[str, ...], no_d
     from ..metadata import parse_assignments, write_metadata
     from ..slo import resolve_slo
 
+    shortcuts = tuple(f"{key}={value}" for key, value in
+                      (("chip", chip), ("accelerator", accelerator), ("hardware", hardware)) if value)
+    meta = meta + shortcuts
     slo = None
     if slo_tier or slo_ttft_p95_ms is not None or slo_tpot_mean_ms is not None:
         slo = resolve_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms)
