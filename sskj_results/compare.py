@@ -40,7 +40,7 @@ from .rundata import RunData, reference_slo, run_labels, same_thresholds, scenar
 
 PathLike = Union[str, "os.PathLike[str]"]
 DEFAULT_CDF_SCENARIOS = 4
-Key = tuple[int, int, int]
+Key = tuple[int, int, int, float]  # (concurrency or 0, input, output, open-loop request rate or inf)
 
 
 # --------------------------------------------------------------------------- options
@@ -78,10 +78,16 @@ class CompareOptions:
 
 
 def shape_key(scenario: Scenario) -> Key:
-    return (scenario.concurrency, scenario.input_len, scenario.output_len)
+    """Closed-loop runs match by concurrency; open-loop runs (no concurrency) by their request rate."""
+    if scenario.concurrency is None:
+        rate = scenario.request_rate if scenario.request_rate is not None else math.inf
+        return (0, scenario.input_len, scenario.output_len, rate)
+    return (scenario.concurrency, scenario.input_len, scenario.output_len, math.inf)
 
 
 def canonical_name(key: Key) -> str:
+    if key[0] == 0:
+        return f"r{key[3]:g}_i{key[1]}_o{key[2]}"
     return f"c{key[0]}_i{key[1]}_o{key[2]}"
 
 
@@ -122,12 +128,12 @@ def match_scenarios(runs: Sequence[RunData], labels: Sequence[str]) -> tuple[lis
             if i in present:
                 continue
             for sk in runs[i].results.skipped:
-                if (sk.concurrency, sk.input_len, sk.output_len) == key:
+                if (sk.concurrency, sk.input_len, sk.output_len) == key[:3]:
                     skipped[labels[i]] = sk.reason
         for i in present:
             for j in shapes[i][key]:
                 s = runs[i].results.scenarios[j]
-                unmatched.append(Unmatched(run=labels[i], scenario=s.name, concurrency=key[0], input_len=key[1],
+                unmatched.append(Unmatched(run=labels[i], scenario=s.name, concurrency=key[0] or None, input_len=key[1],
                                            output_len=key[2], missing_in=missing, skipped=skipped))
     groups.sort(key=lambda g: g.name)
     order = {label: i for i, label in enumerate(labels)}
@@ -283,7 +289,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
             for ri, run in enumerate(runs) for j in group.members[ri]
         ]
         scenarios.append(ScenarioComparison(
-            name=group.name, concurrency=group.key[0], input_len=group.key[1], output_len=group.key[2],
+            name=group.name, concurrency=group.key[0] or None, input_len=group.key[1], output_len=group.key[2],
             rows=rows, tests=tests_by_group.get(gi, []),
         ))
 

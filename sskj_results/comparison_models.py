@@ -54,7 +54,7 @@ class Row(_Doc):
     chip: Optional[str] = Field(description="Chip of the run.")
     scenario: str = Field(description="The run's own scenario name.")
     repeat: Optional[int] = Field(description="Repeat index, when the shape was run more than once.")
-    concurrency: int = Field(description="Concurrency.")
+    concurrency: Optional[int] = Field(description="Concurrency; null for an open-loop run (request rate, no cap).")
     input_len: int = Field(description="Input length, tokens.")
     output_len: int = Field(description="Output length, tokens.")
     request_throughput: Optional[float] = Field(description="Req/s.")
@@ -91,7 +91,7 @@ class ScenarioComparison(_Doc):
     """A scenario shape present in every run."""
 
     name: str = Field(description="Scenario name (the runs' common name, else `c{conc}_i{in}_o{out}`).")
-    concurrency: int = Field(description="Concurrency.")
+    concurrency: Optional[int] = Field(description="Concurrency; null for an open-loop run (request rate, no cap).")
     input_len: int = Field(description="Input length, tokens.")
     output_len: int = Field(description="Output length, tokens.")
     rows: list[Row] = Field(description="One row per run per scenario (repeats are separate rows).")
@@ -102,7 +102,7 @@ class Unmatched(_Doc):
 
     run: str = Field(description="Run label that has the scenario.")
     scenario: str = Field(description="Scenario name in that run.")
-    concurrency: int = Field(description="Concurrency.")
+    concurrency: Optional[int] = Field(description="Concurrency; null for an open-loop run (request rate, no cap).")
     input_len: int = Field(description="Input length.")
     output_len: int = Field(description="Output length.")
     missing_in: list[str] = Field(description="Runs without this shape.")

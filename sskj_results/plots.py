@@ -83,6 +83,8 @@ def run_curves(run: RunData, label: str) -> list[Curve]:
     """One curve per shape (input, output) of a run; repeats of a concurrency are averaged."""
     by_shape: dict[tuple[int, int], dict[int, list[Scenario]]] = {}
     for s in run.results.scenarios:
+        if s.concurrency is None:
+            continue  # open-loop runs have no concurrency to plot against
         by_shape.setdefault((s.input_len, s.output_len), {}).setdefault(s.concurrency, []).append(s)
     curves = []
     for (inp, outp), by_conc in sorted(by_shape.items()):

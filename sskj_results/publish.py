@@ -115,7 +115,7 @@ def draw_report_plots(run: RunData, spec: SloSpec, plot_dir: Path, cdf: Optional
             shapes.setdefault((s.input_len, s.output_len), []).append(i)
     chosen = sorted(shapes.items())
     for (inp, outp), idx in chosen if cdf is None else chosen[:cdf]:
-        idx.sort(key=lambda i: (run.results.scenarios[i].concurrency, run.results.scenarios[i].repeat or 0))
+        idx.sort(key=lambda i: (run.results.scenarios[i].concurrency or 0, run.results.scenarios[i].repeat or 0))
         lines = []
         for i in idx:
             s = run.results.scenarios[i]

@@ -72,7 +72,7 @@ def slo_reference(spec: SloSpec) -> str:
 def table_line(row: Row) -> str:
     """One row of the side-by-side table, exactly as the team's reports print it."""
     cells = [
-        cell(row.scenario), cell(row.run), str(row.concurrency), str(row.input_len), str(row.output_len),
+        cell(row.scenario), cell(row.run), str(row.concurrency) if row.concurrency is not None else "-", str(row.input_len), str(row.output_len),
         num(row.request_throughput), num(row.output_token_throughput), num(row.ttft_p95_ms), num(row.ttft_p99_ms),
         num(row.tpot_mean_ms), num(row.tpot_p95_ms), num(row.tpot_p99_ms), num(row.e2e_p99_ms),
         row.slo_status.overall,
@@ -265,7 +265,7 @@ def _unmatched(doc: ComparisonDoc) -> list[str]:
     for name, entry in rows.items():
         u = entry["u"]
         missing = ", ".join(f"{m} (skipped: {u.skipped[m]})" if m in u.skipped else m for m in u.missing_in)
-        table.append([name, u.concurrency, u.input_len, u.output_len, ", ".join(entry["runs"]), missing])
+        table.append([name, u.concurrency if u.concurrency is not None else "-", u.input_len, u.output_len, ", ".join(entry["runs"]), missing])
     return [
         "Scenarios whose (concurrency, input, output) is missing from some run: neither in the table above "
         "nor tested.",

@@ -14,7 +14,7 @@ from typing import Optional
 from .errors import UsageError
 from .io import load_run, results_path, save_run
 from .models import Results, SloSearch, SloSearchStep
-from .slo import MET_BOTH
+from .slo import MET_BOTH, NOT_MEASURED
 
 
 @dataclass(frozen=True)
@@ -30,10 +30,11 @@ def _probes(results: Results, input_len: int, output_len: int) -> dict[int, SloS
         if skipped.input_len == input_len and skipped.output_len == output_len and skipped.concurrency:
             known[skipped.concurrency] = SloSearchStep(concurrency=skipped.concurrency, scenario=None, overall=None, ok=False)
     for s in results.scenarios:
-        if s.input_len == input_len and s.output_len == output_len:
+        if s.input_len == input_len and s.output_len == output_len and s.concurrency is not None:
+            unknown = s.slo_status.overall == NOT_MEASURED
             known[s.concurrency] = SloSearchStep(
                 concurrency=s.concurrency, scenario=s.name, overall=s.slo_status.overall,
-                ok=s.slo_status.overall == MET_BOTH,
+                ok=None if unknown else s.slo_status.overall == MET_BOTH,
             )
     return known
 
@@ -46,31 +47,40 @@ def decide(results: Results, input_len: int, output_len: int, lo_bound: int, hi_
     known = _probes(results, input_len, output_len)
     steps = [known[c] for c in sorted(known) if lo_bound <= c <= hi_bound]
 
-    def result(nxt: Optional[int], best: Optional[int]) -> Decision:
+    def result(nxt: Optional[int], best: Optional[int], finished: Optional[bool] = None) -> Decision:
         search = SloSearch(input_len=input_len, output_len=output_len, min_concurrency=lo_bound,
-                           max_concurrency=hi_bound, steps=steps, best_concurrency=best, finished=nxt is None)
+                           max_concurrency=hi_bound, steps=steps, best_concurrency=best,
+                           finished=nxt is None if finished is None else finished)
         return Decision(nxt, search)
 
-    # doubling from the lower bound
+    # a ❔ probe (TTFT P95 or TPOT mean not measured) is unknown: the search cannot go past it,
+    # and stops unfinished with the best concurrency known to pass so far
     c = lo_bound
     if c not in known:
         return result(c, None)
+    if known[c].ok is None:
+        return result(None, None, finished=False)
     if not known[c].ok:
         return result(None, None)
+    # doubling from the lower bound
     while known[c].ok:
         if c >= hi_bound:
             return result(None, c)
         nxt = min(c * 2, hi_bound)
         if nxt not in known:
             return result(nxt, c)
+        if known[nxt].ok is None:
+            return result(None, c, finished=False)
         c = nxt
     # bisection between the largest passing and the smallest failing concurrency
     lo = max(x for x, step in known.items() if step.ok and lo_bound <= x < c)
-    hi = min(x for x, step in known.items() if not step.ok and lo < x <= c)
+    hi = min(x for x, step in known.items() if step.ok is False and lo < x <= c)
     while hi - lo > max(1, math.ceil(lo * resolution)):
         mid = (lo + hi) // 2
         if mid not in known:
             return result(mid, lo)
+        if known[mid].ok is None:
+            return result(None, lo, finished=False)
         if known[mid].ok:
             lo = mid
         else:
