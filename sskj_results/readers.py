@@ -366,6 +366,7 @@ class _Arrays:
     success: Optional[np.ndarray] = None
     details: Optional[Details] = None
     missing: tuple[str, ...] = ()
+    latencies: Optional[np.ndarray] = None
 
 
 def _arrays(data: dict[str, Any], completed: Optional[int], notes: list[str]) -> _Arrays:
@@ -402,7 +403,7 @@ def _arrays(data: dict[str, Any], completed: Optional[int], notes: list[str]) ->
         lengths["errors"] = len(out.errors)
     latencies = None
     if has["latencies"]:
-        latencies = _array(data, "latencies", float)
+        latencies = out.latencies = _array(data, "latencies", float)
         lengths["latencies"] = len(latencies)
     if len(set(lengths.values())) > 1:
         shown = ", ".join(f"{k}={v}" for k, v in lengths.items())
@@ -581,7 +582,7 @@ def _started(data: dict[str, Any], notes: list[str]) -> Optional[datetime]:
         return None
 
 
-def _fix_e2e_swap(run: RawRun, data: dict[str, Any]) -> None:
+def _fix_e2e_swap(run: RawRun, data: dict[str, Any], arrays: _Arrays) -> None:
     """vLLM's benchmark wrote mean_e2el_ms = median and median_e2el_ms = mean (2024, PR #7759 to #9984)."""
     e2e = run.client.get("e2e_ms", {})
     if run.format != VLLM or "mean" not in e2e or "p50" not in e2e or "mean_e2el_ms" not in data:
@@ -589,10 +590,9 @@ def _fix_e2e_swap(run: RawRun, data: dict[str, Any]) -> None:
     mean, median = e2e["mean"], e2e["p50"]
     if mean == median:
         return
-    details = run.details
     reason = None
-    if details is not None and details.latencies is not None:
-        lat = details.latencies[details.success] * 1000  # the client's E2E statistics are over all successes
+    if arrays.latencies is not None and arrays.success is not None:
+        lat = arrays.latencies[arrays.success] * 1000  # the client's E2E statistics are over all successes
         if lat.size:
             true_mean, true_median = float(np.mean(lat)), float(np.median(lat))
 
@@ -680,7 +680,7 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
         started=_started(data, notes), engine=_ENGINE_BACKENDS.get((backend or "").lower()),
         lengths_averaged=averaged,
     )
-    _fix_e2e_swap(run, data)
+    _fix_e2e_swap(run, data, arrays)
     total_input = _number(data, "total_input_tokens")
     total_output = _number(data, "total_output_tokens")
     if run.input_throughput is None and total_input is not None and duration:

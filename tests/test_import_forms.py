@@ -1,0 +1,460 @@
+"""The forms raw client outputs take in the wild, each built here by the test and imported as a user would.
+
+Every imported value is checked against the file's own keys: lengths, concurrency or rate,
+success/failed, every statistic (within 1e-6 relative), ❔ where a value was not measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from sskj_results.cli import main
+from sskj_results.compare import CompareOptions, build_comparison
+from sskj_results.io import load_run
+from sskj_results.models import Scenario
+from sskj_results.rundata import run_data
+from sskj_results.validate import validate_path
+
+# the statistic keys of both clients, every spelling: <stat>_<metric>_ms
+KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2e_latency|e2el|latency)_ms$")
+HOME = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2e_latency": "e2e_ms", "e2el": "e2e_ms",
+        "latency": "e2e_ms"}
+FIELD = {"mean": "mean", "median": "p50", "std": "std", "p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99",
+         "p99.9": "p99_9"}
+
+
+def close(a: Optional[float], b: float) -> bool:
+    return a is not None and abs(a - b) <= 1e-6 * max(abs(a), abs(b), 1e-12)
+
+
+def stat_of(scenario: Scenario, key: str) -> Optional[float]:
+    m = KEY.match(key)
+    assert m, key
+    block = getattr(scenario.latencies, HOME[m.group(2)])
+    field = FIELD.get(m.group(1))
+    return getattr(block, field) if field else block.extra.get(m.group(1))
+
+
+def assert_client_stats(scenario: Scenario, data: dict[str, Any]) -> int:
+    """Every client statistic of the run lands in its home, unchanged, and is not called reconstructed."""
+    checked = 0
+    for key, value in data.items():
+        if KEY.match(key) and isinstance(value, (int, float)):
+            assert close(stat_of(scenario, key), value), (key, stat_of(scenario, key), value)
+            checked += 1
+    for key, attr in (("request_throughput", "request_throughput"), ("output_throughput", "output_token_throughput"),
+                      ("total_token_throughput", "total_token_throughput"), ("duration", "duration_s")):
+        if isinstance(data.get(key), (int, float)):
+            assert close(getattr(scenario, attr), data[key]), key
+            assert key not in scenario.reconstructed
+            checked += 1
+    return checked
+
+
+def sample(n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"ttft": 0.05 + rng.random(n) * 0.05, "tpot": 0.01 + rng.random(n) * 0.005,
+            "e2e": 0.5 + rng.random(n) * 0.3, "itl": 0.01 + rng.random(4 * n) * 0.01}
+
+
+def vllm_summary(n: int = 20, completed: Optional[int] = None, percentiles: tuple[float, ...] = (99,),
+                 seed: int = 0, **extra: Any) -> dict[str, Any]:
+    """`vllm bench serve --save-result` without --save-detailed: statistics only, no lengths."""
+    done = n if completed is None else completed
+    x = sample(max(done, 1), seed)
+    run: dict[str, Any] = {
+        "date": "20250312-101500", "endpoint_type": "openai", "backend": "vllm", "label": None,
+        "model_id": "org/model-a", "tokenizer_id": "org/model-a", "num_prompts": n, "request_rate": "inf",
+        "burstiness": 1.0, "max_concurrency": 4, "duration": 12.5, "completed": done, "failed": n - done,
+        "total_input_tokens": 1000 * done + 37, "total_output_tokens": 100 * done - 11,
+        "request_throughput": done / 12.5, "request_goodput": None, "output_throughput": (100 * done - 11) / 12.5,
+        "total_token_throughput": (1100 * done + 26) / 12.5,
+    }
+    for metric, values in (("ttft", x["ttft"]), ("tpot", x["tpot"]), ("itl", x["itl"]), ("e2el", x["e2e"])):
+        run[f"mean_{metric}_ms"] = float(np.mean(values) * 1000)
+        run[f"median_{metric}_ms"] = float(np.median(values) * 1000)
+        run[f"std_{metric}_ms"] = float(np.std(values) * 1000)
+        for p in percentiles:
+            word = str(int(p)) if int(p) == p else str(p)
+            run[f"p{word}_{metric}_ms"] = float(np.percentile(values, p) * 1000)
+    run.update(extra)
+    return run
+
+
+def sglang_run(n: int = 8, out_len: int = 4, **extra: Any) -> dict[str, Any]:
+    """One line of sglang.bench_serving --output-details."""
+    rng = np.random.default_rng(n + out_len)
+    ttfts = (0.05 + rng.random(n) * 0.01).tolist()
+    itls = [(0.01 + rng.random(out_len - 1) * 0.001).tolist() for _ in range(n)]
+    run: dict[str, Any] = {
+        "backend": "sglang", "dataset_name": "random", "request_rate": float("inf"), "max_concurrency": 2,
+        "random_input_len": 32, "random_output_len": out_len, "duration": 1.0, "completed": n,
+        "total_input_tokens": 32 * n, "total_output_tokens": out_len * n, "request_throughput": float(n),
+        "input_throughput": 32.0 * n, "output_throughput": float(out_len * n),
+        "mean_ttft_ms": float(np.mean(ttfts) * 1000), "median_ttft_ms": float(np.median(ttfts) * 1000),
+        "p99_ttft_ms": float(np.percentile(ttfts, 99) * 1000),
+        "input_lens": [32] * n, "output_lens": [out_len] * n, "ttfts": ttfts, "itls": itls,
+        "generated_texts": ["x"] * n, "errors": [""] * n,
+    }
+    run.update(extra)
+    return run
+
+
+def write(path: Path, *runs: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in runs) + "\n")
+    return path
+
+
+def run_import(raw: Path, out: Optional[Path], *extra: str) -> Any:
+    args = ["import-legacy", str(raw)] + (["--out", str(out)] if out is not None else []) + list(extra)
+    return CliRunner().invoke(main, args)
+
+
+def imported(out: Path) -> list[Scenario]:
+    found: list[Scenario] = []
+    for run in sorted(p for p in out.iterdir() if p.is_dir()):
+        found.extend(load_run(run).scenarios)
+    return sorted(found, key=lambda s: (s.source.file, s.source.line))
+
+
+# ---------------------------------------------------------------- 1. summary-only vllm bench serve
+
+
+def test_summary_only_vllm_result_imports_with_lengths_from_the_options(tmp_path: Path) -> None:
+    data = vllm_summary()
+    write(tmp_path / "raw" / "bench.json", data)
+    result = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200", "--input-len", "1000", "--output-len", "100")
+    assert result.exit_code == 0, result.output
+    (s,) = imported(tmp_path / "out")
+    assert (s.input_len, s.output_len, s.concurrency) == (1000, 100, 4)
+    assert (s.success, s.failed) == (20, 0)
+    assert assert_client_stats(s, data) >= 20
+    assert s.latencies.ttft_ms.count is None and s.latencies.e2e_ms.count is None  # no per-request data
+    assert s.raw_requests == []
+    # vllm's default percentiles are p99 only: TTFT P95 is not measured, so the verdict is unknown
+    assert s.latencies.ttft_ms.p95 is None and s.slo_status.ttft_p95_ok is None and s.slo_status.overall == "❔"
+    assert s.slo_status.tpot_mean_ok is True
+
+
+def test_summary_only_lengths_from_the_runs_keys_then_the_name_then_the_averages(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    write(raw / "keyed.json", vllm_summary(random_input_len=512, random_output_len=64))
+    write(raw / "vllm_0312_4_2048_256.json", vllm_summary(seed=1))
+    write(raw / "plain.json", vllm_summary(seed=2, max_concurrency=8))
+    result = run_import(raw, tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    by_file = {Path(s.source.file).name: s for s in imported(tmp_path / "out")}
+    assert (by_file["keyed.json"].input_len, by_file["keyed.json"].output_len) == (512, 64)
+    named = by_file["vllm_0312_4_2048_256.json"]
+    assert (named.input_len, named.output_len) == (2048, 256)
+    assert "input length taken from the file name" in named.notes
+    plain = by_file["plain.json"]
+    data = vllm_summary(seed=2, max_concurrency=8)
+    assert plain.input_len == round(data["total_input_tokens"] / data["completed"])
+    assert plain.output_len == round(data["total_output_tokens"] / data["completed"])
+    assert plain.reconstructed["input_len"] == "average" and plain.reconstructed["output_len"] == "average"
+    assert any("average total_input_tokens / completed" in n for n in plain.notes)
+    assert plain.name == f"c8_i{plain.input_len}_o{plain.output_len}"
+
+
+def test_name_pattern_reads_other_naming_schemes(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    data = vllm_summary()
+    del data["max_concurrency"]
+    write(raw / "h200-run_conc16_in3000_out300.json", data)
+    result = run_import(raw, tmp_path / "out", "--name-pattern", "{chip}-run_conc{concurrency}_in{input_len}_out{output_len}")
+    assert result.exit_code == 0, result.output
+    (s,) = imported(tmp_path / "out")
+    assert (s.concurrency, s.input_len, s.output_len) == (16, 3000, 300)
+    assert load_run(next((tmp_path / "out").iterdir())).metadata.chip == "h200"
+    bad = run_import(raw, tmp_path / "out2", "--name-pattern", "{chip}_{concurency}")
+    assert bad.exit_code != 0 and "unknown placeholder {concurency}" in bad.output and "Traceback" not in bad.output
+
+
+# ---------------------------------------------------------------- 2. partial per-request data
+
+
+def test_lengths_kept_timing_dropped_imports_from_the_client_summary(tmp_path: Path) -> None:
+    data = vllm_summary(n=6)
+    data.update(input_lens=[1000, 1002, 998, 1000, 1001, 999], output_lens=[100, 100, 99, 100, 100, 0])
+    write(tmp_path / "raw" / "fork.json", data)
+    result = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    (s,) = imported(tmp_path / "out")
+    assert (s.input_len, s.output_len) == (1000, 100)  # medians of the successful requests
+    assert (s.success, s.failed) == (6, 0)
+    assert assert_client_stats(s, data) >= 20
+    assert any("per-request data incomplete (no ttfts, itls, errors)" in n for n in s.notes)
+    assert s.latencies.ttft_ms.count is None and s.raw_requests == []
+    assert s.empty_outputs == 1  # the lengths that are there are used
+
+
+# ---------------------------------------------------------------- 3. all-failed runs
+
+
+def test_all_failed_runs_are_skipped_with_the_real_reason(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    failed = sglang_run(n=5, errors=["Connection refused\ntraceback..."] * 5, completed=0)
+    write(raw / "sglang_0101_2_32_4.jsonl", sglang_run(), failed)
+    write(raw / "summary.json", vllm_summary(n=30, completed=0))
+    result = run_import(raw, tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 1
+    assert "sglang_0101_2_32_4.jsonl:2: 0 of 5 requests succeeded; first error: Connection refused" in result.output
+    assert "summary.json:1: 0 of 30 requests succeeded" in result.output
+    assert "length" not in result.output.split("skipped:")[1]
+
+
+# ---------------------------------------------------------------- 4. concurrency and rate
+
+
+def test_max_concurrency_wins_and_failed_is_num_prompts_minus_completed(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    data = vllm_summary(n=50, completed=47, max_concurrency=16)
+    del data["failed"]
+    write(raw / "vllm_0312_64_1024_128.json", data)
+    result = run_import(raw, tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    (s,) = imported(tmp_path / "out")
+    assert (s.concurrency, s.success, s.failed, s.num_prompts) == (16, 47, 3, 50)
+    assert "file name says concurrency 64 but the client recorded 16" in result.output
+
+
+def test_sglang_default_name_number_is_num_prompts_not_concurrency(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    seed = sglang_run(n=8)
+    del seed["max_concurrency"]
+    # the team's convention: the slot is the concurrency
+    write(raw / "vllm_0707_32_32_4.jsonl", dict(seed, num_prompts=100))
+    # sglang.bench_serving's default name: the slot is num_prompts; two request rates appended to one file
+    rate4 = dict(seed, num_prompts=8, request_rate=4.0)
+    rate8 = dict(seed, num_prompts=8, request_rate=8.0)
+    write(raw / "sglang_0708_8_32_4.jsonl", rate4, rate8)
+    result = run_import(raw, tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    by_file: dict[str, list[Scenario]] = {}
+    for s in imported(tmp_path / "out"):
+        by_file.setdefault(Path(s.source.file).name, []).append(s)
+    (team,) = by_file["vllm_0707_32_32_4.jsonl"]
+    assert team.concurrency == 32 and team.request_rate is None
+    open_loop = by_file["sglang_0708_8_32_4.jsonl"]
+    assert [(s.concurrency, s.request_rate, s.name) for s in open_loop] == [(None, 4.0, "r4_i32_o4"), (None, 8.0, "r8_i32_o4")]
+    assert any("not a concurrency" in n for n in open_loop[0].notes)
+
+
+def test_open_loop_runs_compare_by_rate(tmp_path: Path) -> None:
+    runs = []
+    for engine in ("sglang", "vllm"):
+        raw = tmp_path / f"raw_{engine}"
+        base = sglang_run(n=8)
+        del base["max_concurrency"]
+        write(raw / f"{engine}_0708_8_32_4.jsonl", dict(base, num_prompts=8, request_rate=2.0),
+              dict(base, num_prompts=8, request_rate=6.0))
+        assert run_import(raw, tmp_path / f"out_{engine}", "--chip", "h200").exit_code == 0
+        (run_dir,) = (tmp_path / f"out_{engine}").iterdir()
+        assert all(r.valid for r in validate_path(run_dir))
+        runs.append(run_data(load_run(run_dir), run_dir))
+    doc = build_comparison(runs, CompareOptions(plots=False))
+    assert [(g.name, g.concurrency, len(g.rows)) for g in doc.scenarios] == [("r2_i32_o4", None, 2), ("r6_i32_o4", None, 2)]
+    assert doc.unmatched == []
+
+
+# ---------------------------------------------------------------- 5. every statistic in its home
+
+
+@pytest.mark.parametrize("e2e", ["e2e_latency", "e2el", "latency"])
+def test_every_client_statistic_lands_in_its_home(tmp_path: Path, e2e: str) -> None:
+    data = vllm_summary(percentiles=(25, 50, 90, 95, 99, 99.9), random_input_len=128, random_output_len=16)
+    for key in [k for k in data if k.endswith("_e2el_ms")]:
+        data[key.replace("_e2el_ms", f"_{e2e}_ms")] = data.pop(key)
+    write(tmp_path / "raw" / "r.json", data)
+    result = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    (s,) = imported(tmp_path / "out")
+    assert assert_client_stats(s, data) >= 4 * 9
+    assert s.latencies.ttft_ms.p99_9 == data["p99.9_ttft_ms"] and s.latencies.ttft_ms.extra["p25"] == data["p25_ttft_ms"]
+    assert s.latencies.e2e_ms.p99_9 == data[f"p99.9_{e2e}_ms"]
+    assert not any(path.startswith("latencies.") for path in s.reconstructed)
+    assert s.slo_status.overall in ("✅", "⚠️", "❌")  # both measured: the seed-002 rule
+
+
+def test_a_client_value_is_never_replaced_by_a_reconstruction(tmp_path: Path) -> None:
+    data = sglang_run(n=12, p95_ttft_ms=12345.0)  # deliberately not what the arrays give
+    write(tmp_path / "raw" / "sglang_0101_2_32_4.jsonl", data)
+    assert run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200").exit_code == 0
+    (s,) = imported(tmp_path / "out")
+    assert s.latencies.ttft_ms.p95 == 12345.0 and "latencies.ttft_ms.p95" not in s.reconstructed
+    ok = np.array(data["ttfts"])
+    assert close(s.latencies.ttft_ms.p90, float(np.percentile(ok, 90) * 1000))
+    assert s.reconstructed["latencies.ttft_ms.p90"] == "per_request" and s.latencies.ttft_ms.count == 12
+
+
+# ---------------------------------------------------------------- 7. many models / chips / engines
+
+
+def test_one_run_directory_per_engine_model_and_chip(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    write(raw / "nvidia_h200_sglang_0707_2_32_4.jsonl", sglang_run())
+    write(raw / "kunlun_p800_sglang_0707_2_32_4.jsonl", sglang_run())
+    write(raw / "bench_b.json", vllm_summary(model_id="org/model-b", random_input_len=1, random_output_len=1))
+    write(raw / "bench_a.json", vllm_summary(random_input_len=1, random_output_len=1))
+    write(raw / "mystery.json", vllm_summary(backend="openai-chat", random_input_len=1, random_output_len=1))
+    result = run_import(raw, tmp_path / "out", "--chip", "nvidia_h200", "--hardware", "8x H200")
+    assert result.exit_code == 0, result.output
+    names = sorted(p.name.rsplit("_", 1)[0] for p in (tmp_path / "out").iterdir())
+    assert names == ["kunlun_p800_sglang", "nvidia_h200_sglang", "nvidia_h200_unknown",
+                     "nvidia_h200_vllm_model-a", "nvidia_h200_vllm_model-b"]
+    assert "kunlun_p800_sglang_0707_2_32_4.jsonl: the file name says chip kunlun_p800" in result.output
+    assert "not attributed to an engine: mystery.json" in result.output
+    assert "not attributed to a model: engine sglang: kunlun_p800_sglang_0707_2_32_4.jsonl" in result.output
+    kunlun = next(p for p in (tmp_path / "out").iterdir() if p.name.startswith("kunlun"))
+    meta = load_run(kunlun).metadata
+    assert meta.chip == "kunlun_p800" and meta.hardware is None  # the H200 hardware is not claimed for it
+
+
+# ---------------------------------------------------------------- 8. honest counts
+
+
+def test_zero_output_successes_are_counted_and_kept_out_of_our_statistics(tmp_path: Path) -> None:
+    data = sglang_run(n=6)
+    data["output_lens"][2] = 0
+    data["itls"][2] = []
+    data["ttfts"][2] = 9.0  # an outlier that must not enter our TTFT statistics
+    write(tmp_path / "raw" / "sglang_0101_2_32_4.jsonl", data)
+    result = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    (s,) = imported(tmp_path / "out")
+    assert (s.success, s.failed, s.empty_outputs) == (6, 0, 1)
+    ours = np.delete(np.array(data["ttfts"]), 2)
+    assert close(s.latencies.ttft_ms.p95, float(np.percentile(ours, 95) * 1000))  # computed by us: without it
+    assert s.latencies.ttft_ms.mean == data["mean_ttft_ms"]  # the client's value stays as written
+    assert any("1 of 6 successful requests returned 0 output tokens" in n for n in s.notes)
+    report = (next((tmp_path / "out").iterdir()) / "report.md").read_text()
+    assert "### Successful requests with 0 output tokens" in report
+
+
+# ---------------------------------------------------------------- 9. sweep directories
+
+
+def test_sweep_directory_imports_each_run_once(tmp_path: Path) -> None:
+    comb = tmp_path / "raw" / "20250101_120000" / "SERVE--BENCH-max_concurrency=4"
+    runs = [vllm_summary(seed=i, max_concurrency=4, random_input_len=256, random_output_len=32, run_number=i,
+                         max_num_seqs=64) for i in range(2)]
+    for i, run in enumerate(runs):
+        (comb.parent).mkdir(parents=True, exist_ok=True)
+        write(comb / f"run={i}.json", json.dumps(run, indent=4))
+    write(comb / "summary.json", json.dumps(runs, indent=4))
+    write(comb / "warmup.json", json.dumps(dict(runs[0], run_number=-1), indent=4))
+    dry = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert "summary.json: sweep summary: repeats the run=N.json files" in dry.output
+    assert "warmup.json: sweep warm-up run: not measured" in dry.output
+    result = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    scenarios = imported(tmp_path / "out")
+    assert [s.name for s in scenarios] == ["c4_i256_o32", "c4_i256_o32_r2"]
+    for s, run in zip(scenarios, runs):
+        assert_client_stats(s, run)
+
+
+# ---------------------------------------------------------------- 10. vLLM's mean/median E2E swap
+
+
+def _swapped(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data)
+    data["mean_e2el_ms"], data["median_e2el_ms"] = data["median_e2el_ms"], data["mean_e2el_ms"]
+    return data
+
+
+def test_e2e_mean_and_median_swap_is_corrected_by_date(tmp_path: Path) -> None:
+    good = vllm_summary(random_input_len=8, random_output_len=8)
+    write(tmp_path / "raw" / "old.json", _swapped(dict(good, date="20241001-090000")))
+    write(tmp_path / "raw" / "new.json", dict(good, date="20250101-090000"))
+    assert run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200").exit_code == 0
+    new, old = sorted(imported(tmp_path / "out"), key=lambda s: s.source.file.endswith("old.json"))
+    assert close(old.latencies.e2e_ms.mean, good["mean_e2el_ms"]) and close(old.latencies.e2e_ms.p50, good["median_e2el_ms"])
+    assert old.reconstructed["latencies.e2e_ms.mean"] == "swapped_back"
+    assert any("swapped back" in n for n in old.notes)
+    assert close(new.latencies.e2e_ms.mean, good["mean_e2el_ms"]) and "latencies.e2e_ms.mean" not in new.reconstructed
+
+
+def test_e2e_swap_is_decided_by_per_request_latencies_when_there(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    lat = (0.5 + rng.exponential(0.3, 16)).tolist()
+    base = vllm_summary(n=16, random_input_len=8, random_output_len=8, date="20240915-090000")
+    base.update(mean_e2el_ms=float(np.mean(lat) * 1000), median_e2el_ms=float(np.median(lat) * 1000), latencies=lat,
+                input_lens=[8] * 16, output_lens=[8] * 16, errors=[""] * 16)
+    write(tmp_path / "raw" / "consistent.json", base)  # dated in the window, but the data say it is right
+    write(tmp_path / "raw" / "swapped.json", _swapped(dict(base, date="20250601-090000")))
+    assert run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200").exit_code == 0
+    for s in imported(tmp_path / "out"):
+        assert close(s.latencies.e2e_ms.mean, float(np.mean(lat) * 1000)), s.source.file
+        assert close(s.latencies.e2e_ms.p50, float(np.median(lat) * 1000))
+    swapped = next(s for s in imported(tmp_path / "out") if s.source.file.endswith("swapped.json"))
+    assert any("inconsistent with the per-request latencies" in n for n in swapped.notes)
+
+
+# ---------------------------------------------------------------- 11. dry run
+
+
+def test_dry_run_says_per_file_and_line_what_would_happen_and_writes_nothing(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    write(raw / "sglang_0101_2_32_4.jsonl", sglang_run(), "{broken")
+    write(raw / "bench.json", vllm_summary(request_rate=4.0, max_concurrency=None, random_input_len=64,
+                                           random_output_len=8))
+    result = run_import(raw, None, "--dry-run")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "import bench.json:1: engine vllm, model org/model-a, chip unknown, input 64, output 8, open loop at 4 req/s -> r4_i64_o8" in lines
+    assert "import sglang_0101_2_32_4.jsonl:1: engine sglang, model unknown, chip unknown, input 32, output 4, concurrency 2 -> c2_i32_o4" in lines
+    assert any(line.startswith("skip sglang_0101_2_32_4.jsonl:2: not valid JSON") for line in lines)
+    assert not (tmp_path / "imported").exists() and sorted(p.name for p in raw.iterdir()) == ["bench.json", "sglang_0101_2_32_4.jsonl"]
+
+
+# ---------------------------------------------------------------- import-legacy RAW_DIR as typed
+
+
+def test_import_legacy_raw_dir_as_typed(tmp_path: Path) -> None:
+    raw = tmp_path / "raw_outputs"
+    write(raw / "sglang_0707_2_32_4.jsonl", sglang_run())
+    write(raw / "vllm_0707_2_32_4.json", vllm_summary(random_input_len=32, random_output_len=4, max_concurrency=2))
+    mtime = datetime(2026, 8, 1, 12, 0).timestamp()
+    os.utime(raw / "sglang_0707_2_32_4.jsonl", (mtime, mtime))
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = CliRunner().invoke(main, ["import-legacy", "raw_outputs/"])
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "imported"
+    assert f"output directory: {out}" in result.output
+    assert result.output.count("no chip given") == 1
+    runs = {p.name: p for p in out.iterdir()}
+    assert sorted(runs) == ["unknown_sglang_20260707-000000", "unknown_vllm_20250312-101500"]
+    sglang = load_run(runs["unknown_sglang_20260707-000000"])
+    assert sglang.metadata.timestamp.startswith("2026-07-07T00:00:00")  # name's MMDD, mtime's year
+    assert sglang.scenarios[0].timestamp == sglang.metadata.timestamp
+    vllm = load_run(runs["unknown_vllm_20250312-101500"])
+    assert vllm.metadata.timestamp.startswith("2025-03-12T10:15:00")  # the client's date key
+    assert vllm.metadata.imported_at is not None and vllm.metadata.imported_at != vllm.metadata.timestamp
+    assert vllm.metadata.imported_from == str(raw.resolve())
+    report = validate_path(runs["unknown_vllm_20250312-101500"])[0]
+    assert report.valid and any("--chip" in p.message and p.severity == "warning" for p in report.problems)
+    # idempotent: the same run directories, replaced, nothing added
+    again = run_import(raw, out)
+    assert again.exit_code == 0, again.output
+    assert sorted(p.name for p in out.iterdir()) == sorted(runs)
+    assert again.output.count("replaced ") == 2
+    # never inside RAW_DIR
+    inside = run_import(raw, raw / "imported")
+    assert inside.exit_code != 0 and "is inside RAW_DIR" in inside.output and not (raw / "imported").exists()
