@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import json
 import math
 import re
 import shlex
@@ -557,8 +558,6 @@ def collect_raw_sources(raw_dir: Path) -> list[RawSource]:
 def _failure_reason(path: Path) -> str:
     """The error a `vllm bench sweep` failure record keeps."""
     try:
-        import json
-
         data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
     except (OSError, ValueError):
         return "sweep failure record: the benchmark did not produce results"

@@ -88,7 +88,10 @@ class NameHints:
 
 _NAME = re.compile(r"^(?P<prefix>.+?)_(?P<mmdd>\d{4})_(?P<c>\d+)_(?P<i>\d+)_(?P<o>\d+)(?:_r\d+)?$")
 # sglang.bench_serving's default name for other datasets: {backend}_{MMDD}_{num_prompts}_{dataset}
-_NAME_DATASET = re.compile(r"^(?P<prefix>[A-Za-z][\w.-]*?)_(?P<mmdd>\d{4})_(?P<n>\d+)_(?P<dataset>[A-Za-z][\w-]*)$")
+_NAME_DATASET = re.compile(
+    r"^(?P<prefix>[A-Za-z][\w.-]*?)_(?P<mmdd>\d{4})_(?P<n>\d+)_(?P<dataset>sharegpt|random(?:-ids|-image)?|"
+    r"generated-shared-prefix|mmmu|image|sonnet|hf|custom|burstgpt|mooncake)$"
+)
 _PLACEHOLDERS = {
     "engine": r"(?P<engine>[A-Za-z][\w.-]*?)", "backend": r"(?P<engine>[A-Za-z][\w.-]*?)",
     "chip": r"(?P<chip>[A-Za-z][\w.-]*?)", "model": r"(?P<model>[\w.-]+?)",

@@ -458,3 +458,9 @@ def test_import_legacy_raw_dir_as_typed(tmp_path: Path) -> None:
     # never inside RAW_DIR
     inside = run_import(raw, raw / "imported")
     assert inside.exit_code != 0 and "is inside RAW_DIR" in inside.output and not (raw / "imported").exists()
+    # the command the warning gives sets it
+    set_chip = CliRunner().invoke(main, ["metadata", str(runs["unknown_vllm_20250312-101500"]), "--chip", "nvidia_h200",
+                                         "--hardware", "8x NVIDIA H200", "--no-detect"])
+    assert set_chip.exit_code == 0, set_chip.output
+    assert load_run(runs["unknown_vllm_20250312-101500"]).metadata.chip == "nvidia_h200"
+    assert not any("--chip" in p.message for p in validate_path(runs["unknown_vllm_20250312-101500"])[0].problems)
