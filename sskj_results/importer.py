@@ -737,13 +737,13 @@ def import_legacy(
     for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
         if not group.scenarios:
             continue
-        files = ", ".join(sorted({Path(s.source.file).name for s in group.scenarios if s.source}))
-        if group.engine == UNKNOWN:
-            warnings.append(f"not attributed to an engine: {files} (no engine in the file names or the runs' backend; "
-                            "give --engine or a --name-pattern with {engine})")
-        if group.model is None:
-            warnings.append(f"not attributed to a model: engine {group.engine}: {files} (the runs do not name it; "
-                            "recorded as 'unknown'; give --model)")
+        for name in sorted({Path(s.source.file).name for s in group.scenarios if s.source}):
+            if group.engine == UNKNOWN:
+                warnings.append(f"{name}: not attributed to an engine (neither the file name nor the runs' backend "
+                                "names one); recorded as 'unknown': give --engine or a --name-pattern with {engine}")
+            if group.model is None:
+                warnings.append(f"{name}: not attributed to a model (the runs do not name it); recorded as 'unknown' "
+                                f"under engine {group.engine}: give --model")
     if dry_run:
         return ImportOutcome([], problems, warnings, plan)
     run_dirs: list[Path] = []

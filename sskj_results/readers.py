@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .metrics import flatten_gaps
+from .metrics import flatten_gaps, per_request
 
 SGLANG = "sglang-bench-serving"
 VLLM = "vllm-bench-serve"
@@ -32,6 +32,8 @@ VLLM = "vllm-bench-serve"
 _STAT_KEY = re.compile(
     r"^(mean|avg|median|std|min|max|p\d+(?:[._]\d+)?)_(ttft|tpot|itl|e2e_latency|e2el|e2e|latency)_ms$"
 )
+# percentile_<metric>_<N>_ms, as some forks write them
+_PCT_KEY = re.compile(r"^percentile_(ttft|tpot|itl|e2e_latency|e2el|e2e|latency)_(\d+(?:[._]\d+)?)_ms$")
 _METRIC = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2e_latency": "e2e_ms", "e2el": "e2e_ms",
            "e2e": "e2e_ms", "latency": "e2e_ms"}
 _STAT = {"mean": "mean", "avg": "mean", "median": "p50", "std": "std", "p50": "p50", "p90": "p90", "p95": "p95",
@@ -245,7 +247,7 @@ def detect_format(data: dict[str, Any]) -> Optional[str]:
         return VLLM
     if any(k in data for k in _SGLANG_MARKERS) or "completed" in data and "backend" in data:
         return SGLANG
-    if "completed" in data and any(_STAT_KEY.match(k) for k in data):
+    if ("completed" in data or "successful_requests" in data) and any(_STAT_KEY.match(k) for k in data):
         return VLLM if any(k.endswith("_e2el_ms") for k in data) else SGLANG
     return None
 
@@ -319,12 +321,17 @@ def _client_stats(data: dict[str, Any]) -> tuple[dict[str, dict[str, float]], di
     rank: dict[tuple[str, str], int] = {}
     for key in data:
         match = _STAT_KEY.match(key)
-        if not match:
+        alt = None if match else _PCT_KEY.match(key)
+        if not match and not alt:
             continue
         value = _number(data, key)
         if value is None:
             continue
-        stat_raw, metric_raw = match.group(1), match.group(2)
+        if match:
+            stat_raw, metric_raw = match.group(1), match.group(2)
+        else:
+            assert alt is not None
+            stat_raw, metric_raw = f"p{alt.group(2)}", alt.group(1)
         metric = _METRIC[metric_raw]
         stat = _STAT.get(stat_raw.replace("_", "."), None)
         order = _E2E_ORDER.index(metric_raw) if metric_raw in _E2E_ORDER else 0
@@ -606,13 +613,31 @@ def _fix_e2e_swap(run: RawRun, data: dict[str, Any], arrays: _Arrays) -> None:
                 reason = "they are inconsistent with the per-request latencies"
             else:
                 return  # the per-request data decides: not swapped
+    p50 = _number(data, "p50_e2el_ms")
+    if reason is None and p50 is not None:
+        # the file's own p50 is the true median: it says which of the two is which
+        if abs(p50 - mean) <= 1e-9 * max(abs(p50), 1.0) and abs(p50 - median) > 1e-9 * max(abs(p50), 1.0):
+            reason = "its own p50_e2el_ms equals mean_e2el_ms"
+        else:
+            return
+    details = run.details
+    if reason is None and details is not None and details.latencies is None:
+        # E2E approximated as ttft + sum(itls) (a few ms low): used only when it is clearly on one side
+        approx = per_request(details.ttfts, details.output_lens, details.itl_flat, details.itl_counts,
+                             details.success)[0].e2e * 1000
+        if approx.size >= 3:
+            a_mean, a_median = float(np.mean(approx)), float(np.median(approx))
+            straight = abs(mean - a_mean) + abs(median - a_median)
+            crossed = abs(mean - a_median) + abs(median - a_mean)
+            if crossed < 0.5 * straight:
+                reason = "they are inconsistent with the per-request data (ttft + sum of itls)"
+            elif straight < 0.5 * crossed:
+                return
     if reason is None:
         if run.started is None or run.started >= E2E_SWAP_FIXED:
             return
         reason = f"the run is dated {run.started:%Y-%m-%d}, before vLLM's fix (PR #9984)"
-    # p50 keys, when written, are the true median and stay as they are
-    p50_key = data.get("p50_e2el_ms")
-    e2e["mean"], e2e["p50"] = median, (float(p50_key) if isinstance(p50_key, (int, float)) else mean)
+    e2e["mean"], e2e["p50"] = median, mean
     run.derived["latencies.e2e_ms.mean"] = "swapped_back"
     run.derived["latencies.e2e_ms.p50"] = "swapped_back"
     run.notes.append(
@@ -629,9 +654,13 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
         raise RunError("not a sglang.bench_serving or vllm bench serve result (none of their keys)")
     notes: list[str] = []
     completed = _int(data, "completed")
+    if completed is None:
+        completed = _int(data, "successful_requests")
     arrays = _arrays(data, completed, notes)
     details = arrays.details
     client_failed = _int(data, "failed")
+    if client_failed is None:
+        client_failed = _int(data, "failed_requests")
     num_prompts = _int(data, "num_prompts")
     if arrays.success is not None:
         success = int(arrays.success.sum())
@@ -664,7 +693,7 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     rate = _request_rate(data, notes)
     concurrency = _concurrency(data, arrays, hints, rate, notes)
     input_len, output_len, averaged = _lengths(data, arrays, hints, options, success, notes)
-    duration = _number(data, "duration")
+    duration = _first_number(data, "duration", "benchmark_duration")
     client, extra = _client_stats(data)
     backend = data.get("backend") if isinstance(data.get("backend"), str) else None
     run = RawRun(

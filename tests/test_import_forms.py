@@ -314,8 +314,8 @@ def test_one_run_directory_per_engine_model_and_chip(tmp_path: Path) -> None:
     assert names == ["kunlun_p800_sglang", "nvidia_h200_sglang", "nvidia_h200_unknown",
                      "nvidia_h200_vllm_model-a", "nvidia_h200_vllm_model-b"]
     assert "kunlun_p800_sglang_0707_2_32_4.jsonl: the file name says chip kunlun_p800" in result.output
-    assert "not attributed to an engine: mystery.json" in result.output
-    assert "not attributed to a model: engine sglang: kunlun_p800_sglang_0707_2_32_4.jsonl" in result.output
+    assert "mystery.json: not attributed to an engine" in result.output
+    assert "kunlun_p800_sglang_0707_2_32_4.jsonl: not attributed to a model" in result.output
     kunlun = next(p for p in (tmp_path / "out").iterdir() if p.name.startswith("kunlun"))
     meta = load_run(kunlun).metadata
     assert meta.chip == "kunlun_p800" and meta.hardware is None  # the H200 hardware is not claimed for it
@@ -464,3 +464,29 @@ def test_import_legacy_raw_dir_as_typed(tmp_path: Path) -> None:
     assert set_chip.exit_code == 0, set_chip.output
     assert load_run(runs["unknown_vllm_20250312-101500"]).metadata.chip == "nvidia_h200"
     assert not any("--chip" in p.message for p in validate_path(runs["unknown_vllm_20250312-101500"])[0].problems)
+
+
+def test_e2e_swap_without_latencies_or_date_is_decided_by_the_streamed_data(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    n = 24
+    outs = rng.integers(2, 200, n)
+    ttfts = (0.05 + rng.random(n) * 0.01).tolist()
+    itls = [(0.02 + rng.random(int(k) - 1) * 0.002).tolist() for k in outs]
+    e2e = np.array(ttfts) + np.array([sum(g) for g in itls])
+    old = {"backend": "vllm", "model_id": "m", "num_prompts": n, "request_rate": "inf", "duration": 9.0,
+           "completed": n, "total_input_tokens": 64 * n, "total_output_tokens": int(outs.sum()),
+           "request_throughput": n / 9.0, "output_throughput": outs.sum() / 9.0,
+           "mean_e2el_ms": float(np.median(e2e) * 1000), "median_e2el_ms": float(np.mean(e2e) * 1000),
+           "input_lens": [64] * n, "output_lens": outs.tolist(), "ttfts": ttfts, "itls": itls, "errors": [""] * n}
+    write(tmp_path / "raw" / "old.json", old)
+    write(tmp_path / "raw" / "fine.json", _swapped(old))
+    write(tmp_path / "raw" / "p50.json", dict(_swapped(old), date=None, p50_e2el_ms=old["mean_e2el_ms"],
+                                              mean_e2el_ms=old["mean_e2el_ms"], median_e2el_ms=old["median_e2el_ms"]))
+    assert run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200", "--input-len", "64",
+                      "--output-len", "100").exit_code == 0
+    for s in imported(tmp_path / "out"):
+        assert close(s.latencies.e2e_ms.mean, float(np.mean(e2e) * 1000)), s.source.file
+        assert close(s.latencies.e2e_ms.p50, float(np.median(e2e) * 1000)), s.source.file
+    notes = {Path(s.source.file).name: " ".join(s.notes) for s in imported(tmp_path / "out")}
+    assert "ttft + sum of itls" in notes["old.json"] and "swapped back" not in notes["fine.json"]
+    assert "its own p50_e2el_ms equals mean_e2el_ms" in notes["p50.json"]
