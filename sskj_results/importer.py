@@ -538,12 +538,13 @@ def collect_raw_sources(raw_dir: Path) -> list[RawSource]:
     """
     sources: list[RawSource] = []
     root = raw_dir
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if any(part.startswith(".") for part in rel.parts) or not path.is_file() or path.suffix not in RAW_SUFFIXES:
-            continue
-        label = str(rel)
-        siblings_runs = any(_SWEEP_RUN.match(p.name) for p in path.parent.iterdir())
+    paths = [p for p in sorted(root.rglob("*"))
+             if p.suffix in RAW_SUFFIXES and not any(part.startswith(".") for part in p.relative_to(root).parts)
+             and p.is_file()]
+    sweep_dirs = {p.parent for p in paths if _SWEEP_RUN.match(p.name)}
+    for path in paths:
+        label = str(path.relative_to(root))
+        siblings_runs = path.parent in sweep_dirs
         if path.name == "summary.json" and siblings_runs:
             sources.append(RawSource(path, label, "sweep summary: repeats the run=N.json files beside it, each imported once"))
         elif path.name == "warmup.json" and siblings_runs:
@@ -800,11 +801,11 @@ def _own_previous(target: Path, raw_abs: str, key: tuple[str, Optional[str], str
     if not file.is_file():
         return False
     try:
-        meta = load_run(file).metadata
-    except ResultsError:
+        meta = json.loads(file.read_bytes()).get("metadata") or {}
+    except (OSError, ValueError, AttributeError):
         return False
-    return (meta.imported_from == raw_abs and meta.engine == key[0] and meta.chip == key[2]
-            and meta.model == (key[1] or UNKNOWN))
+    return (isinstance(meta, dict) and meta.get("imported_from") == raw_abs and meta.get("engine") == key[0]
+            and meta.get("chip") == key[2] and meta.get("model") == (key[1] or UNKNOWN))
 
 
 def _client_of(scenarios: list[Scenario]) -> Optional[str]:
