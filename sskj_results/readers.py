@@ -30,11 +30,11 @@ VLLM = "vllm-bench-serve"
 
 # <stat>_<metric>_ms, e.g. mean_ttft_ms, median_e2e_latency_ms, p99_tpot_ms, p99.9_itl_ms, p99_latency_ms
 _STAT_KEY = re.compile(
-    r"^(mean|avg|median|std|min|max|p\d+(?:[._]\d+)?)_(ttft|tpot|itl|e2e_latency|e2el|e2e|latency)_ms$"
+    r"^(mean|avg|median|std|min|max|p\d+(?:[._]\d+)?)_(ttft|tpot|itl|tbt|e2e_latency|e2el|e2e|latency)_ms$"
 )
 # percentile_<metric>_<N>_ms, as some forks write them
-_PCT_KEY = re.compile(r"^percentile_(ttft|tpot|itl|e2e_latency|e2el|e2e|latency)_(\d+(?:[._]\d+)?)_ms$")
-_METRIC = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "e2e_latency": "e2e_ms", "e2el": "e2e_ms",
+_PCT_KEY = re.compile(r"^percentile_(ttft|tpot|itl|tbt|e2e_latency|e2el|e2e|latency)_(\d+(?:[._]\d+)?)_ms$")
+_METRIC = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "tbt": "itl_ms", "e2e_latency": "e2e_ms", "e2el": "e2e_ms",
            "e2e": "e2e_ms", "latency": "e2e_ms"}
 _STAT = {"mean": "mean", "avg": "mean", "median": "p50", "std": "std", "p50": "p50", "p90": "p90", "p95": "p95",
          "p99": "p99", "p99.9": "p99_9", "p99_9": "p99_9"}
@@ -653,6 +653,10 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     if fmt is None:
         raise RunError("not a sglang.bench_serving or vllm bench serve result (none of their keys)")
     notes: list[str] = []
+    nested = data.get("details")
+    if isinstance(nested, dict) and any(isinstance(nested.get(k), list) for k in ("ttfts", "input_lens", "output_lens")):
+        # forks keep the per-request arrays under "details"
+        data = {**data, **{k: v for k, v in nested.items() if k not in data}}
     completed = _int(data, "completed")
     if completed is None:
         completed = _int(data, "successful_requests")

@@ -490,3 +490,19 @@ def test_e2e_swap_without_latencies_or_date_is_decided_by_the_streamed_data(tmp_
     notes = {Path(s.source.file).name: " ".join(s.notes) for s in imported(tmp_path / "out")}
     assert "ttft + sum of itls" in notes["old.json"] and "swapped back" not in notes["fine.json"]
     assert "its own p50_e2el_ms equals mean_e2el_ms" in notes["p50.json"]
+
+
+def test_fork_spellings_nested_details_and_counts(tmp_path: Path) -> None:
+    base = sglang_run(n=6)
+    arrays = {k: base.pop(k) for k in ("input_lens", "output_lens", "ttfts", "itls", "errors", "generated_texts")}
+    base.update(details=arrays, p50_tbt_ms=11.5, percentile_ttft_95_ms=55.5, benchmark_duration=2.0,
+                successful_requests=base.pop("completed"), failed_requests=0, model="org/m")
+    base.pop("duration")
+    write(tmp_path / "raw" / "fork.jsonl", base)
+    result = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    (s,) = imported(tmp_path / "out")
+    assert (s.success, s.failed, s.duration_s) == (6, 0, 2.0)
+    assert s.latencies.itl_ms.p50 == 11.5 and s.latencies.ttft_ms.p95 == 55.5
+    assert len(s.raw_requests) == 6 and s.latencies.ttft_ms.count == 6  # the nested arrays are used
+    assert load_run(next((tmp_path / "out").iterdir())).metadata.model == "org/m"
