@@ -191,6 +191,8 @@ def _latency_rules(lat: Any, base: str, file: str, recon: dict[str, Any]) -> Ite
                 continue
             value = _num(stats.get(p))
             if stats.get(p) is None:
+                if "count" in stats and stats.get("count") is None:
+                    continue  # no per-request data: the client did not write this statistic
                 yield Problem(file, f"{base}.{key}.{p}", "is null (no samples); skipped in the order check", WARNING)
                 continue
             if value is None:
