@@ -177,7 +177,36 @@ def name_hints(stem: str, pattern: Optional[re.Pattern[str]] = None) -> NameHint
         chip, rest = _chip_split(match.group("prefix"))
         return NameHints(engine=rest, chip=chip, mmdd=match.group("mmdd"), num_prompts=int(match.group("n")))
     chip, _ = _chip_split(stem)
-    return NameHints(chip=chip)
+    return _token_hints(stem, chip)
+
+
+# tagged tokens of free-form names, e.g. results_concurrency32_numprompt320, bench-c8-in1024-out128,
+# vllm's default {backend}-{rate}qps-concurrency{N}-{model}-{date}
+_TOKENS = (
+    ("concurrency", re.compile(r"^(?:c|conc|concurrency|max[_-]?concurrency)(\d+)$", re.I)),
+    ("input_len", re.compile(r"^(?:in|isl|input|inlen|input[_-]?len)(\d+)$", re.I)),
+    ("output_len", re.compile(r"^(?:out|osl|output|outlen|output[_-]?len)(\d+)$", re.I)),
+    ("num_prompts", re.compile(r"^(?:np|numprompts?|num[_-]?prompts?|prompts)(\d+)$", re.I)),
+)
+_RATE_TOKEN = re.compile(r"^(?:(?:qps|rps|rate)(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)(?:qps|rps))$", re.I)
+
+
+def _token_hints(stem: str, chip: Optional[str]) -> NameHints:
+    found: dict[str, int] = {}
+    rate = None
+    for token in re.split(r"[_\-]", stem):
+        for key, pattern in _TOKENS:
+            m = pattern.match(token)
+            if m and key not in found:
+                found[key] = int(m.group(1))
+        m = _RATE_TOKEN.match(token)
+        if m and rate is None:
+            rate = float(m.group(1) or m.group(2))
+    if not found and rate is None:
+        return NameHints(chip=chip)
+    return NameHints(chip=chip, concurrency=found.get("concurrency"), input_len=found.get("input_len"),
+                     output_len=found.get("output_len"), num_prompts=found.get("num_prompts"), request_rate=rate,
+                     convention="tokens")
 
 
 # ---------------------------------------------------------------- runs
@@ -703,7 +732,8 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     run = RawRun(
         format=fmt, line=line, concurrency=concurrency, input_len=input_len, output_len=output_len,
         client=client, client_extra=extra, success=success, failed=failed, duration_s=duration,
-        request_throughput=_number(data, "request_throughput"),
+        # early-2024 vLLM benchmark_serving.py wrote it as request_inthroughput
+        request_throughput=_first_number(data, "request_throughput", "request_inthroughput"),
         input_throughput=_first_number(data, "input_throughput", "input_token_throughput"),
         output_throughput=_first_number(data, "output_throughput", "output_token_throughput"),
         # vllm bench serve and older sglang: total_token_throughput; newer sglang: total_throughput

@@ -506,3 +506,17 @@ def test_fork_spellings_nested_details_and_counts(tmp_path: Path) -> None:
     assert s.latencies.itl_ms.p50 == 11.5 and s.latencies.ttft_ms.p95 == 55.5
     assert len(s.raw_requests) == 6 and s.latencies.ttft_ms.count == 6  # the nested arrays are used
     assert load_run(next((tmp_path / "out").iterdir())).metadata.model == "org/m"
+
+
+def test_free_form_names_with_tagged_tokens(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    old = vllm_summary(n=320, date="20240410-100000")
+    for key in ("max_concurrency", "burstiness", "endpoint_type", "failed"):
+        old.pop(key)
+    old["request_inthroughput"] = old.pop("request_throughput")  # early-2024 vLLM spelling
+    write(raw / "results_concurrency32_numprompt320_in2048_out256.json", old)
+    result = run_import(raw, tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    (s,) = imported(tmp_path / "out")
+    assert (s.concurrency, s.input_len, s.output_len, s.success) == (32, 2048, 256, 320)
+    assert close(s.request_throughput, old["request_inthroughput"]) and "request_throughput" not in s.reconstructed
