@@ -36,6 +36,7 @@ shellcheck:
 
 schema: venv
 	$(VENV)/bin/sskj-results schema --write schema/results.schema.json
+	$(VENV)/bin/sskj-results schema --run-set --write schema/runset.schema.json
 
 clean-venv:
 	rm -rf $(VENV)

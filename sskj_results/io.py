@@ -16,6 +16,8 @@ from .errors import ResultsError
 from .models import Results, dump_dict
 
 RESULTS_NAME = "results.json"
+# `kind` of the results.json that indexes the phases of a multi-phase run (sskj_results.runset)
+RUN_SET_KIND = "run-set"
 PathLike = Union[str, "os.PathLike[str]"]
 
 
@@ -86,12 +88,24 @@ def load_run(path: PathLike) -> Results:
     """
     file = results_path(path)
     data = read_json_text(file)
+    if isinstance(data, dict) and data.get("kind") == RUN_SET_KIND:
+        raise ResultsError(run_set_message(file, data))
     try:
         return Results.model_validate(data)
     except ValidationError as exc:
         extra = len(exc.errors()) - 1
         more = f" (and {extra} more; run `sskj-results validate {file}`)" if extra else ""
         raise ResultsError(first_model_error(file, exc) + more) from None
+
+
+def run_set_message(file: Path, data: dict[str, Any]) -> str:
+    """What to do with a run-set index where one run was expected."""
+    phases = data.get("phases")
+    dirs = [str(p.get("dir")) for p in phases if isinstance(p, dict)] if isinstance(phases, list) else []
+    example = f" (e.g. {file.parent / dirs[0]})" if dirs else ""
+    return (f"{file}: is the run-set index of a multi-phase run ({', '.join(dirs) or 'no phases'}), not one run; "
+            f"give a phase directory{example}, or give {file.parent} to `sskj-results compare`, `report` or "
+            "`validate`, which act on every phase")
 
 
 def to_json_bytes(results: Results) -> bytes:

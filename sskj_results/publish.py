@@ -11,17 +11,18 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from .compare import CompareOptions, build_comparison, match_scenarios, order_runs, pool
 from .comparison_models import ComparisonDoc
-from .errors import ConfigError, UsageError
+from .errors import ConfigError, ResultsError, UsageError
 from .io import atomic_write_text
 from .models import Results, SloSpec
 from .report import render_comparison, render_report
 from .rundata import RunData, load_run_data, reference_slo, run_data, run_labels, same_thresholds
+from .runset import expand, load_run_set, phase_paths
 from .slo import resolve_slo
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -152,15 +153,37 @@ def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions()) ->
     return ReportOutput(markdown=md, plots=written)
 
 
+def write_reports(path: PathLike, options: ReportOptions = ReportOptions()) -> list[ReportOutput]:
+    """report.md of a run directory, or of every phase of a run-set directory."""
+    run_set = load_run_set(path) if Path(path).is_dir() or Path(path).is_file() else None
+    if run_set is None:
+        return [write_report(path, options)]
+    if not run_set.phases:
+        raise ResultsError(f"{path}: the run-set index lists no phase; rebuild it with `sskj-results runset {path}`")
+    return [write_report(p, options) for p in phase_paths(path, run_set)]
+
+
 def write_comparison(
     paths: Sequence[PathLike],
     out_dir: PathLike,
     options: CompareOptions = CompareOptions(),
     baseline: Optional[PathLike] = None,
 ) -> ComparisonOutput:
-    """Load the runs, compare them, write comparison.md, comparison.json and the plots into out_dir."""
+    """Load the runs, compare them, write comparison.md, comparison.json and the plots into out_dir.
+
+    A run-set directory stands for its phases, in order; given alone, its index's baseline, title and
+    matrix name apply unless baseline/options say otherwise.
+    """
     options.check()
-    ordered = order_runs(paths, baseline)
+    expanded, sets = expand(paths)
+    if len(paths) == 1 and len(sets) == 1:
+        run_set = sets[0]
+        if baseline is None and run_set.baseline is not None:
+            baseline = Path(paths[0]) / run_set.baseline
+        options = replace(options, title=options.title or run_set.title, matrix=options.matrix or run_set.matrix)
+    if baseline is not None and load_run_set(baseline) is not None:
+        raise UsageError(f"--baseline {baseline}: is a run set; give one of its phase directories")
+    ordered = order_runs(expanded, baseline)
     if len(ordered) < 2:
         raise UsageError("compare needs at least two runs (a baseline and one to compare with it)")
     runs = [load_run_data(p) for p in ordered]

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from .errors import ResultsError
 from .io import RESULTS_NAME, format_loc, model_message, read_json_text
 from .models import Results
+from .runset import check_run_set, is_run_set_data
 from .slo import overall_mark
 
 ERROR = "error"
@@ -302,7 +303,16 @@ def validate_file(path: Path, label: Optional[str] = None) -> FileReport:
             # keep `file:line:col: invalid JSON: ...`
             return FileReport(name, [Problem(f"{name}:{text.split(': ', 1)[0]}", "", text.split(": ", 1)[1])])
         return FileReport(name, [Problem(name, "", text)])
+    if is_run_set_data(data):  # the index of a multi-phase run: its phases are validated as runs
+        return FileReport(name, [Problem(name, p, m, ERROR if e else WARNING) for p, m, e in check_run_set(data, path)])
     return FileReport(name, validate_data(data, name))
+
+
+def _is_index(file: Path) -> bool:
+    try:
+        return is_run_set_data(read_json_text(file))
+    except ResultsError:
+        return False
 
 
 def _dir_checks(run_dir: Path, data_ok: bool) -> Iterator[Problem]:
@@ -340,7 +350,7 @@ def find_results(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     direct = path / RESULTS_NAME
-    if direct.is_file():
+    if direct.is_file() and not _is_index(direct):
         return [direct]
     return sorted(p for p in path.rglob(RESULTS_NAME) if "raw_outputs" not in p.parts)
 
@@ -355,7 +365,8 @@ def validate_path(path: Path) -> list[FileReport]:
     reports = []
     for file in files:
         report = validate_file(file)
-        report.problems.extend(_dir_checks(file.parent, report.valid))
+        if not _is_index(file):
+            report.problems.extend(_dir_checks(file.parent, report.valid))
         reports.append(report)
     return reports
 

@@ -15,7 +15,7 @@ PKG = Path(__file__).resolve().parents[1] / "sskj_results"
 
 # layer -> modules (dotted names below sskj_results; a package counts for its modules)
 LAYERS: dict[str, set[str]] = {
-    "contract": {"__init__", "errors", "models", "comparison_models", "schema", "io", "redact", "envfile"},
+    "contract": {"__init__", "errors", "models", "comparison_models", "schema", "io", "runset", "redact", "envfile"},
     "analysis": {"stats", "metrics", "slo", "slo_search", "rundata", "configdiff", "compare", "validate"},
     "ingest": {"rawio", "readers", "sidecars", "metadata", "importer"},
     "render": {"report", "plots"},

@@ -52,14 +52,17 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], slo_tier: Optional
            slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
     """Write RUN_DIR/report.md (and RUN_DIR/plots/*.png) from RUN_DIR/results.json alone.
 
+    A run-set directory (a multi-phase run) gets the report of every phase.
     The SLO marks are the recorded ones; --slo-tier (or explicit thresholds)
     recomputes them against another SLO.
     """
-    from ..publish import ReportOptions, write_report
+    from ..publish import ReportOptions, write_reports
 
-    out = write_report(run_dir, ReportOptions(slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
-                                              plots=not no_plots, cdf=cdf))
-    click.echo(f"wrote {out.markdown}" + (f" and {len(out.plots)} plot(s) in {out.plots[0].parent}" if out.plots else ""))
+    outs = write_reports(run_dir, ReportOptions(slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
+                                                plots=not no_plots, cdf=cdf))
+    for out in outs:
+        click.echo(f"wrote {out.markdown}"
+                   + (f" and {len(out.plots)} plot(s) in {out.plots[0].parent}" if out.plots else ""))
 
 
 @click.command()
@@ -87,6 +90,8 @@ def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path,
             slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
     """Compare RUN_DIRs side by side, with statistical verdicts against the baseline.
 
+    A run-set directory (a multi-phase run, results/<RUN_ID>) stands for its
+    phases, baseline = phase 1 unless its index names another.
     Writes DIR/comparison.md, DIR/comparison.json and PNG plots. Scenarios are
     matched by (concurrency, input_len, output_len); see docs/COMPARE.md for
     how to read the verdicts.
