@@ -19,7 +19,7 @@ LAYERS: dict[str, set[str]] = {
     "analysis": {"stats", "metrics", "slo", "slo_search", "rundata", "configdiff", "compare", "validate"},
     "ingest": {"rawio", "readers", "sidecars", "metadata", "importer"},
     "render": {"report", "plots"},
-    "app": {"publish"},
+    "app": {"publish", "reparse"},
     "cli": {"cli", "__main__"},
 }
 # what each layer may import (ingest and render are siblings: neither imports the other)

@@ -20,3 +20,9 @@ def sskj_results_bin() -> str:
     if venv.exists():
         return str(venv)
     sys.exit("sskj-results not found: install the package (pip install -e <repo>) or set SSKJ_RESULTS_BIN")
+
+
+def exec_sskj_results(*args: str) -> None:
+    """Replace this process with `sskj-results ARGS...` (its output and exit code are the caller's)."""
+    tool = sskj_results_bin()
+    os.execv(tool, [tool, *args])

@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "import-legacy": ("import_cmd", "import_legacy", "Import a directory of raw client outputs into run directories."),
     "report": ("report_cmd", "report", "Write RUN_DIR/report.md (and plots) from results.json."),
     "compare": ("report_cmd", "compare", "Compare runs side by side with statistical verdicts."),
+    "reparse": ("runset_cmd", "reparse", "Re-import a run (or every phase of a run set) and rewrite its results and reports."),
     "runset": ("runset_cmd", "runset", "Write the index of a multi-phase run directory (its phases, in order)."),
     "slo-next": ("slo_search_cmd", "slo_next", "Next concurrency of an SLO search (prints nothing when done)."),
     "env": ("env_cmd", "env", "Read KEY=VALUE config files safely (used by the shell; nothing is executed)."),
