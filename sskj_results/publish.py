@@ -180,6 +180,9 @@ def write_comparison(
         run_set = sets[0]
         if baseline is None and run_set.baseline is not None:
             baseline = Path(paths[0]) / run_set.baseline
+            if Path(baseline) not in [Path(p) for p in expanded]:
+                raise ResultsError(f"{paths[0]}: the index's baseline {run_set.baseline!r} names no phase; set it with "
+                                   f"`sskj-results runset {paths[0]} --baseline PHASE`")
         options = replace(options, title=options.title or run_set.title, matrix=options.matrix or run_set.matrix)
     if baseline is not None and load_run_set(baseline) is not None:
         raise UsageError(f"--baseline {baseline}: is a run set; give one of its phase directories")

@@ -70,8 +70,8 @@ class RunSet(_Model):
     run_id: Optional[str] = Field(default=None, description="metadata.run_id of the phases (null when they differ).")
     phases: list[RunSetPhase] = Field(description="The phases in order; the first is the comparison's baseline "
                                                   "unless `baseline` names another.")
-    baseline: Optional[str] = Field(default=None, description="`dir` of the phase `compare DIR` takes as baseline; "
-                                                              "null: the first phase.")
+    baseline: Optional[str] = Field(default=None, description="`dir` of the phase `compare DIR` takes as baseline "
+                                                              "(as given while no phase matches it yet); null: the first phase.")
     title: Optional[str] = Field(default=None, description="Title `compare DIR` gives the comparison (null: the default).")
     matrix: Optional[str] = Field(default=None, description="Matrix name `compare DIR` puts in the default title.")
 
@@ -211,11 +211,7 @@ def build_run_set(
         title = title if title is not None else previous.title
         matrix = matrix if matrix is not None else previous.matrix
     if baseline is not None:
-        names = {e.dir: e.dir for e in entries} | {Path(e.dir).name: e.dir for e in entries}
-        names |= {e.phase: e.dir for e in entries if e.phase}
-        if baseline not in names:
-            raise UsageError(f"--baseline {baseline}: no such phase in {root} ({', '.join(seen) or 'none'})")
-        baseline = names[baseline]
+        baseline = resolve_baseline(baseline, entries)
         if baseline == (entries[0].dir if entries else None):
             baseline = None
     experiments = {e for e in (_meta_value(d, "experiment") for d, _ in dirs)}
@@ -225,6 +221,17 @@ def build_run_set(
         experiment=experiments.pop() if len(experiments) == 1 else None,
         run_id=run_ids.pop() if len(run_ids) == 1 else None,
     )
+
+
+def resolve_baseline(name: str, phases: Sequence[RunSetPhase]) -> str:
+    """The `dir` of the phase NAME designates (its dir, its basename, its metadata.phase, or its name
+    without the `phase<N>_` prefix, as COMPARE_BASELINE gives it); NAME itself while no phase matches
+    (the baseline phase may not have run yet)."""
+    for phase in phases:
+        base = Path(phase.dir).name
+        if name in (phase.dir, base, phase.phase, PHASE_DIR.sub("", base)):
+            return phase.dir
+    return name
 
 
 def _meta_value(run_dir: Path, key: str) -> Optional[str]:
@@ -309,7 +316,8 @@ def check_run_set(data: Any, file: Path) -> list[tuple[str, str, bool]]:
         if d.resolve() not in listed:
             problems.append(("phases", f"{d.name}/ holds a run that the index does not list; {rebuild}", False))
     if run_set.baseline is not None and run_set.baseline not in {p.dir for p in run_set.phases}:
-        problems.append(("baseline", f"{run_set.baseline!r} is not one of the phases; {rebuild} --baseline PHASE", True))
+        problems.append(("baseline", f"{run_set.baseline!r} names no phase (yet); `compare` needs it: {rebuild} "
+                                     "--baseline PHASE", False))
     if len(run_set.phases) > 1 and not (file.parent / "comparison.md").is_file():
         problems.append(("", f"no comparison.md; write it with `sskj-results compare {file.parent} --out {file.parent}`",
                          False))

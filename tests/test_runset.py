@@ -87,13 +87,22 @@ def test_runset_does_nothing_before_the_first_phase_and_never_replaces_a_run(tmp
 
 
 def test_explicit_phase_order_and_errors(run_set):
-    result = invoke("runset", str(run_set), str(run_set / "phase3_vllm_ngram"), "phase1_sglang")
+    result = invoke("runset", str(run_set), str(run_set / "phase3_vllm_ngram"), "phase1_sglang", "--baseline", "sglang")
     assert result.exit_code == 0, result.output
     rs = load_run_set(run_set)
     assert rs is not None and [p.dir for p in rs.phases] == ["phase3_vllm_ngram", "phase1_sglang"]
-    result = CliRunner().invoke(main, ["runset", str(run_set), "--baseline", "nope"])
-    assert result.exit_code == 2
-    assert "--baseline nope: no such phase" in result.stderr
+    assert rs.baseline == "phase1_sglang"  # COMPARE_BASELINE spelling: the phase name without phase<N>_
+    # a baseline phase that has not run yet is kept, said, and resolved once it exists
+    result = CliRunner().invoke(main, ["runset", str(run_set), "--baseline", "late"])
+    assert result.exit_code == 0
+    assert result.stderr == f"warning: baseline 'late' names no phase yet; `compare {run_set}` needs it\n"
+    result = CliRunner().invoke(main, ["compare", str(run_set), "--out", "o", "--no-plots"])
+    assert result.exit_code == 1 and "the index's baseline 'late' names no phase" in result.stderr
+    shutil.copytree(RUNS / "vllm", run_set / "phase4_late")
+    assert invoke("runset", str(run_set)).exit_code == 0
+    rs = load_run_set(run_set)
+    assert rs is not None and rs.baseline == "phase4_late"
+    assert [p.dir for p in rs.phases] == ["phase1_sglang", "phase2_vllm", "phase3_vllm_ngram", "phase4_late"]
     result = CliRunner().invoke(main, ["runset", str(run_set), str(RUNS / "vllm")])
     assert result.exit_code == 2 and "not inside" in result.stderr
 

@@ -39,6 +39,9 @@ def runset(run_set_dir: Path, phase_dirs: tuple[Path, ...], baseline: Optional[s
         return
     names = ", ".join(p.dir for p in run_set.phases)
     click.echo(f"wrote {file} (run set of {len(run_set.phases)} phase(s): {names})")
+    if run_set.baseline is not None and run_set.baseline not in {p.dir for p in run_set.phases}:
+        click.echo(f"warning: baseline {run_set.baseline!r} names no phase yet; `compare {run_set_dir}` needs it",
+                   err=True)
 
 
 @click.command()
