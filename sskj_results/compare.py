@@ -233,8 +233,8 @@ def pretty(name: str) -> str:
 
 
 def display_names(runs: Sequence[RunData], labels: Sequence[str]) -> list[str]:
-    """Seed-002 names (`SGLang`, `vLLM`, `DSpark`; a speculative run whose engine does not name its method
-    gets ` + <method>`) when the runs are one model with and without a speculative variant and the names
+    """Seed-002 names (`SGLang`, `vLLM`; `DSpark` for an engine named after its method, `vllm-dspark`;
+    a speculative run whose engine does not name its method gets ` + <method>`) when the runs are one model with and without a speculative variant and the names
     tell the runs apart; else the labels."""
     if not one_model_with_speculative_variant(runs):
         return list(labels)
@@ -242,8 +242,11 @@ def display_names(runs: Sequence[RunData], labels: Sequence[str]) -> list[str]:
     for run, label in zip(runs, labels):
         name = pretty(label.split(" (")[0])
         method = run.results.config.spec_method
-        if is_speculative(run) and method and method.lower() not in run.engine.lower().split("-"):
+        engine_words = run.engine.lower().split("-")
+        if is_speculative(run) and method and method.lower() not in engine_words:
             name += f" + {pretty(method)}"
+        elif is_speculative(run) and method and len(engine_words) > 1 and label.split(" (")[0] == run.engine:
+            name = pretty(method)  # vllm-dspark running dspark: the team says "DSpark"
         names.append(name)
     return names if len(set(names)) == len(names) else list(labels)
 
@@ -302,7 +305,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
             model=meta.model, experiment=meta.experiment, run_id=meta.run_id, phase=meta.phase, client=meta.client,
             git_commit=meta.git_commit, spec_method=config.spec_method, spec_tokens=config.spec_tokens,
             recorded_slo=run.results.slo, slo_recomputed=recompute[i], display_name=names[i],
-            speculative_flags=speculative_flags(server_command(config), meta.model) if config.spec_method else None,
+            speculative_flags=speculative_flags(server_command(config), meta.model) if is_speculative(run) else None,
         ))
     compared, differences = config_differences(runs, labels)
     differ = any(not d.expected for d in differences)

@@ -8,7 +8,8 @@ themselves, in this order:
 * ``engine`` — their engines differ (``metadata.engine``/``backend``, or two
   recorded ``engine_version`` values);
 * ``speculative decoding`` — their ``(config.spec_method, config.spec_tokens)``
-  differ (one run speculative, another not, or two methods or token counts);
+  or the speculative flags of their server commands differ (one run
+  speculative, another not, or two methods or token counts);
 * ``configuration`` — none of the above differs: the runs compare engine
   settings of one engine on one chip (e.g. ``--kv-cache-dtype fp8`` against
   ``auto``), so any engine setting may differ.
@@ -138,7 +139,9 @@ def speculative_flags(command: Optional[str], model: Optional[str] = None) -> Op
 
 
 def is_speculative(run: RunData) -> bool:
-    return bool(run.results.config.spec_method)
+    """config.spec_method is set, or the recorded server command has speculative-decoding flags."""
+    config = run.results.config
+    return bool(config.spec_method) or speculative_flags(server_command(config)) is not None
 
 
 def _distinct(values: Sequence[Any]) -> bool:
@@ -153,7 +156,8 @@ def compared_axes(runs: Sequence[RunData]) -> list[str]:
     versions = {r.results.metadata.engine_version for r in runs} - {None}
     if _distinct([r.engine for r in runs]) or len(versions) > 1:
         axes.append(ENGINE)
-    if _distinct([(r.results.config.spec_method, r.results.config.spec_tokens) for r in runs]):
+    if _distinct([(r.results.config.spec_method, r.results.config.spec_tokens,
+                   speculative_flags(server_command(r.results.config), r.results.metadata.model)) for r in runs]):
         axes.append(SPECULATIVE)
     return axes or [CONFIGURATION]
 

@@ -167,7 +167,7 @@ def _summary(doc: ComparisonDoc) -> list[str]:
                 parts.append(f"{wrap(value) if value else 'not recorded'} ({who})")
             lines.append(f"- {title}: " + "; ".join(parts))
     for info in runs:
-        if info.spec_method and info.speculative_flags:
+        if info.speculative_flags:
             lines.append(f"- {info.display_name or info.label} flags: {code(info.speculative_flags)}")
         elif info.spec_method:
             tokens = f", {info.spec_tokens} speculative tokens" if info.spec_tokens is not None else ""

@@ -162,6 +162,19 @@ def test_seed_002_header_and_table():
     assert {d.setting: d.axis for d in doc.config_differences}["model"] == "speculative decoding"
 
 
+def test_the_engine_named_after_its_method_is_called_by_the_method():
+    runs = _seed_002_runs()
+    dspark = runs[2].results
+    runs[2].results = dspark.model_copy(update={"metadata": dspark.metadata.model_copy(update={"engine": "vllm-dspark"})})
+    assert display_names(runs, run_labels(runs)) == ["SGLang", "vLLM", "DSpark"]
+    # spec_method not recorded: the server command's flags still say it is speculative
+    runs[2].results.config.spec_method = None
+    runs[2].results.config.spec_tokens = None
+    doc = build_comparison(runs, CompareOptions(plots=False))
+    assert doc.title == "SGLang vs vLLM vs vLLM-DSpark (8x NVIDIA H200 143GB)"
+    assert "- vLLM-DSpark flags: `--spec-method dspark --spec-model <model> --spec-tokens 5`" in render_comparison(doc)
+
+
 def test_a_speculative_variant_of_another_model_is_not_like_for_like():
     runs = _seed_002_runs()
     runs[1].results.metadata.model = "/data/models/Other"

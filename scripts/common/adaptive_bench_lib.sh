@@ -952,6 +952,7 @@ bench::on_exit() {
 # Run an experiment: configuration, grid, every phase, comparison, summary.
 # Arguments: $1 experiment directory; $2.. phase specs (see file header)
 # Globals:   RUN_ID RESULT_ROOT RESUME DRY_RUN SLO_SEARCH COMPARE_BASELINE
+#            COMPARE_TITLE COMPARE_MATRIX
 #            (read); BENCH_* (written)
 # Outputs:   progress on stderr; commands on stdout with DRY_RUN=1
 # Returns:   0 all ok, 1 failure, 2 misuse; 130/143 after SIGINT/SIGTERM
@@ -1024,6 +1025,11 @@ bench::run_experiment() {
       return 1
     fi
     run_dirs+=("${BENCH_RUN_DIR}")
+    if ((BENCH_PHASE_COUNT > 1)) && ! lib::is_dry_run; then
+      lib::results runset "${BENCH_RESULT_ROOT}" ${COMPARE_BASELINE:+--baseline "${COMPARE_BASELINE}"} \
+        ${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"} >&2 ||
+        lib::warn "sskj-results runset ${BENCH_RESULT_ROOT} failed; rerun it by hand"
+    fi
   done
 
   if ((BENCH_PHASE_COUNT > 1)) && ! lib::is_dry_run; then
@@ -1039,6 +1045,7 @@ bench::run_experiment() {
         lib::warn "COMPARE_BASELINE=${COMPARE_BASELINE} names no phase; comparing without a baseline"
       fi
     fi
+    cmp+=(${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"})
     cmp+=(--out "${BENCH_RESULT_ROOT}")
     lib::results "${cmp[@]}" >&2 || {
       lib::err "sskj-results compare failed"

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from shellkit import free_port, load_json, needs_results, port_listening, run_script, wait_no_tagged
+from shellkit import SSKJ_RESULTS, free_port, load_json, needs_results, port_listening, run_script, wait_no_tagged
 
 pytestmark = [pytest.mark.shell, needs_results]
 
@@ -91,6 +91,27 @@ def test_two_phases_each_in_its_own_run_dir_then_compare(tmp_path, base_env, mak
     assert list((root / "phase1_sglang" / "server_metrics").iterdir()) == []  # no /metrics for sglang
     assert (root / "comparison.md").is_file()
     assert "comparison: " + str(root / "comparison.md") in proc.stderr
+
+
+def test_a_multi_phase_run_is_a_run_set_with_the_experiments_comparison_settings(tmp_path, base_env, make_experiment,
+                                                                                   tag):
+    exp = make_experiment(phases="sglang vllm")
+    env = run_env(base_env, tmp_path, COMPARE_BASELINE="vllm", COMPARE_MATRIX="fake matrix")
+    proc = run_script(exp / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    root = Path(env["RESULT_ROOT"])
+    index = load_json(root / "results.json")
+    assert index["kind"] == "run-set"
+    assert [p["dir"] for p in index["phases"]] == ["phase1_sglang", "phase2_vllm"]
+    assert index["baseline"] == "phase2_vllm" and index["matrix"] == "fake matrix"
+    comparison = load_json(root / "comparison.json")
+    assert comparison["baseline"] == "vllm"
+    assert comparison["title"].startswith("vllm vs sglang fake matrix")
+    # the run set is what validate, report and compare accept
+    again = subprocess.run([str(SSKJ_RESULTS), "compare", str(root), "--out", str(tmp_path / "again"), "--no-plots"],
+                           capture_output=True, text=True, check=False)
+    assert again.returncode == 0, again.stderr
+    assert load_json(tmp_path / "again" / "comparison.json")["title"] == comparison["title"]
 
 
 OOM_CONFIG = """\
