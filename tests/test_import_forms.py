@@ -520,3 +520,21 @@ def test_free_form_names_with_tagged_tokens(tmp_path: Path) -> None:
     (s,) = imported(tmp_path / "out")
     assert (s.concurrency, s.input_len, s.output_len, s.success) == (32, 2048, 256, 320)
     assert close(s.request_throughput, old["request_inthroughput"]) and "request_throughput" not in s.reconstructed
+
+
+def test_slo_search_treats_an_unmeasured_probe_as_unknown(tmp_path: Path) -> None:
+    from sskj_results.slo_search import decide
+
+    raw = tmp_path / "raw"
+    write(raw / "vllm_0101_1_128_16.json", vllm_summary(max_concurrency=1, random_input_len=128, random_output_len=16,
+                                                        percentiles=(95, 99), seed=1))
+    write(raw / "vllm_0101_2_128_16.json", vllm_summary(max_concurrency=2, random_input_len=128, random_output_len=16,
+                                                        seed=2))  # p99 only: TTFT P95 unknown
+    assert run_import(raw, tmp_path / "out", "--chip", "h200").exit_code == 0
+    (run_dir,) = (tmp_path / "out").iterdir()
+    results = load_run(run_dir)
+    assert [s.slo_status.overall for s in results.scenarios] == ["✅", "❔"]
+    decision = decide(results, 128, 16, 1, 8)
+    assert decision.next_concurrency is None  # it cannot go past the unknown probe
+    assert not decision.search.finished and decision.search.best_concurrency == 1
+    assert [(step.concurrency, step.ok) for step in decision.search.steps] == [(1, True), (2, None)]

@@ -22,7 +22,8 @@ def slo_next(run_dir: Path, input_len: int, output_len: int, min_concurrency: in
 
     Doubling from --min-concurrency while the scenario meets the SLO (✅ in
     slo_status), then bisection between the last pass and the first failure.
-    Skipped scenarios (skipped_after_oom.csv) count as failures. The search
+    Skipped scenarios (skipped_after_oom.csv) count as failures; a ❔ scenario
+    (not measured) is unknown and stops the search unfinished. The search
     is recorded in results.json (slo_search) on every call; run
     `sskj-results parse` after each measurement.
     """
@@ -33,4 +34,5 @@ def slo_next(run_dir: Path, input_len: int, output_len: int, min_concurrency: in
         click.echo(decision.next_concurrency)
     else:
         best = decision.search.best_concurrency
-        click.echo(f"slo search i{input_len}_o{output_len}: best concurrency {best if best else 'none'}", err=True)
+        stopped = "" if decision.search.finished else " (stopped at a ❔ probe: TTFT P95 or TPOT mean not measured)"
+        click.echo(f"slo search i{input_len}_o{output_len}: best concurrency {best if best else 'none'}{stopped}", err=True)
