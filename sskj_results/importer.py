@@ -13,6 +13,7 @@ import json
 import math
 import re
 import shlex
+import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -792,6 +793,12 @@ def import_legacy(
             target = _unique_dir(target)
         _write_run_dir_atomically(target, results, srcs, command, render_report, replace=previous)
         run_dirs.append(target)
+        # an earlier import of the same raw directory and group under another time (files were added or removed)
+        for stale in sorted(out.glob(f"{base}_*")):
+            if stale != target and stale.is_dir() and _own_previous(stale, raw_abs, key):
+                shutil.rmtree(stale)
+                if target not in replaced:
+                    replaced.append(target)
     return ImportOutcome(run_dirs, problems, warnings, plan, replaced)
 
 
@@ -830,8 +837,6 @@ def _write_run_dir_atomically(target: Path, results: Results, sources: list[tupl
                               command: Optional[str], render_report: Optional[ReportRenderer],
                               replace: bool = False) -> None:
     """Build the run directory under a temporary name, then rename it into place (replacing an earlier import)."""
-    import shutil
-
     tmp = target.with_name(f".{target.name}.tmp")
     if tmp.exists():
         shutil.rmtree(tmp)

@@ -455,6 +455,11 @@ def test_import_legacy_raw_dir_as_typed(tmp_path: Path) -> None:
     assert again.exit_code == 0, again.output
     assert sorted(p.name for p in out.iterdir()) == sorted(runs)
     assert again.output.count("replaced ") == 2
+    # an older run added to RAW_DIR: the group's directory takes the new time, the old one goes
+    write(raw / "sglang_0601_2_32_4.jsonl", sglang_run())
+    os.utime(raw / "sglang_0601_2_32_4.jsonl", (mtime, mtime))
+    assert run_import(raw, out).exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["unknown_sglang_20260601-000000", "unknown_vllm_20250312-101500"]
     # never inside RAW_DIR
     inside = run_import(raw, raw / "imported")
     assert inside.exit_code != 0 and "is inside RAW_DIR" in inside.output and not (raw / "imported").exists()
