@@ -122,7 +122,9 @@ def draw_report_plots(run: RunData, spec: SloSpec, plot_dir: Path, cdf: Optional
             s = run.results.scenarios[i]
             rep = f" r{s.repeat}" if s.repeat else ""
             n = max(run.samples[i].ttft_ms.size, run.samples[i].tpot_ms.size)
-            lines.append(plots.CdfLine(f"concurrency {s.concurrency}{rep} (n={n})", run.samples[i].ttft_ms,
+            load = (f"concurrency {s.concurrency}" if s.concurrency is not None
+                    else f"rate {s.request_rate if s.request_rate is not None else 'unlimited'} req/s")
+            lines.append(plots.CdfLine(f"{load}{rep} (n={n})", run.samples[i].ttft_ms,
                                        run.samples[i].tpot_ms))
         written.append(plots.latency_cdfs(
             lines, plot_dir / plot_file_name("cdf", f"i{inp}_o{outp}"),
