@@ -30,7 +30,9 @@ from .models import (
     SkippedScenario, SloSpec, Source,
 )
 from .rawio import FileScan, LineError, count_lines, sha256_file, sha256_files
-from .readers import NameHints, RawRun, ReadOptions, RunError, compile_name_pattern, name_hints, read_run
+from .readers import (
+    ENGINE_OF_BACKEND, NameHints, RawRun, ReadOptions, RunError, compile_name_pattern, name_hints, read_run,
+)
 from .sidecars import (
     accept_length_between, read_skipped, sidecar_digest, sidecar_paths, summarize_gpu_log, summarize_xpu_log,
 )
@@ -645,7 +647,8 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
     if name_chip and platform.chip_given and name_chip != platform.chip:
         result.warnings.append(f"{label}: the file name says chip {name_chip}; imported under {name_chip}, "
                                f"not under the given chip {platform.chip}")
-    file_engine = engine or hints.engine
+    # sglang.bench_serving's default names start with the request format (sglang-oai, vllm-chat…): its engine
+    file_engine = engine or (ENGINE_OF_BACKEND.get(hints.engine.lower(), hints.engine) if hints.engine else None)
     result.file_key = (file_engine or UNKNOWN, model or hints.model, chip)
     for run in outcome.runs:
         for note in run.notes:

@@ -44,7 +44,7 @@ _VLLM_MARKERS = ("model_id", "burstiness", "endpoint_type", "tokenizer_id", "mea
 _SGLANG_MARKERS = ("mean_e2e_latency_ms", "random_input_len", "sharegpt_output_len", "total_output_tokens_retokenized")
 _TIMING = ("ttfts", "itls")
 # request formats (`backend`) that name the serving engine; generic ones (openai, openai-chat) do not
-_ENGINE_BACKENDS = {
+ENGINE_OF_BACKEND = {
     "vllm": "vllm", "vllm-chat": "vllm", "sglang": "sglang", "sglang-native": "sglang", "sglang-oai": "sglang",
     "sglang-oai-chat": "sglang", "lmdeploy": "lmdeploy", "lmdeploy-chat": "lmdeploy", "trt": "trt",
     "tensorrt-llm": "trt", "tgi": "tgi", "scalellm": "scalellm", "deepspeed-mii": "deepspeed-mii",
@@ -743,7 +743,7 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
         request_rate=rate,
         dataset_name=data.get("dataset_name") if isinstance(data.get("dataset_name"), str) else None,
         request_format=backend, model=_model_name(data), details=details, notes=notes,
-        started=_started(data, notes), engine=_ENGINE_BACKENDS.get((backend or "").lower()),
+        started=_started(data, notes), engine=ENGINE_OF_BACKEND.get((backend or "").lower()),
         lengths_averaged=averaged,
     )
     _fix_e2e_swap(run, data, arrays)

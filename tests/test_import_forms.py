@@ -543,3 +543,16 @@ def test_slo_search_treats_an_unmeasured_probe_as_unknown(tmp_path: Path) -> Non
     assert decision.next_concurrency is None  # it cannot go past the unknown probe
     assert not decision.search.finished and decision.search.best_concurrency == 1
     assert [(step.concurrency, step.ok) for step in decision.search.steps] == [(1, True), (2, None)]
+
+
+def test_request_format_in_the_default_name_is_read_as_its_engine(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    run = sglang_run(n=8, backend="sglang-oai")
+    del run["max_concurrency"]
+    write(raw / "sglang-oai_0708_8_32_4.jsonl", dict(run, num_prompts=8))
+    write(raw / "vllm-dspark_0708_4_32_4.jsonl", sglang_run(n=8, max_concurrency=4))  # an engine name stays as it is
+    result = run_import(raw, tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name.rsplit("_", 1)[0] for p in (tmp_path / "out").iterdir()) == ["h200_sglang", "h200_vllm-dspark"]
+    (s,) = load_run(next(p for p in (tmp_path / "out").iterdir() if "_sglang_" in p.name)).scenarios
+    assert (s.concurrency, s.request_format) == (8, "sglang-oai")  # 8 prompts at once, the slot was num_prompts
