@@ -642,7 +642,9 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
         digest, size, lines = outcome.sha256, outcome.size, outcome.lines
     result.digest = (digest, size, lines)
     mtime = path.stat().st_mtime
-    name_chip = hints.chip
+    # a chip the name states wins over the given one (a kunlun_p800_* file never joins an H200 run);
+    # the first part of `{prefix}_{engine}_…` counts only when it is a known chip
+    name_chip = hints.chip if hints.chip_known else None
     chip = name_chip or platform.chip
     if name_chip and platform.chip_given and name_chip != platform.chip:
         result.warnings.append(f"{label}: the file name says chip {name_chip}; imported under {name_chip}, "

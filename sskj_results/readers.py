@@ -66,7 +66,7 @@ KNOWN_CHIPS = (
     "nvidia_l40s", "nvidia_l20", "nvidia_rtx6000d", "nvidia_rtx_pro_6000d", "kunlun_p800", "kunlunxin_p800",
     "amd_mi300x", "amd_mi325x", "h200", "h20", "h100", "h800", "a100", "a800", "b200", "gb200", "l40s", "l20",
     "mi300x", "mi325x", "mi355x", "p800", "rtx6000d", "pro6000", "pro6000d", "tpu_v5e", "tpu_v6e", "gaudi2",
-    "gaudi3", "ascend_910b", "910b",
+    "gaudi3", "ascend_910b", "910b", "cpu",
 )
 
 
@@ -86,6 +86,8 @@ class NameHints:
     request_rate: Optional[float] = None
     num_prompts: Optional[int] = None
     model: Optional[str] = None
+    # the chip is one of KNOWN_CHIPS (or given by --name-pattern), not just the first part of `{chip}_{engine}`
+    chip_known: bool = False
 
 
 _NAME = re.compile(r"^(?P<prefix>.+?)_(?P<mmdd>\d{4})_(?P<c>\d+)_(?P<i>\d+)_(?P<o>\d+)(?:_r\d+)?$")
@@ -160,7 +162,7 @@ def name_hints(stem: str, pattern: Optional[re.Pattern[str]] = None) -> NameHint
                 engine=groups.get("engine"), chip=groups.get("chip"), mmdd=groups.get("mmdd"),
                 concurrency=num("concurrency"), input_len=num("input_len"), output_len=num("output_len"),
                 convention="pattern", request_rate=float(groups["rate"]) if "rate" in groups else None,
-                num_prompts=num("num_prompts"), model=groups.get("model"),
+                num_prompts=num("num_prompts"), model=groups.get("model"), chip_known="chip" in groups,
             )
     match = _NAME.match(stem)
     if match:
@@ -168,14 +170,16 @@ def name_hints(stem: str, pattern: Optional[re.Pattern[str]] = None) -> NameHint
         mmdd, concurrency = match.group("mmdd"), int(match.group("c"))
         input_len, output_len = int(match.group("i")), int(match.group("o"))
         chip, rest = _chip_split(prefix)
+        known = chip is not None
         if chip is None and "_" in prefix:
             chip, rest = prefix.rsplit("_", 1)
         return NameHints(engine=rest, chip=chip, mmdd=mmdd, concurrency=concurrency, input_len=input_len,
-                         output_len=output_len, convention="new" if chip else "legacy")
+                         output_len=output_len, convention="new" if chip else "legacy", chip_known=known)
     match = _NAME_DATASET.match(stem)
     if match:
         chip, rest = _chip_split(match.group("prefix"))
-        return NameHints(engine=rest, chip=chip, mmdd=match.group("mmdd"), num_prompts=int(match.group("n")))
+        return NameHints(engine=rest, chip=chip, mmdd=match.group("mmdd"), num_prompts=int(match.group("n")),
+                         chip_known=chip is not None)
     chip, _ = _chip_split(stem)
     return _token_hints(stem, chip)
 
@@ -203,8 +207,8 @@ def _token_hints(stem: str, chip: Optional[str]) -> NameHints:
         if m and rate is None:
             rate = float(m.group(1) or m.group(2))
     if not found and rate is None:
-        return NameHints(chip=chip)
-    return NameHints(chip=chip, concurrency=found.get("concurrency"), input_len=found.get("input_len"),
+        return NameHints(chip=chip, chip_known=chip is not None)
+    return NameHints(chip=chip, chip_known=chip is not None, concurrency=found.get("concurrency"), input_len=found.get("input_len"),
                      output_len=found.get("output_len"), num_prompts=found.get("num_prompts"), request_rate=rate,
                      convention="tokens")
 

@@ -556,3 +556,14 @@ def test_request_format_in_the_default_name_is_read_as_its_engine(tmp_path: Path
     assert sorted(p.name.rsplit("_", 1)[0] for p in (tmp_path / "out").iterdir()) == ["h200_sglang", "h200_vllm-dspark"]
     (s,) = load_run(next(p for p in (tmp_path / "out").iterdir() if "_sglang_" in p.name)).scenarios
     assert (s.concurrency, s.request_format) == (8, "sglang-oai")  # 8 prompts at once, the slot was num_prompts
+
+
+def test_only_a_known_chip_in_a_file_name_overrides_the_given_chip(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    write(raw / "dsv4_sglang_0707_2_32_4.jsonl", sglang_run())  # `dsv4` is no chip
+    write(raw / "h20_sglang_0707_2_32_4.jsonl", sglang_run())
+    result = run_import(raw, tmp_path / "out", "--chip", "nvidia_h200")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name.rsplit("_", 1)[0] for p in (tmp_path / "out").iterdir()) == ["h20_sglang", "nvidia_h200_sglang"]
+    assert "h20_sglang_0707_2_32_4.jsonl: the file name says chip h20" in result.output
+    assert "chip dsv4" not in result.output
