@@ -632,6 +632,8 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
     hints = name_hints(path.stem, pattern)
     if source.skip is not None:
         result.plan.append(f"skip {label}: {source.skip}")
+        if path.name.endswith(".failure.json"):
+            result.warnings.append(f"{label}: not imported: {source.skip}")
         return result
     outcome = read_raw_file(path, label, hints, strict=strict, options=options)
     result.problems.extend(outcome.problems)

@@ -726,7 +726,8 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
                 if isinstance(data.get(key), str) and data[key]:
                     first = data[key]
         reason = f"; first error: {first.strip().splitlines()[0][:300]}" if first.strip() else ""
-        raise RunError(f"0 of {total} requests succeeded{reason}")
+        counted = f"0 of {total} requests succeeded" if total else "0 requests succeeded (completed: 0; no request count)"
+        raise RunError(f"{counted}{reason}")
     rate = _request_rate(data, notes)
     concurrency = _concurrency(data, arrays, hints, rate, notes)
     input_len, output_len, averaged = _lengths(data, arrays, hints, options, success, notes)

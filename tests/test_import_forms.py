@@ -354,12 +354,14 @@ def test_sweep_directory_imports_each_run_once(tmp_path: Path) -> None:
         write(comb / f"run={i}.json", json.dumps(run, indent=4))
     write(comb / "summary.json", json.dumps(runs, indent=4))
     write(comb / "warmup.json", json.dumps(dict(runs[0], run_number=-1), indent=4))
+    write(comb / "run=2.failure.json", json.dumps({"run_number": 2, "error_type": "TimeoutError", "error": "server hung"}))
     dry = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200", "--dry-run")
     assert dry.exit_code == 0, dry.output
     assert "summary.json: sweep summary: repeats the run=N.json files" in dry.output
     assert "warmup.json: sweep warm-up run: not measured" in dry.output
     result = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200")
     assert result.exit_code == 0, result.output
+    assert "run=2.failure.json: not imported: benchmark failed (TimeoutError: server hung)" in result.output
     scenarios = imported(tmp_path / "out")
     assert [s.name for s in scenarios] == ["c4_i256_o32", "c4_i256_o32_r2"]
     for s, run in zip(scenarios, runs):
