@@ -83,6 +83,20 @@ def is_run_set_data(data: Any) -> bool:
     return isinstance(data, dict) and data.get("kind") == RUN_SET_KIND
 
 
+# An index is a few kilobytes; a larger results.json is a run and is not read twice to find out.
+MAX_INDEX_BYTES = 1 << 20
+
+
+def is_index_file(file: Path) -> bool:
+    """FILE is a run-set index (a small results.json whose `kind` is `run-set`); False for a run or an unreadable file."""
+    try:
+        if not file.is_file() or file.stat().st_size > MAX_INDEX_BYTES:
+            return False
+        return is_run_set_data(read_json_text(file))
+    except (OSError, ResultsError):
+        return False
+
+
 def index_file(path: PathLike) -> Path:
     p = Path(path)
     return p / RESULTS_NAME if p.is_dir() else p
@@ -99,10 +113,9 @@ def parse_run_set(data: Any, file: Path) -> RunSet:
 def load_run_set(path: PathLike) -> Optional[RunSet]:
     """The index at PATH (a run-set directory or its results.json); None when PATH holds a run or no results.json."""
     file = index_file(path)
-    if not file.is_file():
+    if not is_index_file(file):
         return None
-    data = read_json_text(file)
-    return parse_run_set(data, file) if is_run_set_data(data) else None
+    return parse_run_set(read_json_text(file), file)
 
 
 def phase_paths(path: PathLike, run_set: RunSet) -> list[Path]:

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from .errors import ResultsError
 from .io import RESULTS_NAME, format_loc, model_message, read_json_text
 from .models import Results
-from .runset import check_run_set, is_run_set_data
+from .runset import check_run_set, is_index_file, is_run_set_data
 from .slo import overall_mark
 
 ERROR = "error"
@@ -309,10 +309,7 @@ def validate_file(path: Path, label: Optional[str] = None) -> FileReport:
 
 
 def _is_index(file: Path) -> bool:
-    try:
-        return is_run_set_data(read_json_text(file))
-    except ResultsError:
-        return False
+    return is_index_file(file)
 
 
 def _dir_checks(run_dir: Path, data_ok: bool) -> Iterator[Problem]:

@@ -68,7 +68,10 @@ def test_every_results_json_validates(cpu_run: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "sskj_results", "validate", str(cpu_run)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count(": valid (") == 2
+    assert proc.stdout.count(": valid (") == 3  # the run-set index and its two phases
+    index = json.loads((cpu_run / "results.json").read_text())
+    assert index["kind"] == "run-set"
+    assert [p["dir"] for p in index["phases"]] == ["phase1_vllm_baseline", "phase2_vllm_ngram"]
 
 
 def test_phases_measured_with_real_accept_length(cpu_run: Path) -> None:
