@@ -33,6 +33,7 @@ from .rawio import FileScan, LineError, count_lines, sha256_file, sha256_files
 from .readers import (
     ENGINE_OF_BACKEND, NameHints, RawRun, ReadOptions, RunError, compile_name_pattern, name_hints, read_run,
 )
+from .redact import redact
 from .sidecars import (
     accept_length_between, read_skipped, sidecar_digest, sidecar_paths, summarize_gpu_log, summarize_xpu_log,
 )
@@ -879,7 +880,7 @@ def provenance_readme(results: Results, sources: Iterable[tuple[Path, str, int, 
         "Command:",
         "",
         "```",
-        command or "(not recorded)",
+        redact(command) if command else "(not recorded)",
         "```",
         "",
         f"Engine `{meta.engine}`, model `{meta.model}` and chip `{meta.chip}` come from the command line, else the "

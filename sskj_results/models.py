@@ -24,7 +24,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Final, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .redact import redact_text, redact_value_of
 
 SCHEMA_VERSION: Final = 1
 SCHEMA_ID = "https://sskj.dev/schema/results.schema.json"
@@ -107,6 +109,17 @@ class Metadata(_Model):
             raise ValueError("timestamp must be ISO-8601 with a UTC offset, e.g. 2026-07-07T13:26:41+08:00")
         return value
 
+    @model_validator(mode="after")
+    def _no_secrets(self) -> "Metadata":
+        """Every text field goes through the one redaction (URLs with credentials, tokens)."""
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, str):
+                cleaned = redact_text(value)
+                if cleaned != value:
+                    object.__setattr__(self, name, cleaned)
+        return self
+
 
 class Config(BaseModel):
     """Engine configuration. Known keys are typed; engines have many more, so extra keys are kept.
@@ -133,6 +146,24 @@ class Config(BaseModel):
         description="Format of scenario names with {concurrency}, {input_len}, {output_len}; "
         "null means `c{concurrency}_i{input_len}_o{output_len}`. Repeats of a shape get `_r2`, `_r3`, ...",
     )
+
+    @model_validator(mode="after")
+    def _no_secrets(self) -> "Config":
+        """No secret is ever recorded: a key with a secret name (hf_token, api_key, ...) keeps only
+        `<redacted>` (it was set), every text value goes through the one redaction."""
+        extra = self.__pydantic_extra__ or {}
+        for name in [*type(self).model_fields, *extra]:
+            value = extra[name] if name in extra else getattr(self, name)
+            if value is None or isinstance(value, bool):
+                continue
+            if isinstance(value, str) or redact_value_of(name, "x") != "x":
+                cleaned = redact_value_of(name, value if isinstance(value, str) else str(value))
+                if cleaned != value:
+                    if name in extra:
+                        extra[name] = cleaned
+                    else:
+                        object.__setattr__(self, name, cleaned)
+        return self
 
 
 class Percentiles(_Model):
