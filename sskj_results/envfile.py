@@ -16,6 +16,18 @@ variables already set: in the environment or earlier in the same file.
 substitution (``$(...)``, backquotes) is an error. Every error names
 ``file:line``.
 
+Config files cannot run code: variables that change how programs start
+(``STARTUP_VARIABLES``: BASH_ENV, ENV, PYTHONPATH, LD_PRELOAD, PATH, IFS,
+...) are refused with ``file:line``. A platform that really needs one for its
+engine (e.g. ``LD_LIBRARY_PATH`` for a driver) names it first in the
+allow-list key ``ENGINE_STARTUP_VARS`` of the same file; the shell's own
+variables (``NEVER_ALLOWED``) cannot be allowed. What an allow-list let
+through is listed in ``EnvResult.startup`` (the run records it).
+
+Platform files (``platforms/<chip>.env``) have a fixed set of keys,
+``PLATFORM_KEYS``: a missing required key or an unknown key is one error
+each (see ``check_platform_keys``; docs/PLATFORMS.md lists them).
+
 Precedence (environment > config.env > platform .env) is decided by the
 caller's *preset* names: the variables its environment set before any file
 was loaded. A preset key keeps its environment value (the file's differing
@@ -25,6 +37,7 @@ always take the file's value.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -33,8 +46,111 @@ from dataclasses import dataclass, field
 from typing import Union
 
 from .errors import ConfigError
+from .redact import redact_value_of
 
-__all__ = ["EnvResult", "Override", "parse_env_file", "parse_env_text"]
+__all__ = [
+    "ALLOW_KEY",
+    "EnvResult",
+    "NEVER_ALLOWED",
+    "Override",
+    "PLATFORM_KEYS",
+    "STARTUP_VARIABLES",
+    "check_platform_keys",
+    "parse_env_file",
+    "parse_env_text",
+    "startup_variable",
+]
+
+# --- variables that change how programs start -----------------------------------
+
+ALLOW_KEY = "ENGINE_STARTUP_VARS"
+# Read by bash itself: never allowed, whatever the allow-list says.
+NEVER_ALLOWED = frozenset({
+    "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "IFS", "PROMPT_COMMAND", "CDPATH", "GLOBIGNORE",
+    "BASH_XTRACEFD", "BASH_COMPAT", "BASH_LOADABLES_PATH", "EXECIGNORE", "HISTFILE", "INPUTRC", "ZDOTDIR",
+    "SSKJ_RESULTS_BIN", "SSKJ_RESULTS_CMD",
+})
+# Loaders, interpreters and tools that run code named by a variable.
+STARTUP_VARIABLES = NEVER_ALLOWED | frozenset({
+    "PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME",
+    "PYTHONUSERBASE", "PYTHONWARNINGS", "PYTHONBREAKPOINT", "PYTHONINSPECT", "PYTHONEXECUTABLE",
+    "PYTHONPLATLIBDIR", "PYTHONSAFEPATH", "PERL5LIB", "PERL5OPT", "RUBYOPT", "RUBYLIB", "NODE_OPTIONS",
+    "NODE_PATH", "GCONV_PATH", "HOSTALIASES", "LOCPATH", "NLSPATH", "MALLOC_CONF", "JAVA_TOOL_OPTIONS",
+    "TMPDIR", "HOME", "SHELL", "EDITOR", "VISUAL", "PAGER", "BROWSER", "LESSOPEN", "LESSCLOSE",
+})
+# Whole families: the dynamic loader, bash-exported functions, git (run for metadata), pip.
+_STARTUP_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_", "PIP_", "PYTHON")
+# PYTHON* variables that only tune a running interpreter.
+_HARMLESS = frozenset({
+    "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONUTF8",
+    "PYTHONFAULTHANDLER", "PYTHONNOUSERSITE",
+})
+
+
+def startup_variable(name: str) -> bool:
+    """True for a variable that changes how programs start (refused in config files)."""
+    if name in _HARMLESS:
+        return False
+    return name in STARTUP_VARIABLES or name.startswith(_STARTUP_PREFIXES)
+
+
+# --- platform files --------------------------------------------------------------
+
+# key -> (required: "yes" | "docker" (Docker platforms only) | "no", meaning). The one list:
+# add a key here (with its meaning) and docs/PLATFORMS.md, and platform files may use it.
+PLATFORM_KEYS: dict[str, tuple[str, str]] = {
+    "CHIP": ("yes", "chip identifier, recorded as metadata.chip and in raw file names"),
+    "ACCELERATOR": ("yes", "accelerator family, recorded as metadata.accelerator"),
+    "HARDWARE": ("yes", "e.g. `8x NVIDIA H200 143GB`, or `auto` (described by sskj-results metadata)"),
+    "ENGINE": ("yes", "default engine of the platform (sglang, vllm, vllm-dspark, vllm-xpu, ...)"),
+    "DEFAULT_PORT": ("yes", "server port unless PORT is set"),
+    "MODEL_ROOT": ("yes", "where models live (inside the container on Docker platforms)"),
+    "DOCKER_IMAGE": ("docker", "image of the engine container"),
+    "CONTAINER_NAME": ("docker", "name of the engine container"),
+    "CONTAINER_PYTHON": ("docker", "Python inside the container"),
+    "PATCH_ROOT": ("docker", "runtime patches applied inside the container before each start"),
+    "RUNTIME": ("no", "`native` (default) or `docker`"),
+    "ENV_ROOT": ("no", "directory of the engine/client virtualenvs (default ${SSKJ_ENVS_DIR})"),
+    "SGLANG_PYTHON": ("no", "Python of the SGLang environment"),
+    "VLLM_PYTHON": ("no", "Python of the vLLM environment"),
+    "DSPARK_PYTHON": ("no", "Python of the vLLM-DSpark environment"),
+    "XPU_PYTHON": ("no", "Python of the vLLM-XPU environment"),
+    "ENGINE_PYTHON": ("no", "Python of any engine without its own *_PYTHON key"),
+    "CLIENT_PYTHON": ("no", "Python with the bench client (sglang.bench_serving)"),
+    "WARMUP_PYTHON": ("no", "Python that runs warmup.py (default CLIENT_PYTHON)"),
+    "ACCEL_SAMPLER": ("no", "`nvidia-smi`, `xpu-smi` or `none` (default by CHIP)"),
+    "ACCEL_COUNT": ("no", "accelerators the platform expects to see (default: from HARDWARE `Nx ...`, else TP)"),
+    "CONTAINER_PATCH_DIR": ("no", "where patches are copied inside the container"),
+    "DOCKER_RUN_ARGS": ("no", "arguments of `docker run` when AUTO_START_CONTAINER=1 creates the container"),
+    "AUTO_START_CONTAINER": ("no", "1: create the container when it does not exist"),
+    ALLOW_KEY: ("no", "startup variables (e.g. LD_LIBRARY_PATH) this file may set for the engine; recorded"),
+}
+_DOCKER_KEYS = tuple(k for k, (req, _) in PLATFORM_KEYS.items() if req == "docker")
+
+
+def check_platform_keys(result: "EnvResult", name: str, allowed: AbstractSet[str] = frozenset()) -> None:
+    """Raise ConfigError with one line per missing required key and per unknown key of a platform file.
+
+    `allowed`: startup variables the file's allow-list admitted (they are known keys too).
+    """
+    problems: list[str] = []
+    keys = dict(result.lines)
+    for key, number in result.lines:
+        if key not in PLATFORM_KEYS and key not in allowed:
+            close = difflib.get_close_matches(key, PLATFORM_KEYS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(
+                f"{name}:{number}: unknown platform key {key}{hint}; platform keys are listed in "
+                "docs/PLATFORMS.md (new optional keys: sskj_results/envfile.py PLATFORM_KEYS)"
+            )
+    docker = result.as_dict().get("RUNTIME", "native") == "docker"
+    for key, (required, meaning) in PLATFORM_KEYS.items():
+        if key in keys or (required == "docker" and not docker) or required == "no":
+            continue
+        why = "Docker platforms need" if required == "docker" else "every platform needs"
+        problems.append(f"{name}: missing key {key}: {why} it ({meaning})")
+    if problems:
+        raise ConfigError("\nerror: ".join(problems))
 
 _SPACE = " \t\n\r\f\v"
 _BLANK_OR_COMMENT = re.compile(rf"[{_SPACE}]*(?:#.*)?", re.DOTALL)
@@ -58,7 +174,8 @@ class Override:
 
     @property
     def message(self) -> str:
-        return f"{self.key}={self.environment_value} from the environment overrides {os.path.basename(self.file)}"
+        value = redact_value_of(self.key, self.environment_value)
+        return f"{self.key}={value} from the environment overrides {os.path.basename(self.file)}"
 
 
 @dataclass
@@ -67,6 +184,10 @@ class EnvResult:
 
     assignments: list[tuple[str, str]] = field(default_factory=list)
     overrides: list[Override] = field(default_factory=list)
+    # every key the file assigns, with its line (also keys the environment overrides)
+    lines: list[tuple[str, int]] = field(default_factory=list)
+    # startup variables let through by the file's allow-list: (key, value, "file:line")
+    startup: list[tuple[str, str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, str]:
         """The final value of every assigned key (a later line wins)."""
@@ -170,6 +291,7 @@ def parse_env_text(
     """Parse the text of a config file called `name` (used in messages); see parse_env_file."""
     scope = dict(environ)
     result = EnvResult()
+    allowed: set[str] = set()
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last line starts no new one
@@ -184,6 +306,21 @@ def parse_env_text(
             raise ConfigError(f"{where}: expected KEY=VALUE, got: {line}")
         key, raw = match.group(1), match.group(2)
         value = _value(raw, scope, where)
+        result.lines.append((key, number))
+        if key == ALLOW_KEY:
+            never = sorted(set(value.split()) & NEVER_ALLOWED)
+            if never:
+                raise ConfigError(f"{where}: {ALLOW_KEY} cannot allow {' '.join(never)}: bash itself reads it")
+            allowed = set(value.split())
+        elif startup_variable(key):
+            if key in NEVER_ALLOWED or key not in allowed:
+                hint = "" if key in NEVER_ALLOWED else (
+                    f" (a platform whose engine needs it lists it first in {ALLOW_KEY}=\"{key}\"; it is then recorded)"
+                )
+                raise ConfigError(
+                    f"{where}: {key} changes how programs start and cannot be set in a config file{hint}"
+                )
+            result.startup.append((key, value, where))
         if key in preset and key not in protect:
             current = scope.get(key, "")
             if current != value:
