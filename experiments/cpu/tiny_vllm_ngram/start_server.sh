@@ -8,10 +8,21 @@
 #   --print-cmd print the command NUL-separated instead of running it
 set -euo pipefail
 
-EXPERIMENT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export PLATFORM="${PLATFORM:-cpu}"
-# shellcheck source-path=SCRIPTDIR source=../../../scripts/common/adaptive_bench_lib.sh
-source "${EXPERIMENT_DIR}/../../../scripts/common/adaptive_bench_lib.sh"
+EXPERIMENT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# The repository root: the nearest directory above this one that holds
+# scripts/common/ (along the path as called, then the physical one), so a
+# copy works at any depth and through symlinks.
+for REPO_ROOT in "${EXPERIMENT_DIR}" "$(cd "${EXPERIMENT_DIR}" && pwd -P)" ""; do
+  until [[ -z "${REPO_ROOT}" || -f "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh" ]]; do REPO_ROOT="${REPO_ROOT%/*}"; done
+  [[ -n "${REPO_ROOT}" ]] && break
+done
+if [[ -z "${REPO_ROOT}" ]]; then
+  echo "${BASH_SOURCE[0]}: no scripts/common/adaptive_bench_lib.sh in any directory above ${EXPERIMENT_DIR}" >&2
+  exit 1
+fi
+# shellcheck source-path=SCRIPTDIR/../.. source-path=SCRIPTDIR/../../.. source=scripts/common/adaptive_bench_lib.sh
+source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 
 #######################################
 # Fill SERVER_CMD for the phase: bench::vllm_server_base (launcher with the
