@@ -463,7 +463,18 @@ bench::start_phase_server() {
     # shellcheck disable=SC2034  # read by lib::stop_server
     LIB_SERVER_TAG="sskj-${PORT}"
   fi
-  lib::start_server "${PHASE_NAME}" "${BENCH_RUN_DIR}/logs" "${BENCH_SERVER_CMD[@]}" || return 1
+  # The mark lets a later run find this engine if this orchestrator dies
+  # (sskj-results preflight); engine.pid says the same for people.
+  local stat
+  stat="$(</proc/$$/stat)"
+  local -a fields
+  read -r -a fields <<<"${stat##*) }"
+  local mark="port=${PORT};orch=$$;orch_start=${fields[19]};exp=${BENCH_EXPERIMENT_DIR};run=${BENCH_RUN_DIR}"
+  mark+=";container=${LIB_SERVER_CONTAINER};tag=${LIB_SERVER_TAG}"
+  SSKJ_ENGINE_MARK="${mark}" lib::start_server "${PHASE_NAME}" "${BENCH_RUN_DIR}/logs" "${BENCH_SERVER_CMD[@]}" || return 1
+  printf 'pid=%s\nport=%s\norchestrator=%s\ncontainer=%s\ntag=%s\nlog=%s\nstop=kill -TERM -- -%s\n' \
+    "${LIB_SERVER_PID}" "${PORT}" "$$" "${LIB_SERVER_CONTAINER}" "${LIB_SERVER_TAG}" "${LIB_SERVER_LOG}" \
+    "${LIB_SERVER_PID}" >"${BENCH_RUN_DIR}/engine.pid"
   # shellcheck disable=SC2153  # LIB_SERVER_LOG is set by lib::start_server
   if ! lib::wait_for_health "http://${SERVER_HOST}:${PORT}" "${LIB_SERVER_PID}" "${HEALTH_TIMEOUT_S}" "${LIB_SERVER_LOG}"; then
     lib::stop_server
@@ -480,6 +491,7 @@ bench::start_phase_server() {
 #######################################
 bench::stop_phase_server() {
   lib::stop_server
+  rm -f "${BENCH_RUN_DIR}/engine.pid"
   BENCH_SERVER_UP=0
   lib::wait_port_free "${PORT}" "${PORT_FREE_TIMEOUT_S:-30}" ||
     lib::warn "port ${PORT} still in use after the server stopped"
@@ -753,7 +765,9 @@ bench::run_slo_search() {
 
 #######################################
 # The config keys recorded in results.json config: port, client settings,
-# and every variable named in RECORD_CONFIG (lower-cased keys).
+# the startup variables a platform allow-list let through (startup_vars),
+# and every variable named in RECORD_CONFIG (lower-cased keys; secret
+# names are recorded as <redacted> by sskj-results).
 # Outputs:   none
 # Globals:   BENCH_CONFIG_ARGS (written, array of --config KEY=VALUE)
 # Returns:   0
@@ -764,6 +778,9 @@ bench::collect_config_args() {
     --config "dataset_name=${DATASET_NAME:-$([[ "${CLIENT}" == vllm ]] && echo random || echo random-ids)}"
     --config "warmup_requests=${WARMUP_REQUESTS}"
   )
+  if [[ -n "${SSKJ_STARTUP_VARS:-}" ]]; then
+    BENCH_CONFIG_ARGS+=(--config "startup_vars=${SSKJ_STARTUP_VARS}")
+  fi
   local -a names=()
   local name key
   read -r -a names <<<"${RECORD_CONFIG:-}"
@@ -981,6 +998,13 @@ bench::run_experiment() {
   fi
   bench::load_config "${BENCH_EXPERIMENT_DIR}" || return 1
   export RUN_ID="${RUN_ID:-$(date '+%Y%m%d-%H%M%S')}"
+  # Names become path segments: check them all before anything is written.
+  local -a names=("RUN_ID=${RUN_ID}" "EXPERIMENT=${EXPERIMENT}" "PLATFORM=${PLATFORM}" "CHIP=${CHIP}")
+  for spec in "${specs[@]}"; do
+    bench::parse_phase_spec "${spec}" || return 2
+    names+=("phase=${BENCH_PHASE_NAME}" "engine=${BENCH_PHASE_ENGINE}")
+  done
+  lib::results check-names "${names[@]}" >&2 || return 2
   export RESULT_ROOT="${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}}"
   BENCH_RESULT_ROOT="${RESULT_ROOT}"
   if [[ "${RUN_ID}" =~ ^[0-9]{4}([0-9]{4})- ]]; then
@@ -1001,6 +1025,8 @@ bench::run_experiment() {
     lib::err "${BENCH_RESULT_ROOT} already holds a run; use RESUME=1 RUN_ID=${RUN_ID} or a new RUN_ID"
     return 1
   fi
+  # Before any model load or file: interpreters, model, port, stale engines, ...
+  platform::preflight "${BENCH_EXPERIMENT_DIR}" "${specs[@]}" || return 1
   mkdir -p "${BENCH_RESULT_ROOT}/logs" || return 1
   # shellcheck disable=SC2034  # read by lib::log
   LIB_LOG_FILE="${BENCH_RESULT_ROOT}/logs/${EXPERIMENT}_orchestrator_$(date '+%Y%m%d_%H%M%S').log"

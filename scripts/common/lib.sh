@@ -185,47 +185,30 @@ lib::load_env_file() {
 }
 
 #######################################
-# Copy an argument list with secret values replaced by '<redacted>': the value after
-# an option named --api-key, --token, --hf-token, --*-secret, --*-password
-# (also in --opt=value form), and NAME=value words whose NAME has a KEY,
-# TOKEN, SECRET or PASSWORD component (HF_TOKEN=..., OPENAI_API_KEY=...).
+# Copy an argument list with secret values replaced by '<redacted>'. The
+# rule is sskj_results/redact.py (the one redaction of the project; see its
+# docstring), run as a script with the interpreter of sskj-results (-I -S:
+# no site, no PYTHONPATH). When it cannot run, the command is not shown.
 # Arguments: the words
-# Globals:   LIB_REDACTED (written, array)
-# Returns:   0
+# Globals:   LIB_REDACTED (written, array); _LIB_REDACT_CMD (cached)
+# Returns:   0 redacted, 1 redactor failed (LIB_REDACTED says so)
 #######################################
 lib::redact_args() {
   LIB_REDACTED=()
-  local word lower upper hide_next=0
-  # Option names ending in one of these words carry a secret value.
-  local re_opt='^--([a-z0-9]+-)*(api-key|apikey|token|secret|password|passwd)(=.*)?$'
-  # NAME=value words whose NAME has one of these _-separated components.
-  local re_env='^([A-Za-z_][A-Za-z0-9_]*)=(.*)$'
-  local re_secret_name='(^|_)(KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD)(_|$)'
-  for word in "$@"; do
-    if ((hide_next)); then
-      LIB_REDACTED+=('<redacted>')
-      hide_next=0
-      continue
+  (($# > 0)) || return 0
+  if [[ -z "${_LIB_REDACT_CMD[0]:-}" ]]; then
+    local py=python3 first=""
+    if lib::results_init >/dev/null 2>&1 && [[ -r "${SSKJ_RESULTS_CMD[0]}" ]]; then
+      IFS= read -r first <"${SSKJ_RESULTS_CMD[0]}" || true
+      [[ "${first}" =~ ^\#\!(/[^[:space:]]*python[0-9.]*)$ ]] && py="${BASH_REMATCH[1]}"
     fi
-    lower="$(printf '%s' "${word}" | tr '[:upper:]' '[:lower:]')"
-    if [[ "${lower}" =~ ${re_opt} ]]; then
-      if [[ -n "${BASH_REMATCH[3]}" ]]; then
-        LIB_REDACTED+=("${word%%=*}=<redacted>")
-      else
-        LIB_REDACTED+=("${word}")
-        hide_next=1
-      fi
-      continue
-    fi
-    if [[ "${word}" =~ ${re_env} ]]; then
-      upper="$(printf '%s' "${BASH_REMATCH[1]}" | tr '[:lower:]' '[:upper:]')"
-      if [[ "${upper}" =~ ${re_secret_name} ]]; then
-        LIB_REDACTED+=("${word%%=*}=<redacted>")
-        continue
-      fi
-    fi
-    LIB_REDACTED+=("${word}")
-  done
+    _LIB_REDACT_CMD=("${py}" -I -S "$(lib::repo_root)/sskj_results/redact.py" --)
+  fi
+  mapfile -d '' -t LIB_REDACTED < <("${_LIB_REDACT_CMD[@]}" "$@" 2>/dev/null)
+  if ((${#LIB_REDACTED[@]} != $#)); then
+    LIB_REDACTED=("<command not shown: ${_LIB_REDACT_CMD[*]:0:3} failed>")
+    return 1
+  fi
   return 0
 }
 
@@ -238,7 +221,7 @@ lib::redact_args() {
 #######################################
 lib::quote_cmd() {
   local -a LIB_REDACTED=()
-  lib::redact_args "$@"
+  lib::redact_args "$@" || true
   local line
   line="$(printf '%q ' "${LIB_REDACTED[@]}")"
   printf '%s' "${line% }"

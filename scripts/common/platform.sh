@@ -114,8 +114,9 @@ platform::validate() {
 # ACCEL_SAMPLER by chip; validate. HARDWARE="auto" is passed on as it is:
 # `sskj-results metadata` asks nvidia-smi / the CPU for the description.
 # Arguments: $1 platform name (optional; overrides PLATFORM)
-# Globals:   PLATFORM, REPO_ROOT, the file's keys, ACCEL_SAMPLER (written,
-#            exported)
+# Globals:   PLATFORM, REPO_ROOT, SSKJ_ENVS_DIR, SSKJ_MODELS_DIR, the
+#            file's keys, ACCEL_SAMPLER (written, exported);
+#            PLATFORM_DETECTED (written: 1 when detected, read by preflight)
 # Outputs:   progress on stderr
 # Returns:   0 loaded, 1 unknown platform or invalid file
 #######################################
@@ -125,8 +126,10 @@ platform::load() {
     REPO_ROOT="$(lib::repo_root)"
   fi
   export REPO_ROOT
+  PLATFORM_DETECTED=0
   if [[ -z "${name}" ]]; then
     name="$(platform::detect)" || return 1
+    PLATFORM_DETECTED=1
     lib::info "detected platform ${name} (set PLATFORM to override)"
   fi
   if [[ ! "${name}" =~ ^[a-z0-9_]+$ ]]; then
@@ -139,6 +142,11 @@ platform::load() {
     return 1
   fi
   export PLATFORM="${name}"
+  # Where environments and models live: one setting each, also read by
+  # setup_envs.sh; platform files derive interpreter and model paths from them.
+  SSKJ_ENVS_DIR="${SSKJ_ENVS_DIR:-${REPO_ROOT}/envs}"
+  SSKJ_MODELS_DIR="${SSKJ_MODELS_DIR:-${REPO_ROOT}/models}"
+  export SSKJ_ENVS_DIR SSKJ_MODELS_DIR
   lib::load_env_file "${file}" --protect CHIP ACCELERATOR RUNTIME DOCKER_IMAGE CONTAINER_NAME CONTAINER_PYTHON || return 1
   export RUNTIME="${RUNTIME:-native}"
   if [[ -z "${ACCEL_SAMPLER:-}" ]]; then
@@ -150,4 +158,65 @@ platform::load() {
   fi
   export ACCEL_SAMPLER
   platform::validate "${file}"
+}
+
+#######################################
+# Preflight of every phase before anything is started or written: the
+# phase's server command (start_server.sh --print-cmd), then
+# `sskj-results preflight` with the engine command, client, model, port,
+# accelerators, Docker image and disk; it also finds (and stops) a stale
+# engine left by a dead orchestrator on this port or of this experiment.
+# With DRY_RUN=1 problems are warnings and nothing is stopped.
+# Arguments: $1 experiment directory; $2.. phase specs
+# Globals:   PLATFORM_DETECTED PORT SERVER_HOST MODEL_PATH CLIENT CLIENT_PYTHON
+#            ACCEL_SAMPLER HARDWARE ACCEL_COUNT TP RUNTIME DOCKER_IMAGE
+#            RESULT_ROOT STOP_GRACE_S SSKJ_MIN_FREE_GB
+#            STOP_STALE_ENGINE (0: refuse, with the command that stops it) (read)
+# Outputs:   one line per problem on stderr
+# Returns:   0 ready (or DRY_RUN), 1 a problem
+#######################################
+platform::preflight() {
+  local exp_dir="$1" spec kind=none count
+  shift
+  local -a common=(preflight --host "${SERVER_HOST}" --port "${PORT}" --orchestrator "$$"
+    --experiment-dir "${exp_dir}" --grace "${STOP_GRACE_S:-30}"
+    --disk "${RESULT_ROOT}:${SSKJ_MIN_FREE_GB:-1}")
+  lib::is_dry_run && common+=(--warn-only)
+  [[ "${STOP_STALE_ENGINE:-1}" == "0" ]] && common+=(--no-stop-stale)
+  case "${ACCEL_SAMPLER:-none}" in
+    nvidia-smi) kind=nvidia ;;
+    xpu-smi) kind=xpu ;;
+  esac
+  count="${ACCEL_COUNT:-}"
+  if [[ -z "${count}" && "${HARDWARE:-}" =~ ^([0-9]+)x ]]; then
+    count="${BASH_REMATCH[1]}"
+  fi
+  common+=(--accelerators "${kind}:${count:-${TP:-1}}")
+  [[ "${HARDWARE:-}" == "auto" ]] && common+=(--hardware-auto)
+  if [[ "${PLATFORM_DETECTED:-0}" == "1" ]]; then
+    # The platform choice first: a wrong one would build every command wrongly.
+    local -a choice=(preflight --detected-platform "${PLATFORM}" --experiment-dir "${exp_dir}" --accelerators "${kind}:0")
+    [[ "${HARDWARE:-}" == "auto" ]] && choice+=(--hardware-auto)
+    lib::results "${choice[@]}" || return 1
+    common+=(--detected-platform "${PLATFORM}")
+  fi
+  [[ "${RUNTIME:-native}" == "docker" ]] && common+=(--docker-image "${DOCKER_IMAGE}")
+  local module=sglang.bench_serving
+  [[ "${CLIENT:-sglang}" == "vllm" ]] && module=vllm.entrypoints.cli.main
+  for spec in "$@"; do
+    bench::parse_phase_spec "${spec}" || return 1
+    bench::apply_phase_settings
+    if ! bench::get_server_cmd "${exp_dir}" "${spec}"; then
+      bench::restore_phase_settings
+      return 1
+    fi
+    if ! lib::results "${common[@]}" --engine "${BENCH_PHASE_ENGINE}" --model "${MODEL_PATH}" \
+      --client-python "${CLIENT_PYTHON:-}" --client-module "${module}" -- "${BENCH_SERVER_CMD[@]}"; then
+      bench::restore_phase_settings
+      lib::err "preflight of phase ${BENCH_PHASE_NAME} failed: nothing was started"
+      return 1
+    fi
+    bench::restore_phase_settings
+  done
+  return 0
 }

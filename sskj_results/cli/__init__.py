@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "runset": ("runset_cmd", "runset", "Write the index of a multi-phase run directory (its phases, in order)."),
     "slo-next": ("slo_search_cmd", "slo_next", "Next concurrency of an SLO search (prints nothing when done)."),
     "env": ("env_cmd", "env", "Read KEY=VALUE config files safely (used by the shell; nothing is executed)."),
+    "new-experiment": ("new_experiment_cmd", "new_experiment", "Create experiments/<platform>/<name>/ from TEMPLATE or another experiment."),
+    "redact": ("redact_cmd", "redact", "Redact secrets from words or lines (the one redaction; used by the shell)."),
+    "preflight": ("preflight_cmd", "preflight", "Check interpreters, model, port, accelerators, image and disk before a run."),
+    "check-names": ("redact_cmd", "check_names", "Check that names used as path segments are plain names."),
 }
 
 

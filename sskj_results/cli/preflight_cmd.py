@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import sys
+import time
+from typing import Optional
+
+import click
+
+from .common import handle_errors
+
+
+def _say(level: str, message: str) -> None:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    sys.stderr.write(f"[{stamp}] [{level}] preflight: {message}\n")
+
+
+@click.command("preflight", context_settings={"ignore_unknown_options": True})
+@click.option("--warn-only", is_flag=True, help="Report problems as warnings and exit 0 (DRY_RUN); never stop anything.")
+@click.option("--engine", default="", help="Engine of the phase (names the *_PYTHON key in messages).")
+@click.option("--client-python", default=None, help="Python of the bench client.")
+@click.option("--client-module", default=None, help="Module the client runs (sglang.bench_serving, ...).")
+@click.option("--model", default=None, help="MODEL_PATH: must exist and hold config.json (a hub id is left to the engine).")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=None, help="Port the engine will listen on: must be free.")
+@click.option("--accelerators", default="none", help="KIND:COUNT expected visible (nvidia:8, xpu:8, none).")
+@click.option("--hardware-auto", is_flag=True, help="The platform's HARDWARE is auto.")
+@click.option("--detected-platform", default=None, help="The platform was auto-detected as this (PLATFORM not given).")
+@click.option("--docker-image", default=None, help="Docker platforms: the image that must be present.")
+@click.option("--disk", default=None, metavar="DIR:GB", help="At least GB free under DIR.")
+@click.option("--experiment-dir", default=None, help="Find stale engines of this experiment too.")
+@click.option("--orchestrator", type=int, default=0, help="Pid of the calling orchestrator (its own engines are not stale).")
+@click.option("--grace", type=float, default=30.0, show_default=True, help="Seconds between TERM and KILL of a stale engine.")
+@click.option("--stop-stale/--no-stop-stale", default=True, show_default=True,
+              help="Stop a stale engine of a dead orchestrator, or refuse with the command that stops it.")
+@click.argument("engine_cmd", nargs=-1, type=click.UNPROCESSED)
+@handle_errors
+def preflight(warn_only: bool, engine: str, client_python: Optional[str], client_module: Optional[str],
+              model: Optional[str], host: str, port: Optional[int], accelerators: str, hardware_auto: bool,
+              detected_platform: Optional[str], docker_image: Optional[str], disk: Optional[str],
+              experiment_dir: Optional[str], orchestrator: int, grace: float, stop_stale: bool,
+              engine_cmd: tuple[str, ...]) -> None:
+    """Check, in a few seconds, what a run needs before any model is loaded: engine and client
+    interpreters and modules, model path, port (and stale engines of dead orchestrators), visible
+    accelerators, Docker image, disk space. ENGINE_CMD (after --) is the server command.
+
+    One line per problem with what to do; exit 1 when any (0 with --warn-only, except for a
+    platform choice that contradicts the experiment's directory or HARDWARE=auto that cannot be
+    queried: errors unless PLATFORM was given).
+    """
+    from ..errors import UsageError
+    from ..preflight import Spec, engine_python_var, expected_platform, run_preflight
+
+    kind, _, count = accelerators.partition(":")
+    if kind not in ("none", "nvidia", "xpu") or (count and not count.isdigit()):
+        raise UsageError(f"--accelerators {accelerators!r}: expected none, nvidia:N or xpu:N")
+    disk_dir, disk_gb = None, 1.0
+    if disk:
+        disk_dir, _, gb = disk.rpartition(":")
+        try:
+            disk_gb = float(gb)
+        except ValueError:
+            raise UsageError(f"--disk {disk!r}: expected DIR:GB") from None
+    argv = list(engine_cmd)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    spec = Spec(
+        engine_argv=argv,
+        engine_env_var=engine_python_var(engine),
+        client_python=client_python or None,
+        client_module=client_module,
+        model=model or None,
+        host=host,
+        port=port,
+        accelerator_kind=kind,
+        accelerator_count=int(count or 0),
+        hardware_auto=hardware_auto,
+        platform_given=detected_platform is None,
+        detected_platform=detected_platform,
+        expected_platform=expected_platform(experiment_dir) if experiment_dir and detected_platform else None,
+        docker_image=docker_image or None,
+        disk_dir=disk_dir,
+        disk_gb=disk_gb,
+        experiment_dir=experiment_dir,
+        stop_stale=stop_stale and not warn_only,
+        grace_s=grace,
+        orchestrator=orchestrator,
+    )
+    outcome = run_preflight(spec)
+    for note in outcome.notes:
+        _say("WARN", note)
+    for problem in outcome.problems:
+        _say("WARN" if warn_only and not problem.fatal else "ERROR", problem.line())
+    if any(p.fatal for p in outcome.problems) or (outcome.problems and not warn_only):
+        sys.exit(1)
