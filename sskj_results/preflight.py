@@ -38,12 +38,12 @@ from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 TIMEOUT_S = 10.0
 # Locate MODULE without importing it (importing vllm or sglang takes many seconds).
 _FIND_MODULE = r"""
-import importlib.util, os, sys
-name = sys.argv[1]
+import importlib.util, os, sys as s
+name = s.argv[1]
 top, _, rest = name.partition(".")
 spec = importlib.util.find_spec(top)
 if spec is None:
-    sys.exit(3)
+    s.exit(3)
 if rest:
     places = list(spec.submodule_search_locations or [])
     parts = rest.split(".")
@@ -52,9 +52,9 @@ if rest:
         if os.path.isfile(base + ".py") or os.path.isdir(base) or any(
                 f.startswith(parts[-1] + ".") and f.endswith((".so", ".pyc")) for f in os.listdir(os.path.dirname(base))
                 if os.path.isdir(os.path.dirname(base))):
-            sys.exit(0)
-    sys.exit(4)
-sys.exit(0)
+            s.exit(0)
+    s.exit(4)
+s.exit(0)
 """
 
 

@@ -1,8 +1,8 @@
 """The one redaction of secrets, for every writer and every printed command line.
 
-Stdlib only and runnable as a script (``python -I -S redact.py WORD...``,
-used by the shell's ``lib::quote_cmd`` so that bash has no redaction of its
-own); ``sskj-results redact`` is the same thing as a subcommand.
+Stdlib only, so that ``scripts/common/redact.py`` (run by the shell's
+``lib::quote_cmd`` with ``python -I -S``) loads it in milliseconds: bash has
+no redaction of its own. ``sskj-results redact`` is the same as a subcommand.
 
 What counts as a secret
 -----------------------
@@ -291,10 +291,10 @@ def redact_lines(lines: Iterable[str]) -> Iterator[str]:
         yield redact(line)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Script entry: ``redact.py [--] WORD...`` prints the redacted words NUL-terminated;
-    ``redact.py --lines`` copies stdin to stdout with every line redacted."""
-    args = list(sys.argv[1:] if argv is None else argv)
+def main(argv: Sequence[str]) -> int:
+    """``[--] WORD...`` prints the redacted words NUL-terminated; ``--lines`` copies stdin to
+    stdout with every line redacted."""
+    args = list(argv)
     if args[:1] == ["--lines"]:
         for line in sys.stdin:
             sys.stdout.write(redact(line.rstrip("\n")) + "\n")
@@ -308,6 +308,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out.flush()
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

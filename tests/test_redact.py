@@ -98,7 +98,7 @@ def test_printf_q_lines_from_the_shell_are_redacted() -> None:
 
 def test_script_form_used_by_the_shell() -> None:
     words = [w for before, _ in FORMS for w in before]
-    proc = subprocess.run([sys.executable, "-I", "-S", str(REPO / "sskj_results" / "redact.py"), "--", *words],
+    proc = subprocess.run([sys.executable, "-I", "-S", str(REPO / "scripts" / "common" / "redact.py"), "--", *words],
                           capture_output=True, check=True)
     assert proc.stdout.decode().split("\0")[:-1] == [w for _, after in FORMS for w in after]
 

@@ -187,8 +187,9 @@ lib::load_env_file() {
 #######################################
 # Copy an argument list with secret values replaced by '<redacted>'. The
 # rule is sskj_results/redact.py (the one redaction of the project; see its
-# docstring), run as a script with the interpreter of sskj-results (-I -S:
-# no site, no PYTHONPATH). When it cannot run, the command is not shown.
+# docstring), run through scripts/common/redact.py with the interpreter of
+# sskj-results (-I -S: no site, no PYTHONPATH; milliseconds). When it
+# cannot run, the command is not shown.
 # Arguments: the words
 # Globals:   LIB_REDACTED (written, array); _LIB_REDACT_CMD (cached)
 # Returns:   0 redacted, 1 redactor failed (LIB_REDACTED says so)
@@ -202,7 +203,7 @@ lib::redact_args() {
       IFS= read -r first <"${SSKJ_RESULTS_CMD[0]}" || true
       [[ "${first}" =~ ^\#\!(/[^[:space:]]*python[0-9.]*)$ ]] && py="${BASH_REMATCH[1]}"
     fi
-    _LIB_REDACT_CMD=("${py}" -I -S "$(lib::repo_root)/sskj_results/redact.py" --)
+    _LIB_REDACT_CMD=("${py}" -I -S "$(lib::repo_root)/scripts/common/redact.py" --)
   fi
   mapfile -d '' -t LIB_REDACTED < <("${_LIB_REDACT_CMD[@]}" "$@" 2>/dev/null)
   if ((${#LIB_REDACTED[@]} != $#)); then
