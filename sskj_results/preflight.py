@@ -165,7 +165,10 @@ def check_interpreter(role: str, interp: Interpreter, env_var: str) -> List[Prob
 
 
 def check_model(path: str, container: Optional[str]) -> List[Problem]:
-    """MODEL_PATH exists and holds config.json (or is a .gguf file)."""
+    """MODEL_PATH exists and holds config.json (or is a .gguf file); a relative name that is not a
+    local path (a hub id such as org/model) is left to the engine."""
+    if not path.startswith(("/", ".")) and not Path(path).exists():
+        return []
     if container and container_running(container):
         rc, _ = _run(["docker", "exec", container, "sh", "-c",
                       'test -f "$1/config.json" || { test -f "$1" && case "$1" in *.gguf) true ;; *) false ;; esac; }',
@@ -175,8 +178,6 @@ def check_model(path: str, container: Optional[str]) -> List[Problem]:
         return [Problem(f"model {path} has no config.json inside container {container}",
                         "bind-mount the model at that path or set MODEL_PATH / MODEL_ROOT")]
     p = Path(path)
-    if not p.is_absolute() and not path.startswith(".") and not p.exists():
-        return []  # a hub id or served name (org/model): the engine resolves it
     if p.is_dir() and (p / "config.json").is_file():
         return []
     if p.is_file() and p.suffix == ".gguf":

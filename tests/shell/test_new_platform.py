@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from shellkit import REPO, load_json, needs_results
+from shellkit import REPO, free_port, load_json, needs_results
 
 pytestmark = [pytest.mark.shell, needs_results]
 
@@ -131,7 +131,7 @@ def test_a_clone_with_environments_elsewhere(tmp_path, base_env, tag):
     repo = clone_repo(tmp_path / "clone")
     envs, models = tmp_path / "shared" / "envs", tmp_path / "shared" / "models"
     env = clean_env(base_env, SSKJ_ENVS_DIR=str(envs), SSKJ_MODELS_DIR=str(models), RUN_ID="20260101-000000",
-                    RESULT_ROOT=str(tmp_path / "r"))
+                    RESULT_ROOT=str(tmp_path / "r"), PORT=str(free_port()))
     proc = dry_run(repo / "experiments" / "cpu" / "tiny_vllm_ngram" / "run_bench.sh", env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     cmds = commands(proc.stdout)
@@ -141,3 +141,25 @@ def test_a_clone_with_environments_elsewhere(tmp_path, base_env, tag):
     clients = [c for c in cmds if "sglang.bench_serving" in c]
     assert clients and all(c[0] == f"{envs}/client/bin/python" for c in clients)
     assert str(repo / "envs") not in proc.stdout
+    # The preflight of that dry run looked there too: nothing installed yet, so it says what is missing.
+    assert f"engine interpreter {envs}/engine-cpu/bin/python does not exist" in proc.stderr
+    assert f"client interpreter {envs}/client/bin/python does not exist" in proc.stderr
+    assert f"model path {models}/tiny-llama does not exist" in proc.stderr
+    # Environments and model in place (stand-ins: interpreters that find a vllm / sglang package),
+    # the same preflight is clean.
+    engine_mods = tmp_path / "engine_mods"
+    for part in ("vllm", "vllm/entrypoints", "vllm/entrypoints/openai"):
+        (engine_mods / part).mkdir(parents=True)
+        (engine_mods / part / "__init__.py").write_text("")
+    (engine_mods / "vllm/entrypoints/openai/api_server.py").write_text("")
+    for name, path in (("engine-cpu", engine_mods), ("client", REPO / "tests" / "fakes" / "pymods")):
+        (envs / name / "bin").mkdir(parents=True)
+        python = envs / name / "bin" / "python"
+        python.write_text(f'#!/bin/sh\nPYTHONPATH={path} exec {sys.executable} "$@"\n')
+        python.chmod(0o755)
+    (models / "tiny-llama").mkdir(parents=True)
+    (models / "tiny-llama" / "config.json").write_text("{}")
+    proc = dry_run(repo / "experiments" / "cpu" / "tiny_vllm_ngram" / "run_bench.sh",
+                   dict(env, RESULT_ROOT=str(tmp_path / "r2")), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "preflight:" not in proc.stderr
