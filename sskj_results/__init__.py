@@ -6,6 +6,7 @@ Library entry points (imported on first use, so the CLI starts fast)::
     run = sskj_results.load_run("experiments/p800/dsv4_p800_sglang/results/20260708-120000")
     run.scenarios[0].latencies.ttft_ms.p95
     sskj_results.save_run(run, "copy/")      # atomic: temp file + rename
+    df = sskj_results.load_runs(["experiments/"])  # pandas DataFrame: one row per scenario per run
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "load_run", "save_run", "Results", "SskjError", "ResultsError"]
+__all__ = ["__version__", "load_run", "load_runs", "save_run", "Results", "SskjError", "ResultsError"]
 
 _LAZY = {
     "load_run": ("io", "load_run"),
     "save_run": ("io", "save_run"),
+    "load_runs": ("runtable", "load_runs"),
     "Results": ("models", "Results"),
     "SskjError": ("errors", "SskjError"),
     "ResultsError": ("errors", "ResultsError"),

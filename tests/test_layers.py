@@ -16,10 +16,10 @@ PKG = Path(__file__).resolve().parents[1] / "sskj_results"
 # layer -> modules (dotted names below sskj_results; a package counts for its modules)
 LAYERS: dict[str, set[str]] = {
     "contract": {"__init__", "errors", "models", "comparison_models", "schema", "io", "runset", "redact", "envfile", "names"},
-    "analysis": {"stats", "metrics", "slo", "slo_search", "rundata", "configdiff", "compare", "validate"},
+    "analysis": {"stats", "metrics", "slo", "slo_search", "rundata", "configdiff", "compare", "validate", "runtable"},
     "ingest": {"rawio", "readers", "sidecars", "metadata", "importer"},
     "render": {"report", "plots"},
-    "app": {"publish", "reparse", "newexp", "preflight"},
+    "app": {"publish", "reparse", "newexp", "preflight", "collect"},
     "cli": {"cli", "__main__"},
 }
 # what each layer may import (ingest and render are siblings: neither imports the other)

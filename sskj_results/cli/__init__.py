@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("report_cmd", "compare", "Compare runs side by side with statistical verdicts."),
     "reparse": ("runset_cmd", "reparse", "Re-import a run (or every phase of a run set) and rewrite its results and reports."),
     "runset": ("runset_cmd", "runset", "Write the index of a multi-phase run directory (its phases, in order)."),
+    "collect": ("collect_cmd", "collect", "Write one table (Parquet or CSV) of every run under the given paths."),
     "slo-next": ("slo_search_cmd", "slo_next", "Next concurrency of an SLO search (prints nothing when done)."),
     "env": ("env_cmd", "env", "Read KEY=VALUE config files safely (used by the shell; nothing is executed)."),
     "new-experiment": ("new_experiment_cmd", "new_experiment", "Create experiments/<platform>/<name>/ from TEMPLATE or another experiment."),

@@ -1,0 +1,36 @@
+"""`sskj-results collect`: parse options, call one library function, print."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .common import handle_errors
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Table to write: NAME.parquet (pandas, pyarrow) or NAME.csv (spreadsheets).")
+@click.option("--no-cache", is_flag=True,
+              help="Read every results.json again and write no .<out>.cache.parquet beside --out.")
+@handle_errors
+def collect(paths: tuple[Path, ...], out: Path, no_cache: bool) -> None:
+    """Write one table of every run under PATHS: one row per scenario per run.
+
+    PATHS are run directories, multi-phase run directories, results.json
+    files or any directory (searched recursively for results.json). Invalid
+    runs are skipped and listed on stderr. Unchanged results.json files (same
+    size and modification time) are taken from a cache beside --out.
+    Columns: docs/RUNS_TABLE.md.
+    """
+    from ..collect import collect as collect_runs
+
+    result = collect_runs(paths, out, use_cache=not no_cache)
+    for skip in result.skipped:
+        click.echo(f"skipped: {skip.reason}", err=True)
+    cached = result.runs - result.read + len(result.skipped)
+    click.echo(f"wrote {result.out}: {result.rows} row(s) from {result.runs} run(s)"
+               + (f" ({cached} unchanged, from the cache)" if cached else "")
+               + (f"; {len(result.skipped)} invalid run(s) skipped" if result.skipped else ""))
