@@ -1,19 +1,22 @@
 # sskj — one entry point for tests. `make test` works on a fresh machine:
 # it creates .venv, installs the package with its test dependencies,
-# installs Debian's shellcheck when missing, and runs every test including
-# the end-to-end run of experiments/cpu/tiny_vllm_ngram with a real vLLM engine.
+# installs Debian's shellcheck, chromium and chromium-driver when missing (the
+# last two open the HTML reports in a headless browser), and runs every test
+# including the end-to-end run of experiments/cpu/tiny_vllm_ngram with a real
+# vLLM engine.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-fast venv shellcheck schema clean-venv
+.PHONY: test test-fast venv shellcheck browser schema clean-venv
 
-test: venv shellcheck
+test: venv shellcheck browser
 	$(PY) -m pytest tests
 
-# Day-to-day: everything but the end-to-end engine run.
+# Day-to-day: everything but the end-to-end engine run (the browser tests
+# run when chromium is installed, and are skipped with the reason otherwise).
 test-fast: venv shellcheck
 	$(PY) -m pytest -m "not e2e" tests
 
@@ -32,6 +35,16 @@ shellcheck:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck >/dev/null; \
 	  else \
 	    echo "shellcheck missing and not root: install it (apt-get install shellcheck) for the lint tests"; \
+	  fi; }
+
+# Debian's chromium and its driver, for the browser tests of report.html / comparison.html.
+browser:
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's chromium and chromium-driver"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else \
+	    echo "chromium missing and not root: install it (apt-get install chromium chromium-driver) for the browser tests"; \
 	  fi; }
 
 schema: venv

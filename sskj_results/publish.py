@@ -30,6 +30,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 COMPARISON_MD = "comparison.md"
 COMPARISON_JSON = "comparison.json"
 REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
+COMPARISON_HTML = "comparison.html"
 PLOTS_DIR = "plots"
 DEFAULT_CDF_SHAPES = 4
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -43,6 +45,7 @@ class ComparisonOutput:
     json: Path
     plots: list[Path]
     doc: ComparisonDoc
+    html: Optional[Path] = None
 
 def plot_file_name(prefix: str, name: str) -> str:
     return f"{prefix}_{_UNSAFE.sub('_', name).strip('_') or 'scenario'}.png"
@@ -88,11 +91,13 @@ class ReportOptions:
     slo: Optional[SloSpec] = None
     plots: bool = True
     cdf: Optional[int] = DEFAULT_CDF_SHAPES
+    html: bool = False  # also report.html (self-contained, interactive)
 
 @dataclass(frozen=True)
 class ReportOutput:
     markdown: Path
     plots: list[Path]
+    html: Optional[Path] = None
 
 def draw_report_plots(run: RunData, spec: SloSpec, plot_dir: Path, cdf: Optional[int]) -> list[Path]:
     """A run's PNGs: the comparison's curves for one run, and per shape a CDF with one line per concurrency."""
@@ -134,7 +139,8 @@ def draw_report_plots(run: RunData, spec: SloSpec, plot_dir: Path, cdf: Optional
     return [p for p in written if p is not None]
 
 def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions()) -> ReportOutput:
-    """Regenerate RUN_DIR/report.md (and RUN_DIR/plots/*.png) from RUN_DIR/results.json."""
+    """Regenerate RUN_DIR/report.md (and RUN_DIR/plots/*.png, and RUN_DIR/report.html when options.html)
+    from RUN_DIR/results.json."""
     if options.cdf is not None and options.cdf < 0:
         raise UsageError(f"--cdf {options.cdf}: give `all` or a number of shapes >= 0")
     directory = Path(run_dir)
@@ -149,10 +155,17 @@ def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions()) ->
         if options.plots:
             written = draw_report_plots(run, spec, directory / PLOTS_DIR, options.cdf)
         rel = [p.relative_to(directory).as_posix() for p in written]
-        atomic_write_text(md, render_report(run, spec, recompute, rel))
+        text = render_report(run, spec, recompute, rel)
+        atomic_write_text(md, text)
+        page = None
+        if options.html:
+            from .html import render_report_html
+
+            page = directory / REPORT_HTML
+            atomic_write_text(page, render_report_html(run, spec, recompute, text))
     except OSError as exc:
         raise ConfigError(f"{exc.filename or md}: cannot write: {exc.strerror}") from None
-    return ReportOutput(markdown=md, plots=written)
+    return ReportOutput(markdown=md, plots=written, html=page)
 
 
 def write_reports(path: PathLike, options: ReportOptions = ReportOptions()) -> list[ReportOutput]:
@@ -170,8 +183,10 @@ def write_comparison(
     out_dir: PathLike,
     options: CompareOptions = CompareOptions(),
     baseline: Optional[PathLike] = None,
+    html: bool = False,
 ) -> ComparisonOutput:
-    """Load the runs, compare them, write comparison.md, comparison.json and the plots into out_dir.
+    """Load the runs, compare them, write comparison.md, comparison.json and the plots into out_dir
+    (and comparison.html, self-contained and interactive, when `html`).
 
     A run-set directory stands for its phases, in order; given alone, its index's baseline, title and
     matrix name apply unless baseline/options say otherwise.
@@ -201,11 +216,18 @@ def write_comparison(
             written = draw_comparison_plots(doc, runs, out, options.cdf)
             doc = doc.model_copy(update={"plots": [p.name for p in written]})
         md_path, json_path = out / COMPARISON_MD, out / COMPARISON_JSON
-        atomic_write_text(md_path, render_comparison(doc))
+        text = render_comparison(doc)
+        atomic_write_text(md_path, text)
         atomic_write_text(json_path, comparison_json_text(doc))
+        page = None
+        if html:
+            from .html import render_comparison_html
+
+            page = out / COMPARISON_HTML
+            atomic_write_text(page, render_comparison_html(doc, runs, text))
     except OSError as exc:
         raise ConfigError(f"{exc.filename or out}: cannot write: {exc.strerror}; choose another --out") from None
-    return ComparisonOutput(markdown=md_path, json=json_path, plots=written, doc=doc)
+    return ComparisonOutput(markdown=md_path, json=json_path, plots=written, doc=doc, html=page)
 
 
 def report_text(results: Results, target: PathLike) -> str:

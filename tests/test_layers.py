@@ -18,7 +18,7 @@ LAYERS: dict[str, set[str]] = {
     "contract": {"__init__", "errors", "models", "comparison_models", "schema", "io", "runset", "redact", "envfile", "names"},
     "analysis": {"stats", "metrics", "slo", "slo_search", "rundata", "configdiff", "compare", "validate", "runtable"},
     "ingest": {"rawio", "readers", "sidecars", "metadata", "importer"},
-    "render": {"report", "plots"},
+    "render": {"report", "plots", "html"},
     "app": {"publish", "reparse", "newexp", "preflight", "collect"},
     "cli": {"cli", "__main__"},
 }

@@ -46,9 +46,11 @@ def _slo(slo_tier: Optional[str], ttft: Optional[float], tpot: Optional[float]) 
 @click.option("--no-plots", is_flag=True, help="Do not draw the PNG plots (faster).")
 @click.option("--cdf", type=CdfCount(), default="4", show_default=True,
               help="Latency CDF figures for the first N shapes (input, output), or `all`.")
+@click.option("--html", "html", is_flag=True,
+              help="Also write RUN_DIR/report.html: one self-contained interactive page that works offline.")
 @slo_options
 @handle_errors
-def report(run_dir: Path, no_plots: bool, cdf: Optional[int], slo_tier: Optional[str],
+def report(run_dir: Path, no_plots: bool, cdf: Optional[int], html: bool, slo_tier: Optional[str],
            slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
     """Write RUN_DIR/report.md (and RUN_DIR/plots/*.png) from RUN_DIR/results.json alone.
 
@@ -59,10 +61,12 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], slo_tier: Optional
     from ..publish import ReportOptions, write_reports
 
     outs = write_reports(run_dir, ReportOptions(slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
-                                                plots=not no_plots, cdf=cdf))
+                                                plots=not no_plots, cdf=cdf, html=html))
     for out in outs:
         click.echo(f"wrote {out.markdown}"
                    + (f" and {len(out.plots)} plot(s) in {out.plots[0].parent}" if out.plots else ""))
+        if out.html:
+            click.echo(f"wrote {out.html}")
 
 
 @click.command()
@@ -78,6 +82,8 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], slo_tier: Optional
 @click.option("--no-plots", is_flag=True, help="Do not draw the PNG plots.")
 @click.option("--cdf", type=CdfCount(), default="4", show_default=True,
               help="Latency CDF figures for the first N matched scenarios, or `all`.")
+@click.option("--html", "html", is_flag=True,
+              help="Also write DIR/comparison.html: one self-contained interactive page that works offline.")
 @click.option("--title", default=None,
               help="Title of comparison.md. Default: `<run> vs <run> ... [<matrix name>] (<hardware>)`; "
                    "`(configurations differ)` is appended when the runs differ in more than what is compared.")
@@ -86,7 +92,8 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], slo_tier: Optional
 @slo_options
 @handle_errors
 def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path, min_change: float, alpha: float,
-            no_plots: bool, cdf: Optional[int], title: Optional[str], matrix: Optional[str], slo_tier: Optional[str],
+            no_plots: bool, cdf: Optional[int], html: bool, title: Optional[str], matrix: Optional[str],
+            slo_tier: Optional[str],
             slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
     """Compare RUN_DIRs side by side, with statistical verdicts against the baseline.
 
@@ -101,9 +108,11 @@ def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path,
 
     options = CompareOptions(alpha=alpha, min_change=min_change, plots=not no_plots, cdf=cdf, title=title,
                              matrix=matrix, slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms))
-    out = write_comparison(run_dirs, out_dir, options, baseline=baseline)
+    out = write_comparison(run_dirs, out_dir, options, baseline=baseline, html=html)
     click.echo(f"wrote {out.markdown} and {out.json}"
                + (f" and {len(out.plots)} plot(s) in {out_dir}" if out.plots else ""))
+    if out.html:
+        click.echo(f"wrote {out.html}")
     unexpected = [d.setting for d in out.doc.config_differences if not d.expected]
     if unexpected:
         click.echo(f"warning: the runs differ in more than {' and '.join(out.doc.compared)}: {', '.join(unexpected)}; "

@@ -1,0 +1,319 @@
+"""report.html and comparison.html: the page's content (no browser), then the page in a real browser.
+
+The browser tests drive Debian's chromium through chromedriver (selenium):
+no console error, no request but the file itself, one table row per run per
+scenario, every plot drawn, a legend click hides a run, hovering a point
+shows its scenario. `make test` installs chromium when it is missing; on a
+machine without it those tests are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html as htmlmod
+import json
+import re
+import shutil
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from sskj_results.cli import main
+from sskj_results.html import CDF_POINTS, cdf_points, inline, markdown_blocks, plotly_js_gzip_base64, split_sections
+
+RUNS = Path(__file__).parent / "data" / "compare" / "runs"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+SCREENSHOT = Path("/tmp/sskj_html_screenshot.png")
+MAX_BYTES = 2_500_000  # small enough to mail
+
+
+def run_cli(*args: str) -> Any:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """comparison.html of the three real runs (7 matched scenarios x 3 runs = 21 rows) and report.html of one."""
+    root = tmp_path_factory.mktemp("pages")
+    for name in ("sglang", "vllm", "vllm_ngram"):
+        shutil.copytree(RUNS / name, root / name)
+    out = run_cli("compare", str(root / "sglang"), str(root / "vllm"), str(root / "vllm_ngram"),
+                  "--out", str(root / "cmp"), "--no-plots", "--html")
+    assert out.stdout.endswith(f"wrote {root / 'cmp' / 'comparison.html'}\n")
+    rep = run_cli("report", str(root / "vllm"), "--no-plots", "--html")
+    assert rep.stdout == f"wrote {root / 'vllm' / 'report.md'}\nwrote {root / 'vllm' / 'report.html'}\n"
+    return {"comparison": root / "cmp" / "comparison.html", "report": root / "vllm" / "report.html",
+            "comparison_md": root / "cmp" / "comparison.md", "report_md": root / "vllm" / "report.md",
+            "comparison_json": root / "cmp" / "comparison.json"}
+
+
+def section_ids(page: str) -> list[str]:
+    return re.findall(r'<section id="([^"]+)"><h2>', page)
+
+
+def slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def embedded_data(page: str) -> dict[str, Any]:
+    match = re.search(r'<script type="application/json" id="sskj-data">(.*?)</script>', page, re.S)
+    assert match
+    return json.loads(match.group(1))
+
+
+# --------------------------------------------------------------------------- the page, without a browser
+
+
+def test_sections_are_the_markdowns_plus_plots(pages):
+    for kind, before in (("comparison", "runs"), ("report", "provenance")):
+        page = pages[kind].read_text(encoding="utf-8")
+        _, sections = split_sections(pages[f"{kind}_md"].read_text(encoding="utf-8"))
+        expected = [slug(name) for name, _ in sections]
+        expected.insert(expected.index(before), "plots")  # --no-plots: the Markdown has no Plots section
+        assert section_ids(page) == expected
+
+
+def test_comparison_table_has_one_row_per_run_per_scenario(pages):
+    page = pages["comparison"].read_text(encoding="utf-8")
+    doc = json.loads(pages["comparison_json"].read_text(encoding="utf-8"))
+    rows = [r for s in doc["scenarios"] for r in s["rows"]]
+    trs = re.findall(r'<tr data-scenario="([^"]*)" data-engine="([^"]*)" data-chip="([^"]*)" data-slo="([^"]*)" '
+                     r'data-run="([^"]*)">(.*?)</tr>', page)
+    assert len(trs) == len(rows) == 21
+    table = page[page.index('id="results-table"'):]
+    headers = re.findall(r"<th class=\"[a-z]+\">(.*?)</th>", table[: table.index("</thead>")])
+    # one engine per label and one chip: the seed-002 columns (Engine and Chip only when they tell rows apart)
+    assert headers == ["Scenario", "Backend", "Engine", "Conc", "Input", "Output", "Req/s", "OutTok/s", "TTFT P95(ms)",
+                       "TTFT P99(ms)", "TPOT Mean(ms)", "TPOT P95(ms)", "TPOT P99(ms)", "E2E P99(ms)", "SLO"]
+    for (scenario, engine, chip, slo, run, cells), row in zip(trs, rows):
+        assert (scenario, engine, run, slo) == (row["scenario"], row["engine"], htmlmod.escape(row["run"]),
+                                                row["slo_status"]["overall"])
+        texts = dict(zip(headers, re.findall(r"<td[^>]*>(.*?)</td>", cells)))
+        assert texts["TTFT P95(ms)"] == f"{row['ttft_p95_ms']:.2f}"
+        assert texts["OutTok/s"] == f"{row['output_token_throughput']:.2f}"
+        assert texts["Backend"] == htmlmod.escape(row["run"]) and texts["SLO"] == row["slo_status"]["overall"]
+
+
+def test_page_is_self_contained_and_small(pages):
+    for kind in ("comparison", "report"):
+        page = pages[kind].read_text(encoding="utf-8")
+        assert "Content-Security-Policy" in page and "connect-src 'none'" in page
+        assert not re.search(r"<(script|img|link|iframe)[^>]+(src|href)=", page)
+        assert not re.search(r"https?://", page.replace("http://www.w3.org/2000/svg", "")[: page.index('id="plotly-gz"')])
+        assert pages[kind].stat().st_size < MAX_BYTES
+
+
+def test_the_inlined_plotly_is_the_packages_own():
+    version, packed = plotly_js_gzip_base64()
+    original = (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
+    assert gzip.decompress(base64.b64decode(packed)) == original
+    assert f"plotly.js v{version}".encode() in original[:400]
+
+
+def test_figures_carry_the_tables_values(pages):
+    data = embedded_data(pages["comparison"].read_text(encoding="utf-8"))
+    assert [f["id"] for f in data["figures"]] == ["fig-tput", "fig-ttft", "fig-tpot"]
+    doc = json.loads(pages["comparison_json"].read_text(encoding="utf-8"))
+    ttft = next(f for f in data["figures"] if f["id"] == "fig-ttft")
+    sglang = [t for t in ttft["data"] if t["name"] == "sglang" and t["customdata"] and t["customdata"][0][0] == "c2_i128_o32"]
+    assert sglang, "sglang's input-128 curve"
+    row = next(r for s in doc["scenarios"] for r in s["rows"] if r["run"] == "sglang" and r["scenario"] == "c2_i128_o32")
+    assert sglang[0]["y"][0] == row["ttft_p95_ms"] and sglang[0]["x"][0] == 2
+    slo = [t for t in ttft["data"] if t["legendgroup"] == "slo"]
+    assert slo and all(t["y"] == [doc["slo"]["ttft_p95_ms"]] * 2 for t in slo)
+    assert [c["name"] for c in data["cdfs"]] == [s["name"] for s in doc["scenarios"]
+                                                 if any(r["run"] for r in s["rows"])][: len(data["cdfs"])]
+
+
+def test_cdf_points_are_samples_at_even_ranks():
+    values = np.arange(1000, 0, -1, dtype=float)
+    xs, ys = cdf_points(values)
+    assert len(xs) == CDF_POINTS and xs[0] == 1.0 and xs[-1] == 1000.0 and ys[-1] == 1.0
+    assert set(xs) <= set(values.tolist()) and xs == sorted(xs)
+    small_x, small_y = cdf_points(np.array([3.0, 1.0, 2.0, np.nan]))
+    assert small_x == [1.0, 2.0, 3.0] and small_y == pytest.approx([1 / 3, 2 / 3, 1.0])
+    assert cdf_points(np.empty(0)) == ([], [])
+
+
+def test_markdown_subset():
+    assert inline("a `x|y` and **faster** <b>") == "a <code>x|y</code> and <strong>faster</strong> &lt;b&gt;"
+    assert inline("`` a`b ``") == "<code>a`b</code>"
+    blocks = markdown_blocks(["- one", "- two", "", "| A | B |", "|---|---:|", "| x \\| y | 1.5 |", "",
+                              "```text", "cmd <arg>", "```", "### Sub", "para line", "second"])
+    assert "<ul><li>one</li><li>two</li></ul>" in blocks
+    assert '<td class="left">x | y</td><td class="right" data-v="1.5">1.5</td>' in blocks
+    assert "<pre><code>cmd &lt;arg&gt;</code></pre>" in blocks
+    assert "<h3>Sub</h3>" in blocks and "<p>para line second</p>" in blocks
+
+
+def test_hostile_names_stay_text(tmp_path):
+    data = json.loads((RUNS / "vllm" / "results.json").read_text(encoding="utf-8"))
+    data["metadata"]["experiment"] = "x</script><script>alert(1)</script>"
+    data["scenarios"][0]["name"] = "<img src=x onerror=alert(2)>"
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "results.json").write_text(json.dumps(data), encoding="utf-8")
+    run_cli("report", str(tmp_path / "run"), "--no-plots", "--html")
+    page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert "<script>alert(1)" not in page and "<img src=x" not in page
+    assert page.count("<script") == 3  # the data, the packed plotly.js, the page's own script
+    assert embedded_data(page)["cdfs"]
+
+
+def test_no_html_without_the_flag(tmp_path):
+    shutil.copytree(RUNS / "vllm", tmp_path / "vllm")
+    run_cli("report", str(tmp_path / "vllm"), "--no-plots")
+    assert not (tmp_path / "vllm" / "report.html").exists()
+
+
+# --------------------------------------------------------------------------- in a real browser
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip("Debian's chromium and chromium-driver are not installed (make test installs them)")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
+                "--window-size=1400,1800"):
+        options.add_argument(arg)
+    options.binary_location = str(CHROMIUM)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def open_page(driver: Any, path: Path) -> dict[str, Any]:
+    """Load the page, wait for its plots; returns console messages and every request the page made."""
+    driver.get_log("browser")
+    driver.get_log("performance")
+    driver.get(path.as_uri())
+    deadline = time.monotonic() + 90
+    state = None
+    while time.monotonic() < deadline:
+        state = driver.execute_script("return document.body && document.body.getAttribute('data-plots')")
+        if state:
+            break
+        time.sleep(0.2)
+    assert state == "ready", f"plots not drawn: {state}"
+    messages = [json.loads(e["message"])["message"] for e in driver.get_log("performance")]
+    requests = [m["params"]["request"]["url"] for m in messages if m["method"] == "Network.requestWillBeSent"]
+    return {"console": driver.get_log("browser"), "requests": requests,
+            "resources": driver.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")}
+
+
+def assert_plots_drawn(driver: Any, expected: int) -> None:
+    drawn = driver.execute_script("""
+        return Array.from(document.querySelectorAll('div.plot')).map(div => ({
+            id: div.id, traces: (div.data || []).length, svg: div.querySelectorAll('.main-svg').length,
+            points: div.querySelectorAll('.scatterlayer .trace path, .scatterlayer .trace .point').length}));""")
+    assert len(drawn) == expected
+    for plot in drawn:
+        assert plot["traces"] > 0 and plot["svg"] > 0 and plot["points"] > 0, plot
+
+
+@pytest.mark.browser
+def test_comparison_page_in_a_browser(browser, pages, tmp_path):
+    seen = open_page(browser, pages["comparison"])
+    assert seen["console"] == []
+    assert seen["requests"] == [pages["comparison"].as_uri()]
+    assert seen["resources"] == []
+
+    rows = browser.execute_script("return document.querySelectorAll('#results-table tbody tr').length")
+    assert rows == 21
+    assert_plots_drawn(browser, 4)  # three curves figures and the CDF
+
+    # filters: engine, then SLO mark; the count follows
+    browser.execute_script("""
+        const s = document.querySelector('select[data-filter=engine]'); s.value = 'vllm';
+        s.dispatchEvent(new Event('change'));""")
+    visible = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#results-table tbody tr')).filter(r => r.style.display !== 'none')"
+        ".map(r => r.dataset.engine)")
+    assert visible == ["vllm"] * 14
+    assert browser.find_element("id", "results-count").text == "14 of 21 rows"
+    browser.execute_script("""
+        const s = document.querySelector('select[data-filter=engine]'); s.value = '';
+        s.dispatchEvent(new Event('change'));""")
+
+    # sorting: a click on OutTok/s orders the rows by it
+    heads = browser.find_elements("css selector", "#results-table thead th")
+    col = [h.text for h in heads].index("OutTok/s")
+    heads[col].click()
+    values = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#results-table tbody tr'))"
+        ".map(r => parseFloat(r.cells[arguments[0]].dataset.v))", col)
+    assert values == sorted(values) and len(values) == 21
+
+    # hover a point: the tooltip names its scenario and values
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    point = browser.find_element("css selector", "#fig-ttft .scatterlayer .trace .points path")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", point)
+    ActionChains(browser).move_to_element(point).perform()
+    deadline = time.monotonic() + 10
+    hover = ""
+    while time.monotonic() < deadline and "scenario" not in hover:
+        hover = browser.execute_script("const h = document.querySelector('#fig-ttft .hoverlayer'); "
+                                       "return h ? h.textContent : ''")
+        time.sleep(0.2)
+    assert re.search(r"scenario c\d+_i\d+_o\d+", hover) and "TTFT P95" in hover, hover
+
+    # a click on a run's legend entry hides that run in every panel
+    toggle = browser.find_element("css selector", "#fig-ttft .legend .traces .legendtoggle")
+    toggle.click()
+    deadline = time.monotonic() + 10
+    hidden: list[Any] = []
+    while time.monotonic() < deadline:
+        hidden = browser.execute_script(
+            "const d = document.getElementById('fig-ttft').data; "
+            "return d.filter(t => t.legendgroup === d[0].legendgroup).map(t => t.visible)")
+        if hidden and all(v == "legendonly" for v in hidden):
+            break
+        time.sleep(0.2)
+    assert hidden and all(v == "legendonly" for v in hidden), hidden
+    toggle.click()
+
+    # the CDF list redraws the CDF figure for another scenario
+    names = browser.execute_script("return Array.from(document.querySelectorAll('#cdf-select option')).map(o => o.text)")
+    assert len(names) >= 2
+    browser.execute_script("""
+        const s = document.getElementById('cdf-select'); s.value = '1'; s.dispatchEvent(new Event('change'));""")
+    title = browser.execute_script("return document.getElementById('fig-cdf').layout.title.text")
+    assert names[1] in title
+
+    assert browser.get_log("browser") == []
+    plots = browser.find_element("id", "plots")
+    browser.execute_script("arguments[0].scrollIntoView()", plots)
+    time.sleep(0.5)
+    shot = tmp_path / "comparison.png"
+    assert browser.save_screenshot(str(shot))
+    shutil.copyfile(shot, SCREENSHOT)
+
+
+@pytest.mark.browser
+def test_report_page_in_a_browser(browser, pages, tmp_path):
+    seen = open_page(browser, pages["report"])
+    assert seen["console"] == []
+    assert seen["requests"] == [pages["report"].as_uri()]
+    assert seen["resources"] == []
+    rows = browser.execute_script("return document.querySelectorAll('#results-table tbody tr').length")
+    data = json.loads(pages["report"].with_name("results.json").read_text(encoding="utf-8"))
+    assert rows == len(data["scenarios"])
+    assert_plots_drawn(browser, 4)
+    assert browser.save_screenshot(str(tmp_path / "report.png"))
