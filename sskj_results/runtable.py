@@ -49,6 +49,7 @@ from pydantic import BaseModel, ValidationError
 from .errors import ResultsError
 from .io import RESULTS_NAME, first_model_error, read_json_text
 from .models import Config, Metadata, Results, Scenario, SloSpec
+from .runset import is_index_file, load_run_set, phase_paths
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -231,21 +232,23 @@ _SCENARIO_COLUMNS = [c for c in COLUMNS if c.level == "scenario"]
 def find_results_files(paths: Iterable[PathLike]) -> list[Path]:
     """Every results.json under the paths, in a stable order, each once.
 
-    A file is taken as it is (any name); a directory is searched recursively
+    A file is taken as it is (any name), a run-set index as its phases' files; a directory is searched recursively
     for files named results.json, skipping hidden directories and a run's own
-    raw_outputs/, logs/, gpu_logs/, server_metrics/ and plots/.
+    raw_outputs/, logs/, gpu_logs/, server_metrics/ and plots/; a multi-phase run's index is left out
+    (its phases are found below it).
     """
     found: list[Path] = []
     seen: set[str] = set()
     for given in paths:
         p = Path(given)
         if p.is_file():
-            candidates = [p]
+            run_set = load_run_set(p)  # a run-set index stands for its phases
+            candidates = [d / RESULTS_NAME for d in phase_paths(p, run_set)] if run_set is not None else [p]
         elif p.is_dir():
             candidates = []
             for root, dirs, files in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in PRUNE_DIRS)
-                if RESULTS_NAME in files:
+                if RESULTS_NAME in files and not is_index_file(Path(root) / RESULTS_NAME):  # phases are below it
                     candidates.append(Path(root) / RESULTS_NAME)
             if not candidates:
                 raise ResultsError(f"{p}: no {RESULTS_NAME} here or below; give run directories or results.json files")

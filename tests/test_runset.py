@@ -198,3 +198,14 @@ def test_a_glob_over_results_finds_runs_and_indexes(run_set, tmp_path):
             found[file.parent.name] = data["metadata"]["engine"]
     assert found == {"20260707-100000": ["phase1_sglang", "phase2_vllm", "phase3_vllm_ngram"],
                      "20260708-000000": "sglang"}
+
+
+def test_the_runs_table_reads_the_phases_of_a_run_set_not_its_index(run_set):
+    from sskj_results.runtable import find_results_files, load_runs
+
+    write_run_set(run_set)
+    phases = [run_set / d / "results.json" for d in ("phase1_sglang", "phase2_vllm", "phase3_vllm_ngram")]
+    assert find_results_files([Path("results")]) == phases
+    assert find_results_files([run_set / "results.json"]) == phases  # the index stands for its phases
+    df = load_runs(run_set)  # no index row, no skipped "invalid run"
+    assert len(df) == sum(len(load_run(p).scenarios) for p in phases)
