@@ -892,7 +892,7 @@ bench::run_phase() {
   fi
   if ! lib::is_dry_run; then
     lib::results parse "${BENCH_RUN_DIR}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 || BENCH_STATUS=1
-    lib::results report "${BENCH_RUN_DIR}" >&2 || BENCH_STATUS=1
+    lib::results report "${BENCH_RUN_DIR}" --html >&2 || BENCH_STATUS=1
     lib::results validate "${BENCH_RUN_DIR}" >&2 || {
       lib::err "results.json of ${BENCH_RUN_DIR} is not valid"
       BENCH_STATUS=1
@@ -1072,13 +1072,13 @@ bench::run_experiment() {
       fi
     fi
     cmp+=(${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"})
-    cmp+=(--out "${BENCH_RESULT_ROOT}")
+    cmp+=(--out "${BENCH_RESULT_ROOT}" --html)
     lib::results "${cmp[@]}" >&2 || {
       lib::err "sskj-results compare failed"
       BENCH_STATUS=1
     }
   elif ((BENCH_PHASE_COUNT > 1)); then
-    lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" compare "${run_dirs[@]}" --out "${BENCH_RESULT_ROOT}"
+    lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" compare "${run_dirs[@]}" --out "${BENCH_RESULT_ROOT}" --html
   fi
 
   trap - INT TERM
@@ -1087,10 +1087,10 @@ bench::run_experiment() {
     lib::info "dry run: nothing was started; metadata written to ${run_dirs[*]/%//results.json}"
   else
     for d in "${run_dirs[@]}"; do
-      lib::info "report: ${d}/report.md"
+      lib::info "report: ${d}/report.md (and report.html)"
     done
     if ((BENCH_PHASE_COUNT > 1)); then
-      lib::info "comparison: ${BENCH_RESULT_ROOT}/comparison.md"
+      lib::info "comparison: ${BENCH_RESULT_ROOT}/comparison.md (and comparison.html)"
     fi
   fi
   if ((BENCH_STATUS != 0)); then

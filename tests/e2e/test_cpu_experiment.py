@@ -102,7 +102,11 @@ def test_reports_comparison_and_plots_exist(cpu_run: Path) -> None:
     for phase in ("phase1_vllm_baseline", "phase2_vllm_ngram"):
         assert (cpu_run / phase / "report.md").is_file()
         assert list((cpu_run / phase / "plots").glob("*.png"))
+        page = (cpu_run / phase / "report.html").read_text(encoding="utf-8")
+        assert page.count("<tr data-scenario=") == 3  # concurrencies 1, 2, 4
     assert (cpu_run / "comparison.md").read_text().count("| c") >= 6
+    page = (cpu_run / "comparison.html").read_text(encoding="utf-8")
+    assert page.count("<tr data-scenario=") == 6 and 'id="fig-cdf"' in page
     comparison = json.loads((cpu_run / "comparison.json").read_text())
     assert {t["metric"] for s in comparison["scenarios"] for t in s["tests"]} >= {"ttft_ms", "tpot_ms", "e2e_ms"}
     assert len(list(cpu_run.glob("*.png"))) >= 3

@@ -79,7 +79,7 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
     assert ["curl", "-fsS", "-X", "POST", "http://127.0.0.1:30000/flush_cache"] in cmds
     assert ["curl", "-fsS", "-X", "POST", "http://127.0.0.1:30000/reset_prefix_cache"] in cmds
     assert cmds[-1][1:] == ["compare", str(tmp_path / "r/phase1_sglang"), str(tmp_path / "r/phase2_vllm"),
-                            "--out", str(tmp_path / "r")]
+                            "--out", str(tmp_path / "r"), "--html"]
     for index, engine, server in ((1, "sglang", servers[0]), (2, "vllm", servers[1])):
         run = tmp_path / "r" / f"phase{index}_{engine}"
         results = load_json(run / "results.json")

@@ -64,7 +64,7 @@ def test_single_phase_run_writes_raw_outputs_metrics_and_results(tmp_path, base_
     assert "VLLM_SERVER_DEV_MODE=1" in server_args
     assert "sk-test-secret" not in server_args and "--api-key" in server_args
     assert "phase1_server_args" not in results["config"]  # single phase
-    assert (run / "report.md").is_file()
+    assert (run / "report.md").is_file() and (run / "report.html").is_file()
     assert client_calls(tmp_path) == [(1, 16, 8), (2, 16, 8)]
     assert "report: " + str(run / "report.md") in proc.stderr
     assert not port_listening(int(env["PORT"]))
@@ -89,7 +89,7 @@ def test_two_phases_each_in_its_own_run_dir_then_compare(tmp_path, base_env, mak
     sglang_log = next((root / "phase1_sglang" / "logs").glob("sglang_*.log")).read_text()
     assert sglang_log.count("POST /flush_cache") == 2 and "reset_prefix_cache" not in sglang_log
     assert list((root / "phase1_sglang" / "server_metrics").iterdir()) == []  # no /metrics for sglang
-    assert (root / "comparison.md").is_file()
+    assert (root / "comparison.md").is_file() and (root / "comparison.html").is_file()
     assert "comparison: " + str(root / "comparison.md") in proc.stderr
 
 
