@@ -23,11 +23,12 @@ import numpy as np
 
 from . import __version__
 from .errors import ConfigError, RawFormatError, ResultsError, UsageError
+from .evidence import judge_run
 from .io import RESULTS_NAME, atomic_write_text, load_run, save_run
 from .metrics import per_request, request_itl_means, slo_attainment, summarize
 from .models import (
     Config, Latencies, Metadata, Percentiles, RawFile, RawRequest, Results, Scenario,
-    SkippedScenario, SloSpec, Source,
+    SkippedScenario, SloSpec, Source, ValidityThresholds,
 )
 from .rawio import FileScan, LineError, count_lines, sha256_file, sha256_files
 from .readers import (
@@ -356,11 +357,12 @@ def raw_files(directory: Path) -> list[Path]:
 
 @_bulk
 def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_REQUESTS_CAP,
-                  name_format: Optional[str] = None) -> ParseOutcome:
+                  name_format: Optional[str] = None, validity: Optional[ValidityThresholds] = None) -> ParseOutcome:
     """Merge RUN_DIR/raw_outputs/* into RUN_DIR/results.json (idempotent, atomic).
 
     Scenario names follow name_format, else config.scenario_name_format, else
     `c{concurrency}_i{input_len}_o{output_len}`; a given format is recorded in config.
+    Validity thresholds: the given ones, else the recorded ones, else the defaults.
     """
     file = run_dir / RESULTS_NAME
     if not file.is_file():
@@ -368,7 +370,8 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
     paths = raw_files(run_dir / "raw_outputs")
     existing = load_run(file)
     spec = slo or existing.slo or resolve_slo()
-    same_slo = existing.slo is not None and existing.slo == spec
+    thresholds = validity or existing.validity_thresholds
+    same_slo = existing.slo is not None and existing.slo == spec and thresholds == existing.validity_thresholds
     known = {rf.file: rf for rf in existing.raw_files}
     # quick check (as rsync and make do): a file whose size and mtime are those
     # recorded keeps its recorded hash; every other file is hashed
@@ -397,7 +400,8 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
         sides = sidecar_paths(run_dir, path.stem)
         side_digest = sidecar_digest(sides)
         prev = known.get(label)
-        if same_slo and prev and prev.sha256 == digest and prev.sidecar_sha256 == side_digest and label in old_by_file:
+        if (same_slo and prev and prev.sha256 == digest and prev.sidecar_sha256 == side_digest and label in old_by_file
+                and all(s.validity is not None for s in old_by_file[label])):
             scenarios.extend(s.model_copy() for s in old_by_file[label])  # shallow: renaming must not touch `existing`
             records.append(prev if prev.mtime_ns == mtime_ns else prev.model_copy(update={"mtime_ns": mtime_ns}))
             reused += 1
@@ -414,6 +418,7 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
                 scenario.accept_length = accept
                 scenario.reconstructed["accept_length"] = "server_metrics"
             scenario.accelerator_usage = gpu
+            scenario.validity = judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds)
             scenarios.append(scenario)
         records.append(RawFile(file=label, sha256=digest, size=size, runs=len(outcome.runs), sidecar_sha256=side_digest,
                                mtime_ns=mtime_ns))
@@ -430,6 +435,7 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
     results = existing.model_copy(update={
         "scenarios": name_scenarios(scenarios, fmt), "raw_files": records, "slo": spec, "skipped": skipped,
         "metadata": existing.metadata.model_copy(update={"tool_version": __version__}), "config": config,
+        "validity_thresholds": thresholds,
     })
     if read or results != existing:  # an unchanged run is not rewritten
         save_run(results, file)
@@ -626,7 +632,8 @@ def _describe_shape(s: Scenario) -> str:
 
 
 def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine: Optional[str], model: Optional[str],
-                strict: bool, cap: int, pattern: Optional[re.Pattern[str]], options: ReadOptions) -> FileImport:
+                strict: bool, cap: int, pattern: Optional[re.Pattern[str]], options: ReadOptions,
+                validity: Optional[ValidityThresholds] = None) -> FileImport:
     """Read and attribute one raw file (the unit a per-file error boundary wraps)."""
     result = FileImport(source)
     path, label = source.path, source.label
@@ -662,6 +669,7 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
         run_engine = file_engine or run.engine or UNKNOWN
         run_model = model or run.model or hints.model
         scenario = build_scenario(run, spec, Source(file=str(path), line=run.line, sha256=digest, format=run.format), cap=cap)
+        scenario.validity = judge_run(run, thresholds=validity)  # raw files only: no side files
         when, how = run_time(run, hints, mtime)
         scenario.timestamp = when.isoformat()
         if how == "mtime":
@@ -698,6 +706,7 @@ def import_legacy(
     output_len: Optional[int] = None,
     dry_run: bool = False,
     render_report: Optional[ReportRenderer] = None,
+    validity: Optional[ValidityThresholds] = None,
 ) -> ImportOutcome:
     """Import every raw file under raw_dir into one run directory per (engine, model, chip) under out.
 
@@ -727,7 +736,7 @@ def import_legacy(
                         "chip 'unknown'; set it later with `sskj-results metadata RUN_DIR --chip CHIP --hardware TEXT`")
     for source in sources:
         done = import_file(source, platform, spec, engine=engine, model=model, strict=strict, cap=cap,
-                           pattern=pattern, options=options)
+                           pattern=pattern, options=options, validity=validity)
         problems.extend(done.problems)
         warnings.extend(done.warnings)
         plan.extend(done.plan)
@@ -789,6 +798,7 @@ def import_legacy(
             raw_files=[RawFile(file=str(p), sha256=d, size=s,
                                runs=sum(1 for x in group.scenarios if x.source and x.source.file == str(p)))
                        for p, d, s, _ in srcs],
+            validity_thresholds=validity,
         )
         base = f"{_safe(chip)}_{_safe(eng)}"
         if per_chip_engine[(chip, eng)] > 1:

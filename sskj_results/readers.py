@@ -272,6 +272,10 @@ class RawRun:
     engine: Optional[str] = None  # the serving engine named by the run's `backend`, when it names one
     empty_outputs: Optional[int] = None
     lengths_averaged: tuple[str, ...] = ()
+    # the client's own totals over successful requests, and its random-length spread (validity checks)
+    total_input_tokens: Optional[float] = None
+    total_output_tokens: Optional[float] = None
+    random_range_ratio: Optional[float] = None
 
 
 def detect_format(data: dict[str, Any]) -> Optional[str]:
@@ -754,6 +758,8 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     _fix_e2e_swap(run, data, arrays)
     total_input = _number(data, "total_input_tokens")
     total_output = _number(data, "total_output_tokens")
+    run.total_input_tokens, run.total_output_tokens = total_input, total_output
+    run.random_range_ratio = _number(data, "random_range_ratio")
     if run.input_throughput is None and total_input is not None and duration:
         run.input_throughput = total_input / duration
         run.derived["input_token_throughput"] = "derived"

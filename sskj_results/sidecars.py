@@ -184,6 +184,7 @@ def sidecar_paths(run_dir: Path, stem: str) -> list[Path]:
         run_dir / "server_metrics" / f"{stem}.after.prom",
         run_dir / "gpu_logs" / f"{stem}.csv",
         run_dir / "gpu_logs" / f"{stem}.xpu-smi.log",
+        run_dir / "client_stats" / f"{stem}.json",  # read by evidence.py (validity)
     ]
     return [p for p in candidates if p.is_file()]
 

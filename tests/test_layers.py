@@ -16,8 +16,8 @@ PKG = Path(__file__).resolve().parents[1] / "sskj_results"
 # layer -> modules (dotted names below sskj_results; a package counts for its modules)
 LAYERS: dict[str, set[str]] = {
     "contract": {"__init__", "errors", "models", "comparison_models", "schema", "io", "runset", "redact", "envfile", "names"},
-    "analysis": {"stats", "metrics", "slo", "slo_search", "rundata", "configdiff", "compare", "validate", "runtable"},
-    "ingest": {"rawio", "readers", "sidecars", "metadata", "importer"},
+    "analysis": {"stats", "metrics", "slo", "slo_search", "rundata", "configdiff", "compare", "validate", "runtable", "validity"},
+    "ingest": {"rawio", "readers", "sidecars", "metadata", "evidence", "importer"},
     "render": {"report", "plots", "html"},
     "app": {"publish", "reparse", "newexp", "preflight", "collect"},
     "cli": {"cli", "__main__"},

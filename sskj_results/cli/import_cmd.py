@@ -13,6 +13,10 @@ if TYPE_CHECKING:
 from .common import ExitError, handle_errors, slo_options
 
 
+VALIDITY_HELP = ("Validity threshold NAME=VALUE, repeatable (docs/VALIDITY.md), e.g. min_prompts_per_slot=8; "
+                 "recorded in results.json and kept by later parses.")
+
+
 def _slo(tier: Optional[str], ttft: Optional[float], tpot: Optional[float]) -> Optional[SloSpec]:
     from ..slo import resolve_slo
 
@@ -25,10 +29,11 @@ def _slo(tier: Optional[str], ttft: Optional[float], tpot: Optional[float]) -> O
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--name-format", default=None, metavar="FMT",
               help="Scenario names, e.g. 'chat_c{concurrency}_i{input_len}_o{output_len}' (recorded in config).")
+@click.option("--validity", "validity", multiple=True, metavar="NAME=VALUE", help=VALIDITY_HELP)
 @slo_options
 @handle_errors
 def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float],
-          slo_tpot_mean_ms: Optional[float]) -> None:
+          slo_tpot_mean_ms: Optional[float], validity: tuple[str, ...] = ()) -> None:
     """Merge RUN_DIR/raw_outputs/* into RUN_DIR/results.json.
 
     Idempotent and atomic: safe to run after every scenario. Unchanged raw
@@ -37,8 +42,12 @@ def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], sl
     Exit 1 when a raw run could not be imported (each one is listed).
     """
     from ..importer import parse_run_dir
+    from ..io import load_run
+    from ..validity import parse_thresholds
 
-    outcome = parse_run_dir(run_dir, _slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), name_format=name_format)
+    recorded = load_run(run_dir).validity_thresholds if validity and (run_dir / "results.json").is_file() else None
+    outcome = parse_run_dir(run_dir, _slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), name_format=name_format,
+                            validity=parse_thresholds(validity, recorded))
     for warning in outcome.warnings:
         click.echo(f"warning: {warning}", err=True)
     for problem in outcome.problems:
@@ -78,6 +87,7 @@ def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], sl
 @click.option("--name-format", default=None, metavar="FMT",
               help="Scenario names (default c{concurrency}_i{input_len}_o{output_len}; open-loop runs "
                    "r{request_rate}_i{input_len}_o{output_len}).")
+@click.option("--validity", "validity", multiple=True, metavar="NAME=VALUE", help=VALIDITY_HELP)
 @slo_options
 @handle_errors
 def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Path], chip: Optional[str],
@@ -85,7 +95,7 @@ def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Pa
                   model: Optional[str], experiment: Optional[str], server_args: Optional[str],
                   input_len: Optional[int], output_len: Optional[int], name_pattern: Optional[str], dry_run: bool,
                   strict: bool, name_format: Optional[str], slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float],
-                  slo_tpot_mean_ms: Optional[float]) -> None:
+                  slo_tpot_mean_ms: Optional[float], validity: tuple[str, ...] = ()) -> None:
     """Import RAW_DIR's *.jsonl|*.json (sglang.bench_serving, vllm bench serve, vllm bench sweep) into run directories.
 
     One run directory per (engine, model, chip): the engine and chip come from
@@ -96,6 +106,7 @@ def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Pa
     """
     from ..importer import Platform, check_import_dir, default_import_dir, import_legacy as run_import, read_platform_file
     from ..publish import report_text
+    from ..validity import parse_thresholds
 
     if platform_file is not None:
         platform = read_platform_file(platform_file)
@@ -116,7 +127,7 @@ def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Pa
                          slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), strict=strict,
                          server_args=server_args, command=command, name_format=name_format,
                          name_pattern=name_pattern, input_len=input_len, output_len=output_len, dry_run=dry_run,
-                         render_report=report_text)
+                         render_report=report_text, validity=parse_thresholds(validity))
     for warning in outcome.warnings:
         click.echo(f"warning: {warning}", err=True)
     if dry_run:
