@@ -170,14 +170,33 @@ def _finite(value: Optional[float]) -> Optional[float]:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _stat_test(label: str, metric: MetricName, outcome: stats.Outcome, caveat: Optional[str]) -> StatTest:
+def _invalid(base: Sequence[Scenario], cand: Sequence[Scenario]) -> tuple[tuple[str, ...], Optional[str]]:
+    """Failed validity checks of either side's points (docs/VALIDITY.md), and a reason naming the points."""
+    checks: list[str] = []
+    parts = []
+    for side, scenarios in (("baseline", base), ("this run", cand)):
+        for s in scenarios:
+            failing = s.validity.failing if s.validity is not None else []
+            if failing:
+                checks.extend(c for c in failing if c not in checks)
+                parts.append(f"{side} {s.name} failed {', '.join(failing)}")
+    return tuple(checks), ("invalid point: " + "; ".join(parts)) if parts else None
+
+
+def invalid_verdict(checks: Sequence[str]) -> str:
+    """`not comparable (invalid: <checks>)`."""
+    return f"not comparable (invalid: {', '.join(checks)})"
+
+
+def _stat_test(label: str, metric: MetricName, outcome: stats.Outcome, caveat: Optional[str],
+               invalid: Sequence[str] = ()) -> StatTest:
     if outcome.verdict is None:
         raise ValueError(f"{label} {metric}: outcome has no verdict (not decided)")
     reason = outcome.reason
     if caveat:
         reason = f"{reason}; {caveat}" if reason else caveat
     return StatTest(
-        run=label, metric=metric, test=outcome.test, verdict=outcome.verdict,
+        run=label, metric=metric, test=outcome.test, verdict=invalid_verdict(invalid) if invalid else outcome.verdict,
         p_value=outcome.p_adjusted, p_raw=outcome.p_raw, ratio=_finite(outcome.ratio),
         ci_low=_finite(outcome.ci_low), ci_high=_finite(outcome.ci_high),
         n_baseline=outcome.n_baseline, n_candidate=outcome.n_candidate,
@@ -185,17 +204,26 @@ def _stat_test(label: str, metric: MetricName, outcome: stats.Outcome, caveat: O
     )
 
 
-def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptions) -> list[tuple[int, MetricName, stats.Outcome, Optional[str]]]:
-    """Undecided outcomes of one group: (candidate run index, metric, outcome, caveat)."""
+Pending = tuple[int, MetricName, stats.Outcome, Optional[str], tuple[str, ...]]
+
+
+def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptions) -> list[Pending]:
+    """Undecided outcomes of one group: (candidate run index, metric, outcome, caveat, failed validity checks).
+
+    A point of either side that failed a validity check makes the group's tests not comparable.
+    """
     base_run = runs[0]
     base_members = group.members[0]
     base_scen = [base_run.results.scenarios[j] for j in base_members]
-    out: list[tuple[int, MetricName, stats.Outcome, Optional[str]]] = []
+    out: list[Pending] = []
     for ci in range(1, len(runs)):
         cand_run = runs[ci]
         cand_members = group.members[ci]
         cand_scen = [cand_run.results.scenarios[j] for j in cand_members]
         difference = _parameter_difference(base_scen, cand_scen)
+        invalid, why = _invalid(base_scen, cand_scen)
+        if why:
+            difference = why
         capped = any(base_run.samples[j].capped for j in base_members) or any(
             cand_run.samples[j].capped for j in cand_members)
         caveat = "per-request data capped (first requests only)" if capped else None
@@ -208,7 +236,7 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
                     alpha=options.alpha, n_resamples=options.n_resamples,
                     confidence=options.confidence, seed=options.seed,
                 )
-            out.append((ci, metric, outcome, caveat))
+            out.append((ci, metric, outcome, caveat, invalid))
         if len(base_members) > 1 or len(cand_members) > 1:
             if difference:
                 outcome = stats.not_comparable(stats.WELCH, difference)
@@ -218,7 +246,7 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
                     np.array([s.output_token_throughput for s in cand_scen if s.output_token_throughput is not None]),
                     confidence=options.confidence,
                 )
-            out.append((ci, THROUGHPUT_METRIC, outcome, None))
+            out.append((ci, THROUGHPUT_METRIC, outcome, None, invalid))
     return out
 
 
@@ -272,17 +300,17 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
     recompute = [options.slo is not None or not same_thresholds(r.results.slo, spec) for r in runs]
     groups, unmatched = match_scenarios(runs, labels)
 
-    pending: list[tuple[int, int, MetricName, stats.Outcome, Optional[str]]] = []
+    pending: list[tuple[int, int, MetricName, stats.Outcome, Optional[str], tuple[str, ...]]] = []
     for gi, group in enumerate(groups):
-        for ci, metric, outcome, caveat in _group_outcomes(runs, group, options):
-            pending.append((gi, ci, metric, outcome, caveat))
+        for ci, metric, outcome, caveat, invalid in _group_outcomes(runs, group, options):
+            pending.append((gi, ci, metric, outcome, caveat, invalid))
     decided = stats.decide(
         [p[3] for p in pending], [p[2] == THROUGHPUT_METRIC for p in pending],
         alpha=options.alpha, min_change=options.min_change,
     )
     tests_by_group: dict[int, list[StatTest]] = {}
-    for (gi, ci, metric, _, caveat), outcome in zip(pending, decided):
-        tests_by_group.setdefault(gi, []).append(_stat_test(labels[ci], metric, outcome, caveat))
+    for (gi, ci, metric, _, caveat, invalid), outcome in zip(pending, decided):
+        tests_by_group.setdefault(gi, []).append(_stat_test(labels[ci], metric, outcome, caveat, invalid))
 
     scenarios = []
     for gi, group in enumerate(groups):

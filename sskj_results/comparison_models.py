@@ -6,15 +6,20 @@ Pure data, like `models` for results.json: `compare` builds a `ComparisonDoc`,
 
 from __future__ import annotations
 
-from typing import Final, Literal, Optional
+from typing import Annotated, Final, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from .models import SloSpec, SloStatus
+from .models import SloSpec, SloStatus, Validity
 
 MetricName = Literal["ttft_ms", "tpot_ms", "e2e_ms", "output_token_throughput"]
 LATENCY_METRICS: tuple[MetricName, ...] = ("ttft_ms", "tpot_ms", "e2e_ms")
 THROUGHPUT_METRIC: Final = "output_token_throughput"
+INVALID_VERDICT_PATTERN = r"^not comparable \(invalid: [a-z_]+(, [a-z_]+)*\)$"
+Verdict = Union[
+    Literal["faster", "slower", "no significant difference", "insufficient samples", "not comparable"],
+    Annotated[str, Field(pattern=INVALID_VERDICT_PATTERN)],
+]
 
 
 class _Doc(BaseModel):
@@ -66,6 +71,8 @@ class Row(_Doc):
     tpot_p99_ms: Optional[float] = Field(description="TPOT P99, ms.")
     e2e_p99_ms: Optional[float] = Field(description="E2E P99, ms.")
     slo_status: SloStatus = Field(description="SLO verdict against the comparison's SLO.")
+    validity: Optional[Validity] = Field(default=None, description="The scenario's validity block (docs/VALIDITY.md); "
+                                                                   "null when it was never judged.")
 
 class StatTest(_Doc):
     """One statistical test of a candidate run against the baseline."""
@@ -74,8 +81,9 @@ class StatTest(_Doc):
     metric: MetricName = Field(description="Per-request latency (`ttft_ms`, `tpot_ms`, `e2e_ms`) or "
                                            "`output_token_throughput` across repeats.")
     test: str = Field(description="`mann-whitney-u` (per-request latencies) or `welch-t` (repeated throughput).")
-    verdict: Literal["faster", "slower", "no significant difference", "insufficient samples", "not comparable"] = Field(
-        description="faster/slower only when significant and beyond --min-change.")
+    verdict: Verdict = Field(
+        description="faster/slower only when significant and beyond --min-change; "
+                    "`not comparable (invalid: <checks>)` when a point of either side failed a validity check.")
     p_value: Optional[float] = Field(description="Holm-Bonferroni adjusted p-value over the whole family; null without a test.")
     p_raw: Optional[float] = Field(description="Unadjusted p-value.")
     ratio: Optional[float] = Field(description="Candidate / baseline: ratio of medians (latency) or of means (throughput).")

@@ -413,6 +413,10 @@ class SloSearchStep(_Model):
     scenario: Optional[str] = Field(default=None, description="Scenario measured, null if it failed.")
     overall: Optional[SloMark] = Field(default=None, description="SLO verdict of that scenario.")
     ok: Optional[bool] = Field(description="Both SLO thresholds met; null when the scenario's verdict is ❔ (not measured).")
+    valid: Optional[bool] = Field(
+        default=None, description="The scenario's validity (docs/VALIDITY.md): false when it did not measure the engine "
+        "(then measured once more with more prompts when the search re-measures), null when unknown.",
+    )
 
 
 class SloSearch(_Model):

@@ -21,12 +21,16 @@ from .comparison_models import ComparisonDoc, Row, StatTest
 from .models import Metadata, SloSpec
 from .rundata import RunData, run_labels, scenario_status, table_row
 from .slo import MET_BOTH, MET_NONE, MET_ONE, NOT_MEASURED, describe
+from .validity import mark
 
 TABLE_HEADER = (
     "| Scenario | Backend | Conc | Input | Output | Req/s | OutTok/s | TTFT P95(ms) | TTFT P99(ms) "
     "| TPOT Mean(ms) | TPOT P95(ms) | TPOT P99(ms) | E2E P99(ms) | SLO |"
 )
 TABLE_ALIGN = "|---|---|" + "---:|" * 12
+# report.md only: comparison.md keeps the seed-002 table and shows validity in its own section
+REPORT_TABLE_HEADER = TABLE_HEADER + " Valid |"
+REPORT_TABLE_ALIGN = TABLE_ALIGN + "---|"
 SLO_NOTES = (
     "- SLO check uses TTFT P95 and TPOT mean.",
     "- A ⚠️ indicates one of the two metrics is out of target; ❌ indicates both are out.",
@@ -83,6 +87,11 @@ def table_line(row: Row) -> str:
 def results_table(rows: Iterable[Row]) -> list[str]:
     """Header, alignment row and one line per row."""
     return [TABLE_HEADER, TABLE_ALIGN] + [table_line(r) for r in rows]
+
+
+def report_table(rows: Iterable[Row]) -> list[str]:
+    """report.md's Results table: the side-by-side table plus a Valid column (✔, ✖ failed checks, blank unknown)."""
+    return [REPORT_TABLE_HEADER, REPORT_TABLE_ALIGN] + [f"{table_line(r)} {cell(validity_mark(r))} |" for r in rows]
 
 
 def github_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: Optional[Sequence[str]] = None) -> list[str]:
@@ -227,8 +236,9 @@ def _verdicts(doc: ComparisonDoc) -> list[str]:
         return lines + ["No matched scenarios: nothing to test."]
     counts: Counter[str] = Counter(t.verdict for _, t in tests)
     order = ("faster", "slower", "no significant difference", "insufficient samples", "not comparable")
-    lines += ["Verdicts: " + ", ".join(f"{counts[v]} {v}" for v in order) + f" ({len(tests)} tests).", ""]
-    shown = [(sc, t) for sc, t in tests if t.verdict != "not comparable"]
+    invalid = tuple(sorted(v for v in counts if v not in order))  # not comparable (invalid: …)
+    lines += ["Verdicts: " + ", ".join(f"{counts[v]} {v}" for v in order + invalid) + f" ({len(tests)} tests).", ""]
+    shown = [(sc, t) for sc, t in tests if not t.verdict.startswith("not comparable")]
     if shown:
         rows = [
             [sc.name, t.run, METRIC_LABELS[t.metric], f"{t.n_baseline}/{t.n_candidate}", num(t.baseline_value),
@@ -242,7 +252,7 @@ def _verdicts(doc: ComparisonDoc) -> list[str]:
     # Untested (or qualified) results, one line per run, verdict, reason and set of metrics.
     metrics_of: dict[tuple[str, str, str, str], list[str]] = {}
     for sc, t in tests:
-        if t.verdict in ("not comparable", "insufficient samples") or t.reason:
+        if t.verdict.startswith("not comparable") or t.verdict == "insufficient samples" or t.reason:
             metrics_of.setdefault((t.run, t.verdict, t.reason or "", sc.name), []).append(METRIC_SHORT[t.metric])
     grouped: dict[tuple[str, str, str, tuple[str, ...]], list[str]] = {}
     for (run, verdict, reason, name), metrics in metrics_of.items():
@@ -316,6 +326,36 @@ def _runs_table(doc: ComparisonDoc) -> list[str]:
                          "Git commit"], rows)
 
 
+def validity_mark(row: Row) -> str:
+    """The Valid cell: `✔`, `✖ <failed checks>`, or blank when unknown (docs/VALIDITY.md)."""
+    return mark(row.validity)
+
+
+def _validity_section(rows: Sequence[Row], with_backend: bool) -> list[str]:
+    """`## Validity`: every row's mark and each invalid point's failed checks; nothing when no row was judged."""
+    if all(r.validity is None for r in rows):
+        return []
+    lines = ["## Validity", "",
+             "Whether each point measured the engine (docs/VALIDITY.md): ✔ every check passed, ✖ a check failed, "
+             "blank unknown (a check's inputs were not recorded).", ""]
+    if with_backend:
+        lines += github_table(["Scenario", "Backend", "Valid"], [[r.scenario, r.run, validity_mark(r)] for r in rows],
+                              ["left", "left", "left"]) + [""]
+    invalid = [r for r in rows if r.validity is not None and r.validity.ok is False]
+    if invalid:
+        lines += [f"Invalid points ({len(invalid)}):", ""]
+        for r in invalid:
+            assert r.validity is not None
+            who = f"{r.scenario} ({r.run})" if with_backend else r.scenario
+            for check in r.validity.checks:
+                if check.ok is False:
+                    lines.append(f"- {who}, {check.name}: {check.message}")
+        lines.append("")
+    else:
+        lines += ["No invalid point.", ""]
+    return lines
+
+
 def render_comparison(doc: ComparisonDoc) -> str:
     """comparison.md: the seed-002 layout (Summary, Side-by-side results, Notes) then verdicts, unmatched, plots, runs."""
     rows = [r for s in doc.scenarios for r in s.rows]
@@ -325,6 +365,7 @@ def render_comparison(doc: ComparisonDoc) -> str:
     lines += ["", "## Statistical verdicts", ""] + _verdicts(doc)
     if lines[-1] != "":
         lines.append("")
+    lines += _validity_section(rows, with_backend=True)
     lines += ["## Configuration differences", ""] + _config_differences(doc)
     if doc.unmatched:
         lines += ["## Unmatched scenarios", ""] + _unmatched(doc) + [""]
@@ -487,11 +528,13 @@ def render_report(run: RunData, spec: SloSpec, recompute: bool, plot_files: Sequ
     rows = [table_row(run, label, s, scenario_status(s, spec, recompute)) for s in scenarios]
     lines = [_report_title(run, label), "", "## Summary", ""] + _report_summary(run, label, spec, recompute, rows)
     lines += ["", "## Results", ""]
-    lines += results_table(rows) if rows else ["No measured scenarios."]
+    lines += report_table(rows) if rows else ["No measured scenarios."]
     notes = list(SLO_NOTES) + unmeasured_note(rows)
     if has_missing(rows):
         notes.append("- `-` marks a value the run did not record.")
-    lines += ["", "## Notes", ""] + notes + ["", "## Warnings", ""]
+    lines += ["", "## Notes", ""] + notes + [""]
+    lines += _validity_section(rows, with_backend=False)
+    lines += ["## Warnings", ""]
     warnings = _report_warnings(run)
     lines += warnings or ["None: every value is the client's own, no scenario was skipped, no request failed.", ""]
     if plot_files:

@@ -137,6 +137,7 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus) -
         request_throughput=scenario.request_throughput, output_token_throughput=scenario.output_token_throughput,
         ttft_p95_ms=lat.ttft_ms.p95, ttft_p99_ms=lat.ttft_ms.p99, tpot_mean_ms=lat.tpot_ms.mean,
         tpot_p95_ms=lat.tpot_ms.p95, tpot_p99_ms=lat.tpot_ms.p99, e2e_p99_ms=lat.e2e_ms.p99, slo_status=status,
+        validity=scenario.validity,
     )
 
 def mean_known(values: Sequence[Optional[float]]) -> Optional[float]:

@@ -175,6 +175,30 @@ def _rules(data: dict[str, Any], file: str) -> Iterator[Problem]:
         yield from _latency_rules(sc.get("latencies"), f"{base}.latencies", file, recon)
         yield from _slo_rules(sc, base, file, slo)
         yield from _count_rules(sc, base, file)
+        yield from _validity_rules(sc, base, file)
+
+
+def _validity_rules(sc: dict[str, Any], base: str, file: str) -> Iterator[Problem]:
+    """A failed validity check (docs/VALIDITY.md) is a warning; `validate --strict` makes it an error."""
+    validity = sc.get("validity")
+    checks = validity.get("checks") if isinstance(validity, dict) else None
+    if not isinstance(checks, list):
+        return
+    for j, check in enumerate(checks):
+        if isinstance(check, dict) and check.get("ok") is False:
+            yield Problem(file, f"{base}.validity.checks[{j}]",
+                          f"invalid point {sc.get('name')}: {check.get('name')}: {check.get('message')}", WARNING)
+
+
+VALIDITY_PATH = re.compile(r"^scenarios\[\d+\]\.validity\.")
+
+
+def strict_validity(reports: list[FileReport]) -> list[FileReport]:
+    """`validate --strict`: invalid points (failed validity checks) become errors."""
+    for report in reports:
+        report.problems = [Problem(p.file, p.path, p.message, ERROR) if VALIDITY_PATH.match(p.path) else p
+                           for p in report.problems]
+    return reports
 
 
 def _latency_rules(lat: Any, base: str, file: str, recon: dict[str, Any]) -> Iterator[Problem]:

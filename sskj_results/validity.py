@@ -52,7 +52,7 @@ class Evidence:
     * ``client_cpu_s`` / ``client_wall_s``: the client process's user + system CPU time and wall time.
     """
 
-    concurrency: int
+    concurrency: Optional[int]  # None: open loop (a request rate, no concurrency limit)
     output_len: int
     success: int
     failed: int
@@ -91,6 +91,8 @@ def _unknown(name: CheckName, threshold: Optional[float], message: str) -> Valid
 
 def prompts_per_slot(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
     limit = t.min_prompts_per_slot
+    if ev.concurrency is None:
+        return _unknown("prompts_per_slot", limit, "not applicable: open-loop run (a request rate, no concurrency limit)")
     if ev.num_prompts is None:
         return _unknown("prompts_per_slot", limit, "number of prompts not recorded")
     value = ev.num_prompts / ev.concurrency
@@ -102,10 +104,10 @@ def prompts_per_slot(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
 
 
 def achieved_concurrency(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
-    need = t.min_concurrency_fraction * ev.concurrency
-    if ev.rate_limited:
-        return _unknown("achieved_concurrency", need,
+    if ev.concurrency is None or ev.rate_limited:
+        return _unknown("achieved_concurrency", None,
                         "not applicable: a request rate, not the concurrency limit, set the load")
+    need = t.min_concurrency_fraction * ev.concurrency
     if ev.latencies_s is None or ev.duration_s is None or ev.duration_s <= 0:
         what = "per-request latencies" if ev.latencies_s is None else "the benchmark duration"
         return _unknown("achieved_concurrency", need, ev.why("achieved_concurrency", f"{what} not recorded"))
@@ -295,5 +297,5 @@ def remeasure_prompts(measurements: Sequence[Scenario], thresholds: Optional[Val
         return None
     t = thresholds or DEFAULT_THRESHOLDS
     sent = point.num_prompts if point.num_prompts is not None else point.success + point.failed
-    steady = math.ceil(t.min_prompts_per_slot * point.concurrency)
+    steady = math.ceil(t.min_prompts_per_slot * point.concurrency) if point.concurrency is not None else 0
     return max(2 * sent, steady, 1)

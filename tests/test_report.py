@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from sskj_results.cli import main
 from sskj_results.publish import REPORT_MD, ReportOptions, write_report
-from sskj_results.report import SLO_NOTES, TABLE_ALIGN, TABLE_HEADER
+from sskj_results.report import REPORT_TABLE_ALIGN, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER
 from sskj_results.slo import overall_mark
 from sskj_results.validate import validate_path
 
@@ -31,15 +31,18 @@ def report_text(run: Path, *args: str) -> str:
     return (run / REPORT_MD).read_text(encoding="utf-8")
 
 
-def table_rows(text: str) -> list[list[str]]:
+def table_rows(text: str, valid: bool = False) -> list[list[str]]:
+    """The Results table's rows: the seed-002 columns, and the Valid column with valid=True."""
     lines = text.splitlines()
-    start = lines.index(TABLE_HEADER)
-    assert lines[start + 1] == TABLE_ALIGN
+    start = lines.index(REPORT_TABLE_HEADER)
+    assert lines[start] == TABLE_HEADER + " Valid |"
+    assert lines[start + 1] == TABLE_ALIGN + "---|" == REPORT_TABLE_ALIGN
     rows = []
     for line in lines[start + 2:]:
         if not line.startswith("| "):
             break
-        rows.append([c.strip() for c in line.strip("|").split("|")])
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows.append(cells if valid else cells[:-1])
     return rows
 
 

@@ -278,3 +278,44 @@ def test_remeasure_once_with_more_prompts(tmp_path: Path) -> None:
     unknown = valid.model_copy(update={"validity": None})
     assert remeasure_prompts([unknown]) is None
     assert remeasure_prompts([invalid, invalid]) is None  # measured twice already: record it
+
+
+def _search_run(tmp_path: Path, points: list[tuple[int, bool, bool]]) -> Path:
+    """A run of shape i128_o32 with (concurrency, meets SLO, valid) points, in measuring order."""
+    from sskj_results.models import Validity, ValidityCheck
+    from sskj_results.slo import resolve_slo, slo_status
+
+    run = new_run(tmp_path / "search")
+    Case().write(run)
+    parse_run_dir(run)
+    template = load_run(run).scenarios[0]
+    scenarios = []
+    for i, (c, meets, valid) in enumerate(points):
+        s = template.model_copy(deep=True)
+        s.name, s.concurrency, s.num_prompts = f"c{c}_{i}", c, 4 * c if valid else c
+        s.slo_status = slo_status(100.0 if meets else 9000.0, 10.0, resolve_slo())
+        check = ValidityCheck(name="prompts_per_slot", ok=valid, value=4.0 if valid else 1.0, threshold=4.0, message="m")
+        s.validity = Validity(ok=valid, checks=[check])
+        scenarios.append(s)
+    from sskj_results.io import save_run
+    save_run(load_run(run).model_copy(update={"scenarios": scenarios}), run / "results.json")
+    return run
+
+
+def test_slo_search_remeasures_an_invalid_point_once_then_records_it(tmp_path: Path) -> None:
+    from sskj_results.slo_search import decide
+
+    run = _search_run(tmp_path, [(1, True, True), (2, True, False)])
+    res = load_run(run)
+    d = decide(res, 128, 32, 1, 8, remeasure=True)
+    assert (d.next_concurrency, d.num_prompts) == (2, 8)  # c2 again, with 2 x 2 prompts -> at least 4 per slot: 8
+    assert [(s.concurrency, s.valid) for s in d.search.steps] == [(1, True), (2, False)]
+    # without remeasure the invalid point is taken as it is
+    assert decide(res, 128, 32, 1, 8).next_concurrency == 4
+    # measured again (still invalid): recorded, the search goes on from its verdict
+    res = load_run(_search_run(tmp_path / "b", [(1, True, True), (2, True, False), (2, True, False)]))
+    d = decide(res, 128, 32, 1, 8, remeasure=True)
+    assert (d.next_concurrency, d.num_prompts) == (4, None)
+    result = CliRunner().invoke(main, ["slo-next", str(run), "--input-len", "128", "--output-len", "32",
+                                       "--max-concurrency", "8", "--remeasure-invalid"])
+    assert result.exit_code == 0 and result.stdout == "2 8\n"

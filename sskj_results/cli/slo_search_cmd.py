@@ -15,9 +15,12 @@ from .common import handle_errors
 @click.option("--max-concurrency", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--resolution", type=click.FloatRange(min=0), default=0.1, show_default=True,
               help="Stop bisecting when the bracket is within this fraction of the best concurrency.")
+@click.option("--remeasure-invalid", is_flag=True,
+              help="A probe whose only point is invalid (docs/VALIDITY.md) is proposed again: print "
+                   "'CONCURRENCY PROMPTS' with more prompts (the runner must name the new raw file as a repeat).")
 @handle_errors
 def slo_next(run_dir: Path, input_len: int, output_len: int, min_concurrency: int, max_concurrency: int,
-             resolution: float) -> None:
+             resolution: float, remeasure_invalid: bool = False) -> None:
     """Print the next concurrency an SLO search should measure; print nothing when it has converged.
 
     Doubling from --min-concurrency while the scenario meets the SLO (✅ in
@@ -29,8 +32,11 @@ def slo_next(run_dir: Path, input_len: int, output_len: int, min_concurrency: in
     """
     from ..slo_search import next_concurrency
 
-    decision = next_concurrency(run_dir, input_len, output_len, min_concurrency, max_concurrency, resolution)
-    if decision.next_concurrency is not None:
+    decision = next_concurrency(run_dir, input_len, output_len, min_concurrency, max_concurrency, resolution,
+                                remeasure=remeasure_invalid)
+    if decision.next_concurrency is not None and decision.num_prompts is not None:
+        click.echo(f"{decision.next_concurrency} {decision.num_prompts}")
+    elif decision.next_concurrency is not None:
         click.echo(decision.next_concurrency)
     else:
         best = decision.search.best_concurrency

@@ -13,15 +13,20 @@ from .common import handle_errors
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: one line per problem; json: a machine-readable report.")
 @click.option("--quiet", "-q", is_flag=True, help="Print errors only (no warnings, no summary).")
+@click.option("--strict", is_flag=True,
+              help="Invalid points (a failed validity check, docs/VALIDITY.md) are errors, not warnings: for CI gating.")
 @handle_errors
-def validate(paths: tuple[Path, ...], fmt: str, quiet: bool) -> None:
+def validate(paths: tuple[Path, ...], fmt: str, quiet: bool, strict: bool = False) -> None:
     """Check results.json files and run directories (PATH: a run directory, a directory of runs, or a results.json).
 
     Exit 0 when everything is valid (warnings are printed), 1 when anything is invalid.
+    Invalid points are warnings; with --strict they are errors.
     """
-    from ..validate import ERROR, validate_paths
+    from ..validate import ERROR, strict_validity, validate_paths
 
     reports = validate_paths(paths)
+    if strict:
+        reports = strict_validity(reports)
     if fmt == "json":
         click.echo(json.dumps({"valid": all(r.valid for r in reports), "files": [r.as_dict() for r in reports]},
                               indent=2, ensure_ascii=False))
