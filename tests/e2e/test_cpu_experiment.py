@@ -116,3 +116,17 @@ def test_nothing_left_running(cpu_run: Path) -> None:
     assert not _listening(PORT)
     assert _processes_mentioning(str(cpu_run)) == []
     assert _processes_mentioning(f"--port {PORT}") == []
+
+
+def test_validity_of_the_real_points(cpu_run: Path) -> None:
+    """8 prompts at concurrency 4 never reach steady state; the engine's own token counters are read."""
+    for phase in ("phase1_vllm_baseline", "phase2_vllm_ngram"):
+        for scenario in load_run(cpu_run / phase).scenarios:
+            assert scenario.validity is not None
+            checks = {c.name: c for c in scenario.validity.checks}
+            assert checks["prompts_per_slot"].ok is (scenario.num_prompts / scenario.concurrency >= 4)
+            assert checks["achieved_concurrency"].value is not None
+            assert checks["output_token_parity"].ok is True and checks["completeness"].ok is True
+            assert checks["prompt_token_parity"].value is not None  # server_metrics/ were read
+        c4 = next(s for s in load_run(cpu_run / phase).scenarios if s.concurrency == 4)
+        assert c4.validity is not None and c4.validity.ok is False and "prompts_per_slot" in c4.validity.failing
