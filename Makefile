@@ -1,24 +1,25 @@
 # sskj — one entry point for tests. `make test` works on a fresh machine:
 # it creates .venv, installs the package with its test dependencies,
 # installs Debian's shellcheck, chromium and chromium-driver when missing (the
-# last two open the HTML reports in a headless browser), and runs every test
-# including the end-to-end run of experiments/cpu/tiny_vllm_ngram with a real
-# vLLM engine.
+# last two open the HTML reports in a headless browser), slurm-wlm and munge
+# (a local Slurm cluster for tests/cluster), and runs every test including
+# the end-to-end run of experiments/cpu/tiny_vllm_ngram with a real vLLM engine.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-fast venv shellcheck browser schema clean-venv
+.PHONY: test test-fast venv shellcheck browser slurm schema clean-venv
 
-test: venv shellcheck browser
+test: venv shellcheck browser slurm
 	$(PY) -m pytest tests
 
-# Day-to-day: everything but the end-to-end engine run (the browser tests
-# run when chromium is installed, and are skipped with the reason otherwise).
+# Day-to-day: everything but the end-to-end engine run and the Slurm cluster
+# tests (the browser tests run when chromium is installed, and are skipped
+# with the reason otherwise).
 test-fast: venv shellcheck
-	$(PY) -m pytest -m "not e2e" tests
+	$(PY) -m pytest -m "not e2e and not cluster" tests
 
 venv: $(STAMP)
 
@@ -45,6 +46,17 @@ browser:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else \
 	    echo "chromium missing and not root: install it (apt-get install chromium chromium-driver) for the browser tests"; \
+	  fi; }
+
+# Debian's Slurm and munge for tests/cluster (a real cluster on this machine).
+slurm:
+	@{ command -v slurmctld || test -x /usr/sbin/slurmctld; } >/dev/null 2>&1 && \
+	 { command -v munged || test -x /usr/sbin/munged; } >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's slurm-wlm and munge"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null; \
+	  else \
+	    echo "slurm-wlm/munge missing and not root: install them (apt-get install slurm-wlm munge) for tests/cluster"; \
 	  fi; }
 
 schema: venv

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "runset": ("runset_cmd", "runset", "Write the index of a multi-phase run directory (its phases, in order)."),
     "collect": ("collect_cmd", "collect", "Write one table (Parquet or CSV) of every run under the given paths."),
     "slo-next": ("slo_search_cmd", "slo_next", "Next concurrency of an SLO search (prints nothing when done)."),
+    "slurm-plan": ("slurm_cmd", "slurm_plan", "Build the sbatch commands of a Slurm submission (used by submit.sh)."),
     "env": ("env_cmd", "env", "Read KEY=VALUE config files safely (used by the shell; nothing is executed)."),
     "new-experiment": ("new_experiment_cmd", "new_experiment", "Create experiments/<platform>/<name>/ from TEMPLATE or another experiment."),
     "redact": ("redact_cmd", "redact", "Redact secrets from words or lines (the one redaction; used by the shell)."),
