@@ -22,6 +22,7 @@ from .redact import redact
 
 META_KEYS = tuple(Metadata.model_fields)
 REQUIRED_ON_CREATE = ("experiment", "model")
+LIST_META_KEYS = ("node_names", "node_hostnames")
 
 
 def parse_assignments(items: tuple[str, ...], option: str) -> dict[str, str]:
@@ -140,6 +141,9 @@ def write_metadata(
     existing = load_run(file) if file.exists() else None
     meta_dict: dict[str, Any] = existing.metadata.model_dump() if existing else {}
     meta_dict.update({k: (v if v != "" else None) for k, v in meta.items()})
+    for key in LIST_META_KEYS:  # given as comma-separated text
+        if isinstance(meta_dict.get(key), str):
+            meta_dict[key] = meta_dict[key].split(",")
     if existing is None:
         missing = [k for k in REQUIRED_ON_CREATE if not meta_dict.get(k)]
         if missing:

@@ -93,6 +93,16 @@ class Metadata(_Model):
     driver_version: Optional[str] = Field(default=None, description="Accelerator driver version (nvidia-smi / xpu-smi), when found.")
     runtime_version: Optional[str] = Field(default=None, description="Accelerator runtime version (CUDA / XPU runtime), when found.")
     host: Optional[str] = Field(default=None, description="Host name of the machine that ran the client.")
+    nodes: Optional[int] = Field(
+        default=None, ge=1,
+        description="Nodes the engine spanned (multi-node runs under Slurm; null when it ran on one machine).",
+    )
+    node_names: Optional[list[str]] = Field(
+        default=None, description="Slurm node name of each engine rank, in node-rank order (rank 0 serves the API).",
+    )
+    node_hostnames: Optional[list[str]] = Field(
+        default=None, description="Host name of each engine rank's node, in node-rank order.",
+    )
     tool_version: Optional[str] = Field(default=None, description="Version of sskj-results that last wrote this file.")
     imported_at: Optional[str] = Field(
         default=None,

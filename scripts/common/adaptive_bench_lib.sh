@@ -28,6 +28,10 @@ if ! declare -F platform::load >/dev/null; then
   # shellcheck source=platform.sh
   source "${_BENCH_LIB_DIR}/platform.sh"
 fi
+if ! declare -F multinode::wrap >/dev/null; then
+  # shellcheck source=multinode.sh
+  source "${_BENCH_LIB_DIR}/multinode.sh"
+fi
 
 #######################################
 # Load platform and experiment configuration and set run-wide defaults.
@@ -360,7 +364,7 @@ bench::server_main() {
 # Fill SERVER_CMD with the SGLang server command of the phase:
 #   <launcher> -m sglang.launch_server --model-path MODEL_PATH --tp TP
 #   --trust-remote-code FLAG... --host SERVER_HOST --port PORT
-#   SGLANG_EXTRA_ARGS (split on blanks)
+#   MULTINODE_ARGS (NNODES > 1, multinode.sh) SGLANG_EXTRA_ARGS (split on blanks)
 # Arguments: FLAG... the experiment's own flags (may be none)
 # Globals:   PHASE_ENGINE MODEL_PATH TP SERVER_HOST PORT SGLANG_EXTRA_ARGS
 #            (read); SERVER_CMD LIB_LAUNCHER (written)
@@ -371,10 +375,11 @@ bench::sglang_server_cmd() {
   local -a extra=()
   lib::require_env MODEL_PATH TP SERVER_HOST PORT || return 1
   lib::engine_launcher "${PHASE_ENGINE}" || return 1
+  multinode::engine_args sglang || return 1
   read -r -a extra <<<"${SGLANG_EXTRA_ARGS:-}"
   SERVER_CMD=("${LIB_LAUNCHER[@]}" -m sglang.launch_server
     --model-path "${MODEL_PATH}" --tp "${TP}" --trust-remote-code
-    "$@" --host "${SERVER_HOST}" --port "${PORT}" "${extra[@]}")
+    "$@" --host "${SERVER_HOST}" --port "${PORT}" "${MULTINODE_ARGS[@]}" "${extra[@]}")
 }
 
 #######################################
@@ -396,7 +401,7 @@ bench::vllm_server_base() {
 # Fill SERVER_CMD with the vLLM server command of the phase:
 #   <bench::vllm_server_base> --model MODEL_PATH --trust-remote-code
 #   --tensor-parallel-size TP FLAG... --host SERVER_HOST --port PORT
-#   VLLM_EXTRA_ARGS (split on blanks)
+#   MULTINODE_ARGS (NNODES > 1, multinode.sh) VLLM_EXTRA_ARGS (split on blanks)
 # Arguments: FLAG... the experiment's own flags (may be none)
 # Globals:   PHASE_ENGINE MODEL_PATH TP SERVER_HOST PORT VLLM_EXTRA_ARGS
 #            (read); SERVER_CMD LIB_LAUNCHER (written)
@@ -407,9 +412,10 @@ bench::vllm_server_cmd() {
   local -a extra=()
   lib::require_env MODEL_PATH TP SERVER_HOST PORT || return 1
   bench::vllm_server_base || return 1
+  multinode::engine_args vllm || return 1
   read -r -a extra <<<"${VLLM_EXTRA_ARGS:-}"
   SERVER_CMD+=(--model "${MODEL_PATH}" --trust-remote-code --tensor-parallel-size "${TP}"
-    "$@" --host "${SERVER_HOST}" --port "${PORT}" "${extra[@]}")
+    "$@" --host "${SERVER_HOST}" --port "${PORT}" "${MULTINODE_ARGS[@]}" "${extra[@]}")
 }
 
 #######################################
@@ -819,7 +825,8 @@ bench::run_phase() {
   fi
   mkdir -p "${BENCH_RUN_DIR}"/{raw_outputs,logs,gpu_logs,server_metrics} || return 1
   lib::info "phase ${index}/${BENCH_PHASE_COUNT} ${PHASE_NAME} (engine ${PHASE_ENGINE}) -> ${BENCH_RUN_DIR}"
-  bench::get_server_cmd "${BENCH_EXPERIMENT_DIR}" "${spec}" || return 1
+  # NNODES > 1: srun launches every rank (scripts/common/multinode.sh).
+  multinode::server_cmd "${BENCH_EXPERIMENT_DIR}" "${spec}" || return 1
 
   # Metadata globals read by lib::write_metadata.
   # shellcheck disable=SC2034
@@ -855,6 +862,7 @@ bench::run_phase() {
   local server_line
   server_line="$(lib::quote_cmd "${BENCH_SERVER_CMD[@]}")"
   BENCH_CONFIG_ARGS+=(--config "server_args=${server_line}")
+  BENCH_CONFIG_ARGS+=("${MULTINODE_RECORD_ARGS[@]}")
   if [[ -n "${phase_index}" ]]; then
     BENCH_CONFIG_ARGS+=(--config "phase${phase_index}_server_args=${server_line}")
   fi
