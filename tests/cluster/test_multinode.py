@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from shellkit import COMMON, free_port, port_listening, tagged_pids
+from shellkit import COMMON, free_port, port_listening, wait_no_tagged
 from slurmkit import SUBMIT, LocalSlurm
 
 START_SGLANG = """\
@@ -36,13 +36,14 @@ def config(port: int, dist_port: int, concurrencies: str = "1 2", shape: str = "
             'WARMUP_REQUESTS="1"\nSTOP_GRACE_S="5"\nHEALTH_TIMEOUT_S="60"\n')
 
 
-def submit(env: dict[str, str], exp: Path, root: Path, run_id: str) -> tuple[str, Path]:
+def submit(env: dict[str, str], exp: Path, root: Path, run_id: str) -> tuple[str, Path, str]:
+    """Submit one experiment; return its job id, its run directory and the id of the comparison job."""
     proc = subprocess.run(["bash", str(SUBMIT), str(exp), "--platform", "cpu", "--run-id", run_id,
                            "--results-root", str(root)], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    job_id, name, run_dir = proc.stdout.splitlines()[0].split("\t")
-    assert name == exp.name
-    return job_id, Path(run_dir)
+    (job_id, name, run_dir), (compare_id, compare_name, _) = (line.split("\t") for line in proc.stdout.splitlines())
+    assert name == exp.name and compare_name == "comparison"
+    return job_id, Path(run_dir), compare_id
 
 
 def job_log(run_dir: Path) -> str:
@@ -54,10 +55,12 @@ def test_two_node_engine_wiring_and_teardown(slurm: LocalSlurm, job_env, fake_ex
     lib = COMMON / "adaptive_bench_lib.sh"
     exp = fake_experiment("mn_sglang", phases="sglang", config=config(port, dist_port),
                           start_server=START_SGLANG.format(lib=lib))
-    job_id, run_dir = submit(job_env, exp, tmp_path / "shared", "20261201-020000")
+    job_id, run_dir, compare_id = submit(job_env, exp, tmp_path / "shared", "20261201-020000")
     info = slurm.wait_job(job_id, 240)
     assert info["JobState"] == "COMPLETED", f"{info}\n{job_log(run_dir)}"
     assert info["NumNodes"] == "2"
+    # One run: the comparison job validates it and has nothing to compare.
+    assert slurm.wait_job(compare_id, 120)["JobState"] == "COMPLETED"
 
     results = json.loads((run_dir / "results.json").read_text())
     meta, cfg = results["metadata"], results["config"]
@@ -78,7 +81,7 @@ def test_two_node_engine_wiring_and_teardown(slurm: LocalSlurm, job_env, fake_ex
     assert "[fake-sglang rank 0 on n1] rank 1 joined" in server_log
     assert server_log.index("rank 1 joined") < server_log.index("serving the API")
     assert not port_listening(port) and not port_listening(dist_port)
-    assert tagged_pids(tag) == []
+    assert wait_no_tagged(tag, 20) == [], "a process of the job outlived it"
 
 
 def test_scancel_leaves_no_engine_and_resume_continues(slurm: LocalSlurm, job_env, fake_experiment, tmp_path: Path,
@@ -89,7 +92,7 @@ def test_scancel_leaves_no_engine_and_resume_continues(slurm: LocalSlurm, job_en
                           start_server=START_SGLANG.format(lib=lib))
     env = dict(job_env, FAKE_SERVER_ARGS="--latency-ms 40")
     root = tmp_path / "shared"
-    job_id, run_dir = submit(env, exp, root, "20261201-030000")
+    job_id, run_dir, compare_id = submit(env, exp, root, "20261201-030000")
     raw_dir = run_dir / "raw_outputs"
     deadline = time.monotonic() + 180
     while not list(raw_dir.glob("*_1_16_64.jsonl")):
@@ -101,17 +104,16 @@ def test_scancel_leaves_no_engine_and_resume_continues(slurm: LocalSlurm, job_en
     subprocess.run(["scancel", job_id], env=env, check=True, timeout=30)
     info = slurm.wait_job(job_id, 120)
     assert info["JobState"] == "CANCELLED"
-    deadline = time.monotonic() + 30
-    while tagged_pids(tag) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert tagged_pids(tag) == [], "an engine rank, srun or the client outlived scancel"
+    slurm.wait_job(compare_id, 120)  # afterany: it runs once the cancelled job ended (and finds it invalid)
+    assert wait_no_tagged(tag, 30) == [], "an engine rank, srun or the client outlived scancel"
     assert not port_listening(port) and not port_listening(dist_port)
     assert not list(raw_dir.glob("*_4_16_64.jsonl")), "the job was cancelled before the last scenario"
 
-    job2, run_dir2 = submit(env, exp, root, "20261201-030000")
+    job2, run_dir2, compare2 = submit(env, exp, root, "20261201-030000")
     assert run_dir2 == run_dir
     info = slurm.wait_job(job2, 240)
     assert info["JobState"] == "COMPLETED", job_log(run_dir)
+    assert slurm.wait_job(compare2, 120)["JobState"] == "COMPLETED"
     log = job_log(run_dir)
     assert "scenario c1_i16_o64 already done; skipping" in log
     assert first.stat().st_mtime_ns == first_stat.st_mtime_ns and first.stat().st_ino == first_stat.st_ino
