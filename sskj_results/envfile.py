@@ -124,6 +124,16 @@ PLATFORM_KEYS: dict[str, tuple[str, str]] = {
     "DOCKER_RUN_ARGS": ("no", "arguments of `docker run` when AUTO_START_CONTAINER=1 creates the container"),
     "AUTO_START_CONTAINER": ("no", "1: create the container when it does not exist"),
     ALLOW_KEY: ("no", "startup variables (e.g. LD_LIBRARY_PATH) this file may set for the engine; recorded"),
+    # Slurm resources of scripts/common/submit.sh (sskj_results/slurm.py, docs/CLUSTER.md).
+    "SLURM_PARTITION": ("no", "Slurm partition of the experiment jobs (sbatch --partition)"),
+    "SLURM_TIME": ("no", "time limit of an experiment job (sbatch --time), e.g. 12:00:00"),
+    "SLURM_ACCOUNT": ("no", "Slurm account to charge (sbatch --account)"),
+    "SLURM_QOS": ("no", "Slurm quality of service (sbatch --qos)"),
+    "GPUS_PER_NODE": ("no", "accelerators per node (sbatch --gpus-per-node); ignored when SLURM_GRES is set"),
+    "SLURM_GRES": ("no", "generic resources per node (sbatch --gres), e.g. gpu:8 or xpu:8"),
+    "SLURM_CPUS_PER_TASK": ("no", "CPUs of the job's one task per node (sbatch --cpus-per-task)"),
+    "SLURM_MEM": ("no", "memory per node (sbatch --mem), e.g. 0 for all of it"),
+    "SLURM_EXTRA_ARGS": ("no", "more sbatch arguments, split on blanks, e.g. --exclusive --constraint=ib"),
 }
 _DOCKER_KEYS = tuple(k for k, (req, _) in PLATFORM_KEYS.items() if req == "docker")
 

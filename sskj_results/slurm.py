@@ -22,22 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .envfile import parse_env_file
+from .envfile import PLATFORM_KEYS, parse_env_file
 from .errors import ConfigError, UsageError
 
 __all__ = ["SLURM_KEYS", "SlurmJob", "SlurmPlan", "plan_submission", "platform_for"]
 
-# Keys a platform file (or config.env) may set for Slurm, with what they mean.
+# Keys a platform file (or config.env) may set for Slurm (their meanings live in PLATFORM_KEYS),
+# and NNODES, which an experiment sets.
 SLURM_KEYS: dict[str, str] = {
-    "SLURM_PARTITION": "partition of the experiment jobs (sbatch --partition)",
-    "SLURM_TIME": "time limit of an experiment job (sbatch --time), e.g. 08:00:00",
-    "SLURM_ACCOUNT": "account to charge (sbatch --account)",
-    "SLURM_QOS": "quality of service (sbatch --qos)",
-    "GPUS_PER_NODE": "accelerators per node (sbatch --gpus-per-node); ignored when SLURM_GRES is set",
-    "SLURM_GRES": "generic resources per node (sbatch --gres), e.g. gpu:8 or xpu:8",
-    "SLURM_CPUS_PER_TASK": "CPUs of the job's one task per node (sbatch --cpus-per-task)",
-    "SLURM_MEM": "memory per node (sbatch --mem), e.g. 0 for all of it",
-    "SLURM_EXTRA_ARGS": "more sbatch arguments, split on blanks, e.g. --exclusive --constraint=h200",
+    **{key: PLATFORM_KEYS[key][1] for key in (
+        "SLURM_PARTITION", "SLURM_TIME", "SLURM_ACCOUNT", "SLURM_QOS", "GPUS_PER_NODE", "SLURM_GRES",
+        "SLURM_CPUS_PER_TASK", "SLURM_MEM", "SLURM_EXTRA_ARGS")},
     "NNODES": "nodes the engine spans (sbatch --nodes; multi-node engines when > 1)",
 }
 
@@ -95,6 +90,9 @@ def _settings(experiment_dir: Path, platform: str, repo_root: Path, environ: Map
         raise ConfigError(f"unknown platform '{platform}': no {platform_file}")
     scope = dict(environ)
     scope.setdefault("REPO_ROOT", str(repo_root))
+    # As scripts/common/platform.sh sets them before it reads a platform file.
+    scope.setdefault("SSKJ_ENVS_DIR", str(repo_root / "envs"))
+    scope.setdefault("SSKJ_MODELS_DIR", str(repo_root / "models"))
     preset = set(environ)
     values: dict[str, str] = {}
     protect = {"CHIP", "ACCELERATOR", "RUNTIME", "DOCKER_IMAGE", "CONTAINER_NAME", "CONTAINER_PYTHON"}

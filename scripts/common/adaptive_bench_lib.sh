@@ -28,7 +28,7 @@ if ! declare -F platform::load >/dev/null; then
   # shellcheck source=platform.sh
   source "${_BENCH_LIB_DIR}/platform.sh"
 fi
-if ! declare -F multinode::wrap >/dev/null; then
+if ! declare -F multinode::server_cmd >/dev/null; then
   # shellcheck source=multinode.sh
   source "${_BENCH_LIB_DIR}/multinode.sh"
 fi

@@ -206,7 +206,9 @@ platform::preflight() {
   for spec in "$@"; do
     bench::parse_phase_spec "${spec}" || return 1
     bench::apply_phase_settings
-    if ! bench::get_server_cmd "${exp_dir}" "${spec}"; then
+    # NNODES > 1: check the command of rank 0 (the head); see multinode.sh.
+    if ! NODE_RANK="${NODE_RANK:-0}" DIST_INIT_ADDR="${DIST_INIT_ADDR:-127.0.0.1:${DIST_INIT_PORT:-29500}}" \
+      bench::get_server_cmd "${exp_dir}" "${spec}"; then
       bench::restore_phase_settings
       return 1
     fi
