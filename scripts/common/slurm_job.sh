@@ -59,16 +59,17 @@ job::compare() {
   local -a runs=()
   mkdir -p "${out}" || return 1
   for dir in "$@"; do
-    if [[ -f "${dir}/results.json" ]]; then
-      runs+=("${dir}")
-      continue
-    fi
+    # A multi-phase run: its phases (the top-level results.json indexes them).
     local found=0
     for file in "${dir}"/*/results.json; do
       [[ -f "${file}" ]] || continue
       runs+=("${file%/results.json}")
       found=1
     done
+    if ((found == 0)) && [[ -f "${dir}/results.json" ]]; then
+      runs+=("${dir}")
+      found=1
+    fi
     if ((found == 0)); then
       lib::err "${dir}: no results.json (the job did not record anything; see its slurm-*.log)"
       status=1
