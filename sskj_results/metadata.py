@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 from pydantic import ValidationError
 
 from . import __version__
+from .engines import config_from_server_args
 from .errors import ResultsError, UsageError
 from .io import RESULTS_NAME, format_loc, load_run, model_message, save_run
 from .models import Config, Metadata, Results, SloSpec
@@ -171,6 +172,9 @@ def write_metadata(
         if key.endswith("server_args") and isinstance(value, str):
             value = redact(value.strip())
         cfg[key] = value
+    if isinstance(config.get("server_args"), str):
+        # the settings the phase's own server command gives (null when it does not), over any --config of the same key
+        cfg.update(config_from_server_args(cfg["server_args"]))
     try:
         metadata = Metadata.model_validate(meta_dict)
     except ValidationError as exc:

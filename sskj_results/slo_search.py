@@ -13,8 +13,8 @@ from typing import Optional
 
 from .errors import UsageError
 from .io import load_run, results_path, save_run
-from .models import Results, Scenario, SloSearch, SloSearchStep
-from .slo import MET_BOTH, NOT_MEASURED
+from .models import Results, Scenario, SloSearch, SloSearchStep, SloSpec
+from .slo import MET_BOTH, NOT_MEASURED, slo_status
 from .validity import remeasure_prompts
 
 
@@ -45,33 +45,39 @@ def remeasures(results: Results, input_len: int, output_len: int) -> dict[int, i
     return out
 
 
-def _probes(results: Results, input_len: int, output_len: int) -> dict[int, SloSearchStep]:
-    """What is known per concurrency: the latest scenario, or a skipped entry (a failure)."""
+def _probes(results: Results, input_len: int, output_len: int,
+            spec: Optional[SloSpec] = None) -> dict[int, SloSearchStep]:
+    """What is known per concurrency: the latest scenario, or a skipped entry (a failure).
+
+    A scenario passes when it meets the SLO: its recorded slo_status, or, when
+    spec is given, its TTFT P95 and TPOT mean judged against spec.
+    """
     known: dict[int, SloSearchStep] = {}
     for skipped in results.skipped:
         if skipped.input_len == input_len and skipped.output_len == output_len and skipped.concurrency:
             known[skipped.concurrency] = SloSearchStep(concurrency=skipped.concurrency, scenario=None, overall=None, ok=False)
     for s in results.scenarios:
         if s.input_len == input_len and s.output_len == output_len and s.concurrency is not None:
-            unknown = s.slo_status.overall == NOT_MEASURED
+            status = s.slo_status if spec is None else slo_status(s.latencies.ttft_ms.p95, s.latencies.tpot_ms.mean, spec)
+            unknown = status.overall == NOT_MEASURED
             known[s.concurrency] = SloSearchStep(
-                concurrency=s.concurrency, scenario=s.name, overall=s.slo_status.overall,
-                ok=None if unknown else s.slo_status.overall == MET_BOTH,
+                concurrency=s.concurrency, scenario=s.name, overall=status.overall,
+                ok=None if unknown else status.overall == MET_BOTH,
                 valid=s.validity.ok if s.validity is not None else None,
             )
     return known
 
 
 def decide(results: Results, input_len: int, output_len: int, lo_bound: int, hi_bound: int,
-           resolution: float = 0.1, remeasure: bool = False) -> Decision:
-    """The next concurrency to measure, or None when the search has converged.
+           resolution: float = 0.1, remeasure: bool = False, spec: Optional[SloSpec] = None) -> Decision:
+    """The next concurrency to measure, or None when the search has converged (spec: see _probes).
 
     With remeasure, a probe whose only point is invalid is proposed again with
     more prompts (Decision.num_prompts) before the search reads its verdict.
     """
     if lo_bound < 1 or hi_bound < lo_bound:
         raise UsageError(f"need 1 <= --min-concurrency <= --max-concurrency, got {lo_bound} and {hi_bound}")
-    known = _probes(results, input_len, output_len)
+    known = _probes(results, input_len, output_len, spec)
     steps = [known[c] for c in sorted(known) if lo_bound <= c <= hi_bound]
 
     again = remeasures(results, input_len, output_len) if remeasure else {}
@@ -118,10 +124,10 @@ def decide(results: Results, input_len: int, output_len: int, lo_bound: int, hi_
 
 
 def next_concurrency(run_dir: Path, input_len: int, output_len: int, lo_bound: int, hi_bound: int,
-                     resolution: float = 0.1, remeasure: bool = False) -> Decision:
+                     resolution: float = 0.1, remeasure: bool = False, spec: Optional[SloSpec] = None) -> Decision:
     """Decide, record the search in results.json (atomically), and return the decision."""
     results = load_run(run_dir)
-    decision = decide(results, input_len, output_len, lo_bound, hi_bound, resolution, remeasure)
+    decision = decide(results, input_len, output_len, lo_bound, hi_bound, resolution, remeasure, spec)
     others = [s for s in results.slo_search if (s.input_len, s.output_len) != (input_len, output_len)]
     updated = results.model_copy(update={"slo_search": [*others, decision.search]})
     save_run(updated, results_path(run_dir))

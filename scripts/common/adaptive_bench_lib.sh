@@ -146,150 +146,6 @@ bench::restore_phase_settings() {
 }
 
 #######################################
-# Build the scenario grid, ascending concurrency within each (input, output)
-# shape, shapes in order of first appearance. Source: SCENARIOS_FILE
-# (default <experiment>/scenarios.tsv; columns concurrency, input_len,
-# output_len[, num_prompts]; '#' comments; optional header) or config.env
-# CONCURRENCIES="1 4 16" x SHAPES="128x64 1024x128".
-# Arguments: $1 experiment directory
-# Globals:   BENCH_GRID (written, array of "input output concurrency prompts",
-#            prompts '-' = default rule)
-# Outputs:   errors name file:line
-# Returns:   0 ok, 1 invalid or empty grid
-#######################################
-bench::load_grid() {
-  local exp_dir="$1" file="${SCENARIOS_FILE:-${1}/scenarios.tsv}"
-  local -a rows=() f=()
-  local line n=0 c in out np
-  local -A shape_index=()
-  if [[ -f "${file}" ]]; then
-    while IFS= read -r line || [[ -n "${line}" ]]; do
-      n=$((n + 1))
-      line="${line%%#*}"
-      read -r -a f <<<"${line}"
-      ((${#f[@]} == 0)) && continue
-      if ((n == 1 || ${#rows[@]} == 0)) && [[ "${f[0]}" == "concurrency" ]]; then
-        continue
-      fi
-      if ((${#f[@]} < 3 || ${#f[@]} > 4)); then
-        lib::err "${file}:${n}: expected 'concurrency input_len output_len [num_prompts]'"
-        return 1
-      fi
-      for c in "${f[@]}"; do
-        if [[ ! "${c}" =~ ^[1-9][0-9]*$ ]]; then
-          lib::err "${file}:${n}: '${c}' is not a positive integer"
-          return 1
-        fi
-      done
-      rows+=("${f[0]} ${f[1]} ${f[2]} ${f[3]:--}")
-    done <"${file}"
-    lib::info "scenario grid from ${file}"
-  elif [[ -n "${CONCURRENCIES:-}" && -n "${SHAPES:-}" ]]; then
-    local -a cs=() shapes=()
-    local shape
-    read -r -a cs <<<"${CONCURRENCIES}"
-    read -r -a shapes <<<"${SHAPES}"
-    for shape in "${shapes[@]}"; do
-      if [[ ! "${shape}" =~ ^([1-9][0-9]*)x([1-9][0-9]*)$ ]]; then
-        lib::err "SHAPES: '${shape}' is not INPUTxOUTPUT (e.g. 1024x128)"
-        return 1
-      fi
-      in="${BASH_REMATCH[1]}"
-      out="${BASH_REMATCH[2]}"
-      for c in "${cs[@]}"; do
-        if [[ ! "${c}" =~ ^[1-9][0-9]*$ ]]; then
-          lib::err "CONCURRENCIES: '${c}' is not a positive integer"
-          return 1
-        fi
-        rows+=("${c} ${in} ${out} ${NUM_PROMPTS:--}")
-      done
-    done
-    lib::info "scenario grid from CONCURRENCIES x SHAPES"
-  else
-    lib::err "no scenarios: create ${file} or set CONCURRENCIES and SHAPES in config.env"
-    return 1
-  fi
-  if ((${#rows[@]} == 0)); then
-    lib::err "the scenario grid is empty"
-    return 1
-  fi
-  # Tag each row with the index of its shape, then sort by (shape, c).
-  local -a tagged=()
-  for line in "${rows[@]}"; do
-    read -r c in out np <<<"${line}"
-    if [[ -z "${shape_index[${in}x${out}]+x}" ]]; then
-      shape_index["${in}x${out}"]="${#shape_index[@]}"
-    fi
-    tagged+=("${shape_index[${in}x${out}]} ${c} ${in} ${out} ${np}")
-  done
-  BENCH_GRID=()
-  while read -r _ c in out np; do
-    BENCH_GRID+=("${in} ${out} ${c} ${np}")
-  done < <(printf '%s\n' "${tagged[@]}" | sort -t ' ' -k1,1n -k2,2n -u)
-  return 0
-}
-
-#######################################
-# Number of prompts of a scenario: the grid's value, else NUM_PROMPTS, else
-# max(c * PROMPTS_PER_CONCURRENCY, MIN_PROMPTS).
-# Arguments: $1 concurrency; $2 grid value or '-'
-# Outputs:   number on stdout
-# Returns:   0
-#######################################
-bench::num_prompts() {
-  local c="$1" np="${2:--}"
-  if [[ "${np}" != "-" ]]; then
-    printf '%s' "${np}"
-  elif [[ -n "${NUM_PROMPTS:-}" ]]; then
-    printf '%s' "${NUM_PROMPTS}"
-  else
-    local n=$((c * PROMPTS_PER_CONCURRENCY))
-    ((n < MIN_PROMPTS)) && n="${MIN_PROMPTS}"
-    printf '%s' "${n}"
-  fi
-}
-
-#######################################
-# Append one row to RUN_DIR/skipped_after_oom.csv (header created once,
-# every field CSV-quoted).
-# Arguments: $1 run dir; $2 concurrency; $3 input; $4 output; $5 reason;
-#            $6 log excerpt
-# Globals:   BENCH_SKIPPED (updated)
-# Returns:   0
-#######################################
-bench::record_skip() {
-  local run_dir="$1" c="$2" in="$3" out="$4" reason="$5" excerpt="${6:-}"
-  local csv="${run_dir}/skipped_after_oom.csv" name="c${2}_i${3}_o${4}"
-  if [[ ! -s "${csv}" ]]; then
-    printf 'scenario,concurrency,input_len,output_len,reason,log_excerpt\n' >"${csv}"
-  fi
-  printf '%s,%s,%s,%s,%s,%s\n' "$(lib::csv_field "${name}")" "$(lib::csv_field "${c}")" \
-    "$(lib::csv_field "${in}")" "$(lib::csv_field "${out}")" \
-    "$(lib::csv_field "${reason}")" "$(lib::csv_field "${excerpt}")" >>"${csv}"
-  BENCH_SKIPPED["${name}"]="${reason}"
-  lib::warn "scenario ${name} recorded in ${csv##*/}: ${reason}"
-  return 0
-}
-
-#######################################
-# Load the scenario names already in RUN_DIR/skipped_after_oom.csv.
-# Arguments: $1 run dir
-# Globals:   BENCH_SKIPPED (written, associative name -> reason)
-# Returns:   0
-#######################################
-bench::load_skipped() {
-  local csv="$1/skipped_after_oom.csv" line
-  declare -gA BENCH_SKIPPED=()
-  [[ -f "${csv}" ]] || return 0
-  while IFS= read -r line; do
-    if [[ "${line}" =~ ^\"(c[0-9]+_i[0-9]+_o[0-9]+)\",\"[0-9]+\",\"[0-9]+\",\"[0-9]+\",\"([^\"]*)\" ]]; then
-      BENCH_SKIPPED["${BASH_REMATCH[1]}"]="${BASH_REMATCH[2]}"
-    fi
-  done <"${csv}"
-  return 0
-}
-
-#######################################
 # Fill BENCH_SERVER_CMD by asking the experiment's start_server.sh for the
 # command of a phase (NUL-separated, see bench::server_main).
 # Arguments: $1 experiment directory; $2 phase spec
@@ -362,7 +218,7 @@ bench::server_main() {
 
 #######################################
 # Fill SERVER_CMD with the SGLang server command of the phase:
-#   <launcher> -m sglang.launch_server --model-path MODEL_PATH --tp TP
+#   <launcher> -m <launch module> --model-path MODEL_PATH --tp TP
 #   --trust-remote-code FLAG... --host SERVER_HOST --port PORT
 #   MULTINODE_ARGS (NNODES > 1, multinode.sh) SGLANG_EXTRA_ARGS (split on blanks)
 # Arguments: FLAG... the experiment's own flags (may be none)
@@ -377,24 +233,27 @@ bench::sglang_server_cmd() {
   lib::engine_launcher "${PHASE_ENGINE}" || return 1
   multinode::engine_args sglang || return 1
   read -r -a extra <<<"${SGLANG_EXTRA_ARGS:-}"
-  SERVER_CMD=("${LIB_LAUNCHER[@]}" -m sglang.launch_server
+  SERVER_CMD=("${LIB_LAUNCHER[@]}" -m "${LIB_ENGINE_MODULE}"
     --model-path "${MODEL_PATH}" --tp "${TP}" --trust-remote-code
     "$@" --host "${SERVER_HOST}" --port "${PORT}" "${MULTINODE_ARGS[@]}" "${extra[@]}")
 }
 
 #######################################
 # Fill SERVER_CMD with the start of the vLLM OpenAI server command of the
-# phase: <launcher> -m vllm.entrypoints.openai.api_server, the launcher
-# setting VLLM_SERVER_DEV_MODE=1 (enables POST /reset_prefix_cache, used
-# between scenarios) and KEY=VALUE... in the server's environment.
+# phase: <launcher> -m <launch module>, the launcher setting the engine
+# table's server environment (VLLM_SERVER_DEV_MODE=1: enables POST
+# /reset_prefix_cache, used between scenarios) and KEY=VALUE... more.
 # Arguments: KEY=VALUE... more environment of the server (may be none)
 # Globals:   PHASE_ENGINE (read); SERVER_CMD LIB_LAUNCHER (written)
 # Returns:   0 ok, 1 missing configuration, 2 bad KEY=VALUE or engine
 #######################################
 # shellcheck disable=SC2120  # KEY=VALUE... is optional
 bench::vllm_server_base() {
-  lib::engine_launcher "${PHASE_ENGINE}" VLLM_SERVER_DEV_MODE=1 "$@" || return
-  SERVER_CMD=("${LIB_LAUNCHER[@]}" -m vllm.entrypoints.openai.api_server)
+  local -a env=()
+  lib::engine "${PHASE_ENGINE}" || return 2
+  [[ "${LIB_ENGINE_ENV}" == "-" ]] || IFS=',' read -r -a env <<<"${LIB_ENGINE_ENV}"
+  lib::engine_launcher "${PHASE_ENGINE}" "${env[@]}" "$@" || return
+  SERVER_CMD=("${LIB_LAUNCHER[@]}" -m "${LIB_ENGINE_MODULE}")
 }
 
 #######################################
@@ -505,10 +364,12 @@ bench::stop_phase_server() {
 }
 
 #######################################
-# Make sure a healthy server runs before a scenario (restart after a crash).
+# Make sure a healthy server runs before a scenario (restart after a crash);
+# nothing under DRY_RUN (the phase printed the server command).
 # Returns:   0 ready, 1 could not start
 #######################################
 bench::ensure_server() {
+  lib::is_dry_run && return 0
   if ((${BENCH_SERVER_UP:-0} == 1)) && lib::pid_alive "${LIB_SERVER_PID:-}"; then
     return 0
   fi
@@ -520,253 +381,124 @@ bench::ensure_server() {
 }
 
 #######################################
-# DRY_RUN: print the commands of one scenario, one per line.
-# Arguments: $1 c; $2 input; $3 output; $4 prompts
-# Globals:   BENCH_RUN_DIR BENCH_MMDD CHIP PHASE_ENGINE (read)
-# Outputs:   command lines on stdout
-# Returns:   0 ok, 1 invalid configuration
+# Run a child command (its output appended to a log headed by the quoted
+# command), or print it under DRY_RUN.
+# Arguments: $1 log file; $2.. command
+# Returns:   the command's status (0 under DRY_RUN)
 #######################################
-bench::print_scenario() {
-  local c="$1" in="$2" out="$3" n="$4" stem family url="http://${SERVER_HOST}:${PORT}"
-  stem="$(lib::raw_stem "${CHIP}" "${PHASE_ENGINE}" "${BENCH_MMDD}" "${c}" "${in}" "${out}")"
-  family="$(lib::engine_family "${PHASE_ENGINE}")"
-  local ext=jsonl
-  [[ "${CLIENT}" == "vllm" ]] && ext=json
-  printf '# scenario c%s_i%s_o%s (%s prompts)\n' "${c}" "${in}" "${out}" "${n}"
-  if ((WARMUP_REQUESTS > 0)); then
-    lib::build_warmup_cmd "${in}" "${WARMUP_REQUESTS}"
-    lib::print_cmd "${LIB_WARMUP_CMD[@]}"
+bench::step() {
+  local log="$1"
+  shift
+  if lib::is_dry_run; then
+    lib::print_cmd "$@"
+    return 0
   fi
-  if [[ "${family}" == "sglang" ]]; then
-    lib::print_cmd curl -fsS -X POST "${url}/flush_cache"
-  else
-    lib::print_cmd curl -fsS -X POST "${url}/reset_prefix_cache"
-    lib::print_cmd curl -fsS -o "${BENCH_RUN_DIR}/server_metrics/${stem}.before.prom" "${url}/metrics"
-  fi
-  lib::build_client_cmd "${BENCH_RUN_DIR}/raw_outputs/${stem}.${ext}" "${c}" "${in}" "${out}" "${n}" || return 1
-  lib::print_cmd "${LIB_CLIENT_CMD[@]}"
-  if [[ "${family}" != "sglang" ]]; then
-    lib::print_cmd curl -fsS -o "${BENCH_RUN_DIR}/server_metrics/${stem}.after.prom" "${url}/metrics"
-  fi
-  return 0
+  printf '# %s\n' "$(lib::quote_cmd "$@")" >>"${log}"
+  lib::run_child "${log}" "$@"
 }
 
 #######################################
-# Run one scenario: warmup, prefix-cache reset, /metrics before (vLLM),
-# accelerator sampling, bench client, /metrics after, failure detection,
-# `sskj-results parse`.
-# Arguments: $1 c; $2 input; $3 output; $4 prompts
-# Globals:   BENCH_RUN_DIR BENCH_MMDD CHIP PHASE_ENGINE LIB_SERVER_* (read);
+# Run (or, under DRY_RUN, print) one scenario: warmup, prefix-cache reset,
+# /metrics before, accelerator sampling, the bench client under
+# `sskj-results run-client` (which watches the server, stops the client when
+# the server dies and records a server failure in skipped_after_oom.csv),
+# /metrics after, `sskj-results parse`.
+# Arguments: $1 c; $2 input; $3 output; $4 prompts; $5 stem; $6 raw file name
+# Globals:   BENCH_RUN_DIR PHASE_ENGINE LIB_SERVER_* (read);
 #            BENCH_CURRENT_RAW (written while running)
+# Outputs:   the commands on stdout under DRY_RUN
 # Returns:   0 ok; 1 client failed while the server is fine (not recorded,
 #            rerun on resume); 3 server died or reported out-of-memory
-#            (recorded in skipped_after_oom.csv)
 #######################################
 bench::run_scenario() {
-  local c="$1" in="$2" out="$3" n="$4" stem family url="http://${SERVER_HOST}:${PORT}"
-  local run_dir="${BENCH_RUN_DIR}" ext=jsonl rc=0 offset new_log reason excerpt
-  [[ "${CLIENT}" == "vllm" ]] && ext=json
-  stem="$(lib::raw_stem "${CHIP}" "${PHASE_ENGINE}" "${BENCH_MMDD}" "${c}" "${in}" "${out}")"
-  family="$(lib::engine_family "${PHASE_ENGINE}")"
-  local raw="${run_dir}/raw_outputs/${stem}.${ext}"
-  local client_log="${run_dir}/logs/client_${stem}.log"
-  rm -f "${raw}"
-  offset="$(lib::file_size "${LIB_SERVER_LOG}")"
-  lib::info "scenario c${c}_i${in}_o${out}: ${n} prompts -> ${raw#"${BENCH_RESULT_ROOT}"/}"
-
+  local c="$1" in="$2" out="$3" n="$4" stem="$5" url="http://${SERVER_HOST}:${PORT}" rc=0
+  local run_dir="${BENCH_RUN_DIR}" raw="${BENCH_RUN_DIR}/raw_outputs/$6"
+  local client_log="${run_dir}/logs/client_${stem}.log" metrics="${run_dir}/server_metrics/${stem}"
+  lib::engine "${PHASE_ENGINE}" || return 1
+  if lib::is_dry_run; then
+    printf '# scenario c%s_i%s_o%s (%s prompts)\n' "${c}" "${in}" "${out}" "${n}"
+  else
+    rm -f "${raw}"
+    lib::info "scenario c${c}_i${in}_o${out}: ${n} prompts -> ${raw#"${BENCH_RESULT_ROOT}"/}"
+  fi
+  local offset
+  offset="$(lib::file_size "${LIB_SERVER_LOG:-}")"
   if ((WARMUP_REQUESTS > 0)); then
     lib::build_warmup_cmd "${in}" "${WARMUP_REQUESTS}"
-    printf '# %s\n' "$(lib::quote_cmd "${LIB_WARMUP_CMD[@]}")" >>"${client_log}"
-    if ! lib::run_child "${client_log}" "${LIB_WARMUP_CMD[@]}"; then
+    bench::step "${client_log}" "${LIB_WARMUP_CMD[@]}" || {
       lib::warn "warmup failed (see ${client_log}):"
       tail -n 5 "${client_log}" >&2 || true
-    fi
+    }
   fi
-  if lib::pid_alive "${LIB_SERVER_PID}"; then
-    lib::reset_prefix_cache "${PHASE_ENGINE}" "${url}" || true
-    if [[ "${family}" == "vllm" ]]; then
-      lib::save_metrics "${url}" "${run_dir}/server_metrics/${stem}.before.prom" || true
-    fi
-    lib::build_client_cmd "${raw}" "${c}" "${in}" "${out}" "${n}" || return 1
-    printf '# %s\n' "$(lib::quote_cmd "${LIB_CLIENT_CMD[@]}")" >>"${client_log}"
-    lib::info "client: $(lib::quote_cmd "${LIB_CLIENT_CMD[@]}")"
-    lib::start_accel_sampler "${run_dir}/gpu_logs/${stem}"
-    BENCH_CURRENT_RAW="${raw}"
-    lib::run_child "${client_log}" "${LIB_CLIENT_CMD[@]}" || rc=$?
-    BENCH_CURRENT_RAW=""
-    lib::stop_accel_sampler
+  lib::reset_prefix_cache "${PHASE_ENGINE}" "${url}" || true
+  ((LIB_ENGINE_METRICS)) && { lib::save_metrics "${url}" "${metrics}.before.prom" || true; }
+  lib::build_client_cmd "${raw}" "${c}" "${in}" "${out}" "${n}" || return 1
+  local -a cmd=("${SSKJ_RESULTS_CMD[@]}" run-client "${run_dir}" --stem "${stem}" --concurrency "${c}"
+    --input-len "${in}" --output-len "${out}" --server-pid "${LIB_SERVER_PID:-1}"
+    --server-log "${LIB_SERVER_LOG:-/dev/null}" --log-offset "${offset}" --oom-pattern "${OOM_PATTERN}"
+    --client-log "${client_log}" --raw "${raw}" -- "${LIB_CLIENT_CMD[@]}")
+  lib::is_dry_run || lib::start_accel_sampler "${run_dir}/gpu_logs/${stem}"
+  BENCH_CURRENT_RAW="${raw}"
+  bench::step "${client_log}" "${cmd[@]}" || rc=$?
+  BENCH_CURRENT_RAW=""
+  lib::stop_accel_sampler
+  if ((rc == 3)); then
+    tail -n 1 "${client_log}" >&2 2>/dev/null || true
+    lib::err "server failure during c${c}_i${in}_o${out}; log ${LIB_SERVER_LOG}"
   else
-    rc=1
-  fi
-
-  new_log="$(lib::log_since "${LIB_SERVER_LOG}" "${offset}" 100000)"
-  if ! lib::pid_alive "${LIB_SERVER_PID}" || grep -Eqi -- "${OOM_PATTERN}" <<<"${new_log}"; then
-    if grep -Eqi -- "${OOM_PATTERN}" <<<"${new_log}"; then
-      reason="oom"
-      excerpt="$(grep -Ei -m 5 -- "${OOM_PATTERN}" <<<"${new_log}")"
-    else
-      reason="server_died"
-      excerpt="$(tail -n 20 <<<"${new_log}")"
+    ((LIB_ENGINE_METRICS)) && { lib::save_metrics "${url}" "${metrics}.after.prom" || true; }
+    if ((rc != 0)); then
+      lib::err "bench client failed for c${c}_i${in}_o${out} (exit ${rc}); last lines of ${client_log}:"
+      tail -n 15 "${client_log}" >&2 || true
     fi
-    lib::err "server failure during c${c}_i${in}_o${out} (${reason}); log ${LIB_SERVER_LOG}"
-    rm -f "${raw}"
-    bench::record_skip "${run_dir}" "${c}" "${in}" "${out}" "${reason}" "${excerpt}"
-    lib::results parse "${run_dir}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 ||
-      lib::warn "sskj-results parse ${run_dir} failed"
-    return 3
   fi
-  if [[ "${family}" == "vllm" ]]; then
-    lib::save_metrics "${url}" "${run_dir}/server_metrics/${stem}.after.prom" || true
-  fi
-  if ((rc != 0)) || [[ ! -s "${raw}" ]]; then
-    lib::err "bench client failed for c${c}_i${in}_o${out} (exit ${rc}); last lines of ${client_log}:"
-    tail -n 15 "${client_log}" >&2 || true
-    rm -f "${raw}"
-    return 1
-  fi
-  lib::results parse "${run_dir}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 ||
+  lib::is_dry_run || lib::results parse "${run_dir}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 ||
     lib::warn "sskj-results parse ${run_dir} failed; rerun it by hand"
-  return 0
+  return "${rc}"
 }
 
 #######################################
-# Tell whether a scenario needs no run: its raw output exists and is
-# non-empty, or it is recorded in skipped_after_oom.csv.
-# Arguments: $1 c; $2 input; $3 output
-# Returns:   0 done, 1 to run
-#######################################
-bench::scenario_done() {
-  local c="$1" in="$2" out="$3"
-  [[ -n "${BENCH_SKIPPED[c${c}_i${in}_o${out}]+x}" ]] && return 0
-  lib::find_raw_output "${BENCH_RUN_DIR}" "${CHIP}" "${PHASE_ENGINE}" "${c}" "${in}" "${out}" >/dev/null
-}
-
-#######################################
-# Run the grid of the current phase: ascending concurrency per shape; when
-# the server dies or reports OOM, record it, skip the larger concurrencies
-# of that shape (recorded too), restart the server, continue.
-# Globals:   BENCH_GRID BENCH_RUN_DIR (read); BENCH_STATUS (written)
+# The run loop of a phase: ask `sskj-results next` for the next scenario
+# (grid order, resume, skips after a failure, or the SLO search with
+# SLO_SEARCH=1: all decided there), make sure the server is up, run it,
+# repeat until `next` prints nothing. After a server failure the server is
+# stopped (and restarted for the next scenario).
+# Globals:   BENCH_RUN_DIR BENCH_EXPERIMENT_DIR BENCH_MMDD BENCH_SESSION and
+#            the grid settings (read); BENCH_STATUS (written)
 # Outputs:   commands on stdout with DRY_RUN=1
-# Returns:   0 done (failures recorded), 1 server could not (re)start
+# Returns:   0 done (failures recorded), 1 server could not (re)start or
+#            `next` failed
 #######################################
 bench::run_grid() {
-  local entry in out c np n rc shape
-  local -A failed_at=()
-  local reason
-  # On resume, failures recorded earlier still cut off their shape.
-  for entry in "${!BENCH_SKIPPED[@]}"; do
-    reason="${BENCH_SKIPPED[${entry}]}"
-    [[ "${reason}" == skipped* ]] && continue
-    if [[ "${entry}" =~ ^c([0-9]+)_i([0-9]+)_o([0-9]+)$ ]]; then
-      shape="${BASH_REMATCH[2]}x${BASH_REMATCH[3]}"
-      if [[ -z "${failed_at[${shape}]+x}" ]] || ((BASH_REMATCH[1] < failed_at[${shape}])); then
-        failed_at["${shape}"]="${BASH_REMATCH[1]}"
-      fi
-    fi
-  done
-  for entry in "${BENCH_GRID[@]}"; do
-    read -r in out c np <<<"${entry}"
-    n="$(bench::num_prompts "${c}" "${np}")"
-    shape="${in}x${out}"
-    if lib::is_dry_run; then
-      bench::print_scenario "${c}" "${in}" "${out}" "${n}" || return 1
-      continue
-    fi
-    if bench::scenario_done "${c}" "${in}" "${out}"; then
-      lib::info "scenario c${c}_i${in}_o${out} already done; skipping"
-      continue
-    fi
-    if [[ -n "${failed_at[${shape}]+x}" ]] && ((c > failed_at[${shape}])); then
-      bench::record_skip "${BENCH_RUN_DIR}" "${c}" "${in}" "${out}" \
-        "skipped: c${failed_at[${shape}]} of this shape failed" ""
-      continue
-    fi
+  local line c in out n stem raw rc
+  local -a ask=(next "${BENCH_RUN_DIR}" --chip "${CHIP}" --engine "${PHASE_ENGINE}" --mmdd "${BENCH_MMDD}"
+    --client "${CLIENT}" --scenarios "${SCENARIOS_FILE:-${BENCH_EXPERIMENT_DIR}/scenarios.tsv}"
+    --concurrencies "${CONCURRENCIES:-}" --shapes "${SHAPES:-}"
+    --prompts-per-concurrency "${PROMPTS_PER_CONCURRENCY}" --min-prompts "${MIN_PROMPTS}"
+    --session "${BENCH_RUN_DIR}/logs/plan_${BENCH_SESSION}.txt")
+  [[ -n "${NUM_PROMPTS:-}" ]] && ask+=(--num-prompts "${NUM_PROMPTS}")
+  if [[ "${SLO_SEARCH:-0}" == "1" ]]; then
+    ask+=(--slo-search --slo-max-steps "${SLO_MAX_STEPS:-32}")
+    [[ -n "${SLO_TIER:-}" ]] && ask+=(--slo-tier "${SLO_TIER}")
+    [[ -n "${SLO_MIN_CONCURRENCY:-}" ]] && ask+=(--slo-min-concurrency "${SLO_MIN_CONCURRENCY}")
+    [[ -n "${SLO_MAX_CONCURRENCY:-}" ]] && ask+=(--slo-max-concurrency "${SLO_MAX_CONCURRENCY}")
+  fi
+  while :; do
+    line="$(lib::results "${ask[@]}")" || {
+      lib::err "sskj-results next ${BENCH_RUN_DIR} failed"
+      return 1
+    }
+    [[ -n "${line}" ]] || return 0
+    read -r c in out n stem raw <<<"${line}"
     bench::ensure_server || return 1
     rc=0
-    bench::run_scenario "${c}" "${in}" "${out}" "${n}" || rc=$?
+    bench::run_scenario "${c}" "${in}" "${out}" "${n}" "${stem}" "${raw}" || rc=$?
     case "${rc}" in
       0) ;;
-      3)
-        failed_at["${shape}"]="${c}"
-        bench::stop_phase_server
-        ;;
+      3) bench::stop_phase_server ;;
       *) BENCH_STATUS=1 ;;
     esac
   done
-  return 0
-}
-
-#######################################
-# SLO search (SLO_SEARCH=1): per shape, ask `sskj-results slo-next` for the
-# next concurrency, run it, parse, repeat until it prints nothing.
-# Bounds: SLO_MIN_CONCURRENCY / SLO_MAX_CONCURRENCY (default: the grid's
-# smallest / largest concurrency of the shape); at most SLO_MAX_STEPS runs.
-# Globals:   BENCH_GRID BENCH_RUN_DIR SLO_TIER (read); BENCH_STATUS (written)
-# Returns:   0 done, 1 server could not start or slo-next failed
-#######################################
-bench::run_slo_search() {
-  local entry in out c np shape next steps rc
-  local -a shapes=()
-  local -A lo=() hi=()
-  for entry in "${BENCH_GRID[@]}"; do
-    read -r in out c np <<<"${entry}"
-    shape="${in}x${out}"
-    if [[ -z "${lo[${shape}]+x}" ]]; then
-      shapes+=("${shape}")
-      lo["${shape}"]="${c}"
-    fi
-    hi["${shape}"]="${c}"
-  done
-  for shape in "${shapes[@]}"; do
-    in="${shape%x*}"
-    out="${shape#*x}"
-    local -a ask=(slo-next "${BENCH_RUN_DIR}" --input-len "${in}" --output-len "${out}"
-      --min-concurrency "${SLO_MIN_CONCURRENCY:-${lo[${shape}]}}"
-      --max-concurrency "${SLO_MAX_CONCURRENCY:-${hi[${shape}]}}")
-    [[ -n "${SLO_TIER:-}" ]] && ask+=(--slo-tier "${SLO_TIER}")
-    if lib::is_dry_run; then
-      printf '# SLO search for %s: run the concurrency printed by\n' "${shape}"
-      lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" "${ask[@]}"
-      continue
-    fi
-    steps=0
-    while :; do
-      next="$(lib::results "${ask[@]}")" || {
-        lib::err "sskj-results slo-next failed for ${shape}"
-        return 1
-      }
-      next="${next//[[:space:]]/}"
-      [[ -z "${next}" ]] && break
-      if [[ ! "${next}" =~ ^[1-9][0-9]*$ ]]; then
-        lib::err "sskj-results slo-next printed '${next}', not a concurrency"
-        return 1
-      fi
-      if bench::scenario_done "${next}" "${in}" "${out}"; then
-        lib::err "slo-next proposed c${next} for ${shape}, which is already measured; stopping this search"
-        BENCH_STATUS=1
-        break
-      fi
-      steps=$((steps + 1))
-      if ((steps > ${SLO_MAX_STEPS:-32})); then
-        lib::err "SLO search for ${shape} exceeded ${SLO_MAX_STEPS:-32} steps; stopping"
-        BENCH_STATUS=1
-        break
-      fi
-      lib::info "SLO search ${shape}: trying concurrency ${next}"
-      bench::ensure_server || return 1
-      rc=0
-      bench::run_scenario "${next}" "${in}" "${out}" "$(bench::num_prompts "${next}" -)" || rc=$?
-      case "${rc}" in
-        0) ;;
-        3) bench::stop_phase_server ;;
-        *)
-          BENCH_STATUS=1
-          break
-          ;;
-      esac
-    done
-  done
-  return 0
 }
 
 #######################################
@@ -870,7 +602,6 @@ bench::run_phase() {
     lib::err "sskj-results metadata ${BENCH_RUN_DIR} failed"
     return 1
   }
-  bench::load_skipped "${BENCH_RUN_DIR}"
 
   if lib::is_dry_run; then
     printf '# phase %s: %s (engine %s) -> %s\n' "${index}" "${PHASE_NAME}" "${PHASE_ENGINE}" "${BENCH_RUN_DIR}"
@@ -887,11 +618,7 @@ bench::run_phase() {
 
   BENCH_SERVER_UP=0
   local rc=0
-  if [[ "${SLO_SEARCH:-0}" == "1" ]]; then
-    bench::run_slo_search || rc=1
-  else
-    bench::run_grid || rc=1
-  fi
+  bench::run_grid || rc=1
   if ((BENCH_SERVER_UP == 1)); then
     bench::stop_phase_server
   fi
@@ -1040,7 +767,7 @@ bench::run_experiment() {
   LIB_LOG_FILE="${BENCH_RESULT_ROOT}/logs/${EXPERIMENT}_orchestrator_$(date '+%Y%m%d_%H%M%S').log"
   lib::info "experiment ${EXPERIMENT}, run ${RUN_ID}, platform ${PLATFORM} (${ACCELERATOR}), results ${BENCH_RESULT_ROOT}"
   lib::results_init || return 1
-  bench::load_grid "${BENCH_EXPERIMENT_DIR}" || return 1
+  BENCH_SESSION="$(date '+%Y%m%d_%H%M%S')_$$"
 
   trap 'bench::on_signal INT 130' INT
   trap 'bench::on_signal TERM 143' TERM

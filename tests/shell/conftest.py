@@ -13,6 +13,7 @@ import sys
 import textwrap
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -25,6 +26,8 @@ from shellkit import (  # noqa: E402
     RUN_BENCH,
     SSKJ_RESULTS,
     START_SERVER,
+    contract_problems,
+    recorded_calls,
     wait_no_tagged,
 )
 
@@ -44,7 +47,7 @@ def tag() -> str:
 
 
 @pytest.fixture
-def base_env(tag: str, tmp_path: Path) -> dict[str, str]:
+def base_env(tag: str, tmp_path: Path) -> Iterator[dict[str, str]]:
     """Environment for scripts under test: fakes first on PATH and PYTHONPATH."""
     env = {
         k: v
@@ -63,9 +66,17 @@ def base_env(tag: str, tmp_path: Path) -> dict[str, str]:
             "FAKE_CLIENT_LOG": str(tmp_path / "client_calls.log"),
         }
     )
+    calls = tmp_path / "sskj_results_calls.bin"
     if SSKJ_RESULTS:
-        env["SSKJ_RESULTS_BIN"] = SSKJ_RESULTS
-    return env
+        # every sskj-results call the shell makes is recorded and, after the
+        # test, parsed by the real click command: an option that does not
+        # exist fails the test (the shell <-> CLI contract)
+        env.update(SSKJ_RESULTS_BIN=str(FAKES / "bin" / "sskj-results-recorder"), SSKJ_RESULTS_REAL=SSKJ_RESULTS,
+                   SSKJ_RESULTS_CALLS=str(calls))
+    yield env
+    problems = contract_problems(recorded_calls(calls))
+    if problems:
+        pytest.fail("sskj-results calls the CLI does not accept:\n" + "\n".join(problems))
 
 
 @pytest.fixture

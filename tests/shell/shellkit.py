@@ -151,3 +151,40 @@ def bash_lib(snippet: str, env: dict[str, str] | None = None, timeout: float = 6
         timeout=timeout,
         start_new_session=True,
     )
+
+
+def recorded_calls(log: Path) -> list[list[str]]:
+    """The sskj-results invocations written by tests/fakes/bin/sskj-results-recorder."""
+    if not log.is_file():
+        return []
+    words = log.read_bytes().split(b"\0")
+    calls, i = [], 0
+    while i < len(words) - 1:
+        n = int(words[i])
+        calls.append([w.decode() for w in words[i + 1:i + 1 + n]])
+        i += 1 + n
+    return calls
+
+
+def contract_problems(calls: list[list[str]]) -> list[str]:
+    """Each call parsed by the real click command (options, types, choices); what does not parse."""
+    import click
+
+    from sskj_results.cli import main
+
+    problems = []
+    for argv in calls:
+        if not argv or argv[0] in ("--help", "--version"):
+            continue
+        with click.Context(main) as ctx:
+            command = main.get_command(ctx, argv[0])
+        if command is None:
+            problems.append(f"no command {argv[0]!r}: {argv}")
+            continue
+        try:
+            command.make_context(argv[0], list(argv[1:]), resilient_parsing=False)
+        except click.exceptions.Exit:
+            pass
+        except click.ClickException as exc:
+            problems.append(f"{exc.format_message()}: {argv}")
+    return problems

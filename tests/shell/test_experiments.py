@@ -64,7 +64,11 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
          "--model", "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
          "--kv-cache-dtype", "fp8", "--max-num-seqs", "1024", "--host", "127.0.0.1", "--port", "30000"],
     ]
-    clients = [c for c in cmds if "sglang.bench_serving" in c]
+    # the client runs under `sskj-results run-client RUN_DIR ... -- CLIENT...`, which watches the server
+    wrapped = [c for c in cmds if "sglang.bench_serving" in c]
+    assert all(c[1] == "run-client" and c[2] == str(tmp_path / "r" / f"phase{1 + (i >= 32)}_{'vllm' if i >= 32 else 'sglang'}")
+               for i, c in enumerate(wrapped))
+    clients = [c[c.index("--") + 1:] for c in wrapped]
     warmups = [c for c in cmds if c[1].endswith("warmup.py")]
     assert len(clients) == 64 and len(warmups) == 64  # 32 scenarios x 2 phases
     first = clients[0]
@@ -76,8 +80,9 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
     assert opts["--output-file"] == str(tmp_path / "r/phase1_sglang/raw_outputs/nvidia_h200_sglang_0707_32_512_256.jsonl")
     assert "--output-details" in opts
     assert options(clients[32])["--backend"] == "vllm"
-    assert ["curl", "-fsS", "-X", "POST", "http://127.0.0.1:30000/flush_cache"] in cmds
-    assert ["curl", "-fsS", "-X", "POST", "http://127.0.0.1:30000/reset_prefix_cache"] in cmds
+    reset = ["curl", "-fsS", "-o", "/dev/null", "--max-time", "60", "-X", "POST"]
+    assert [*reset, "http://127.0.0.1:30000/flush_cache"] in cmds
+    assert [*reset, "http://127.0.0.1:30000/reset_prefix_cache"] in cmds
     assert cmds[-1][1:] == ["compare", str(tmp_path / "r/phase1_sglang"), str(tmp_path / "r/phase2_vllm"),
                             "--out", str(tmp_path / "r"), "--html"]
     for index, engine, server in ((1, "sglang", servers[0]), (2, "vllm", servers[1])):

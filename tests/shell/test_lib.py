@@ -185,11 +185,6 @@ def test_stop_tree_kills_the_process_group_and_descendants(base_env, tag):
     assert time.monotonic() - start < 15
 
 
-def test_csv_field_quotes(base_env):
-    proc = bash_lib("lib::csv_field $'say \"hi\", then\\nbye'", base_env)
-    assert proc.stdout == '"say ""hi"", then\nbye"'
-
-
 def test_engine_launcher_native_and_docker(base_env):
     env = dict(base_env, SGLANG_PYTHON="/envs/sglang/bin/python", ENGINE_PYTHON="/envs/any/bin/python", PORT="31000")
     proc = bash_lib(

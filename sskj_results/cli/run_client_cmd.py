@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from .common import handle_errors
+
+
+@click.command("run-client", context_settings={"ignore_unknown_options": True})
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--stem", required=True, help="Raw file stem of the scenario (names client_stats/<stem>.json).")
+@click.option("--concurrency", type=click.IntRange(min=1), required=True)
+@click.option("--input-len", type=click.IntRange(min=1), required=True)
+@click.option("--output-len", type=click.IntRange(min=1), required=True)
+@click.option("--server-pid", type=click.IntRange(min=1), default=None, help="Server process to watch.")
+@click.option("--server-log", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--log-offset", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Bytes of the server log written before the scenario (searched after it).")
+@click.option("--oom-pattern", default=None, help="Regular expression of out-of-memory messages (OOM_PATTERN).")
+@click.option("--client-log", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Append the client's stdout and stderr here.")
+@click.option("--raw", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The raw file the client writes (removed when the scenario fails).")
+@click.option("--poll-s", type=click.FloatRange(min=0.05), default=1.0, show_default=True)
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
+@handle_errors
+def run_client(run_dir: Path, stem: str, concurrency: int, input_len: int, output_len: int, server_pid: Optional[int],
+               server_log: Optional[Path], log_offset: int, oom_pattern: Optional[str], client_log: Optional[Path],
+               raw: Optional[Path], poll_s: float, argv: tuple[str, ...]) -> None:
+    """Run the bench client ARGV (after --) while watching the server.
+
+    Exit 0: the client succeeded and wrote its raw file. Exit 1: the client
+    failed while the server is fine (nothing recorded; RESUME=1 runs it
+    again). Exit 3: the server died or reported out-of-memory; the client was
+    stopped within one poll interval and the scenario recorded in
+    skipped_after_oom.csv with the server log excerpt. The client's CPU and
+    wall time go to RUN_DIR/client_stats/<stem>.json (BENCHMARK_WORKFLOW.md).
+    """
+    from ..plan import GridRow
+    from ..supervise import DEFAULT_OOM_PATTERN, EXIT_SERVER_FAILED, run_client as supervise
+
+    status, stats = supervise(
+        list(argv), run_dir=run_dir, stem=stem, row=GridRow(concurrency, input_len, output_len),
+        server_pid=server_pid, server_log=server_log, log_offset=log_offset, client_log=client_log, raw=raw,
+        oom_pattern=oom_pattern or DEFAULT_OOM_PATTERN, poll_s=poll_s,
+    )
+    if status == EXIT_SERVER_FAILED:
+        how = " (client stopped)" if stats.stopped_because_server_died else ""
+        click.echo(f"server failure during c{concurrency}_i{input_len}_o{output_len}: {stats.server_failure}{how}; "
+                   f"recorded in skipped_after_oom.csv", err=True)
+    sys.exit(status)

@@ -1,0 +1,55 @@
+"""The engine table and the config read from a server command."""
+
+from __future__ import annotations
+
+import pytest
+
+from sskj_results.engines import DERIVED_KEYS, config_from_server_args, engine, shell_row
+from sskj_results.errors import ConfigError
+from sskj_results.metadata import write_metadata
+
+
+def test_engine_rows_by_name_and_prefix() -> None:
+    assert engine("vllm-cpu").python_var == "VLLM_PYTHON"
+    assert engine("vllm-dspark").python_var == "DSPARK_PYTHON"
+    assert engine("sglang").reset_path == "/flush_cache" and not engine("sglang").metrics
+    assert shell_row("vllm").split()[:7] == ["vllm", "VLLM_PYTHON", "vllm.entrypoints.openai.api_server",
+                                             "/reset_prefix_cache", "1", "/health", "VLLM_SERVER_DEV_MODE=1"]
+    with pytest.raises(ConfigError, match="unknown engine 'tgi'"):
+        engine("tgi")
+
+
+def test_sglang_command_gives_only_what_it_sets() -> None:
+    cfg = config_from_server_args(
+        "/e/python -m sglang.launch_server --model-path /m --tp 8 --trust-remote-code --context-length 266240 "
+        "--kv-cache-dtype=fp8_e5m2 --max-running-requests 64 --host 127.0.0.1 --port 30000")
+    assert cfg == {"tp": 8, "kv_cache_dtype": "fp8_e5m2", "max_num_seqs": 64, "max_model_len": 266240,
+                   "spec_method": None, "spec_tokens": None, "spec_model": None}
+
+
+def test_vllm_dspark_and_ngram_speculative_settings() -> None:
+    dspark = config_from_server_args(
+        "env VLLM_SERVER_DEV_MODE=1 /e/python -m vllm.entrypoints.openai.api_server --model /m "
+        "--tensor-parallel-size 8 --spec-method dspark --spec-model /d --spec-tokens 3 --max-model-len auto")
+    assert (dspark["tp"], dspark["spec_method"], dspark["spec_tokens"], dspark["spec_model"]) == (8, "dspark", 3, "/d")
+    assert dspark["max_model_len"] == "auto" and dspark["kv_cache_dtype"] is None
+    ngram = config_from_server_args(
+        "/e/python -m vllm.entrypoints.openai.api_server --model /m --speculative-config "
+        "'{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_max\":4}'")
+    assert (ngram["spec_method"], ngram["spec_tokens"], ngram["tp"]) == ("ngram", 3, None)
+
+
+def test_unknown_command_claims_nothing() -> None:
+    assert config_from_server_args("/opt/fake_server.py --model m --tp 8") == {}
+    assert config_from_server_args("unbalanced 'quote") == {}
+
+
+def test_metadata_config_follows_the_phase_command_over_experiment_variables(tmp_path) -> None:
+    run = tmp_path / "phase1_sglang"
+    results = write_metadata(run, {"experiment": "x", "model": "m"},
+                             {"tp": "8", "spec_tokens": "5", "kv_cache_dtype": "fp8",
+                              "server_args": "/e/python -m sglang.launch_server --model-path /m --tp 4"},
+                             detect=False)
+    cfg = results.config.model_dump()
+    assert cfg["tp"] == 4 and cfg["spec_tokens"] is None and cfg["kv_cache_dtype"] is None
+    assert set(DERIVED_KEYS) <= set(cfg)
