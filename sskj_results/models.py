@@ -92,6 +92,10 @@ class Metadata(_Model):
     client_version: Optional[str] = Field(default=None, description="Version of the benchmark client.")
     driver_version: Optional[str] = Field(default=None, description="Accelerator driver version (nvidia-smi / xpu-smi), when found.")
     runtime_version: Optional[str] = Field(default=None, description="Accelerator runtime version (CUDA / XPU runtime), when found.")
+    devices: Optional[str] = Field(
+        default=None,
+        description="Devices the server was limited to, as the variable it was given (e.g. `CUDA_VISIBLE_DEVICES=0,1,2,3`); null: all devices.",
+    )
     host: Optional[str] = Field(default=None, description="Host name of the machine that ran the client.")
     nodes: Optional[int] = Field(
         default=None, ge=1,

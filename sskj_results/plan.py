@@ -147,6 +147,20 @@ def load_grid(scenarios_file: Optional[Path], concurrencies: Optional[str], shap
 
 # ---------------------------------------------------------------- what the run directory knows
 
+def stem_date(run_dir: Path, run_id: Optional[str]) -> str:
+    """MMDD of raw file stems: RUN_ID's date (YYYYMMDD-...), else the run's creation date, else today."""
+    from datetime import date
+
+    match = re.match(r"^[0-9]{4}([0-9]{4})-", run_id or "")
+    if match:
+        return match.group(1)
+    if (run_dir / RESULTS_NAME).is_file():
+        created = re.match(r"^[0-9]{4}-([0-9]{2})-([0-9]{2})T", load_run(run_dir).metadata.timestamp or "")
+        if created:
+            return created.group(1) + created.group(2)
+    return date.today().strftime("%m%d")
+
+
 def read_skips(run_dir: Path) -> list[SkippedScenario]:
     from .sidecars import read_skipped  # imports numpy: only when there is a file to read
 
@@ -307,3 +321,37 @@ class Planner:
             return self._propose(row)
         return None
 
+
+
+# ---------------------------------------------------------------- phase specs
+
+_PHASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    """`NAME[:ENGINE][:KEY=VALUE]...`: the phase's name, its engine (default NAME), settings exported while it runs."""
+
+    name: str
+    engine: str
+    settings: tuple[str, ...]
+
+
+def parse_phase_spec(spec: str) -> PhaseSpec:
+    from .engines import engine as engine_row
+
+    fields = spec.split(":")
+    name, engine, settings = fields[0], "", []
+    if not _PHASE_NAME.match(name):
+        raise ConfigError(f"invalid phase spec {spec!r}: expected NAME[:ENGINE][:KEY=VALUE]...")
+    for field in fields[1:]:
+        if _ASSIGNMENT.match(field):
+            settings.append(field)
+        elif not engine and not settings and field:
+            engine = field
+        else:
+            raise ConfigError(f"invalid phase spec {spec!r}: unexpected {field!r}")
+    engine = engine or name
+    engine_row(engine)  # an unknown engine is an error here, before anything starts
+    return PhaseSpec(name, engine, tuple(settings))

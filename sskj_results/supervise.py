@@ -171,3 +171,23 @@ def run_client(argv: list[str], *, run_dir: Path, stem: str, row: GridRow, serve
             raw.unlink(missing_ok=True)
         return EXIT_CLIENT_FAILED, stats
     return EXIT_OK, stats
+
+
+def wait_for_health(url: str, pid: int, timeout_s: float, interval_s: float = 1.0) -> tuple[bool, str]:
+    """Poll GET url until it answers 2xx, the process dies, or timeout_s passes: (healthy, why not)."""
+    import urllib.error
+    import urllib.request
+
+    start = time.monotonic()
+    while True:
+        if not pid_alive(pid):
+            return False, f"server process {pid} exited before it became healthy"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 (a local http URL from the shell)
+                if 200 <= response.status < 300:
+                    return True, f"server healthy after {round(time.monotonic() - start)}s"
+        except (urllib.error.URLError, OSError, ValueError):
+            pass
+        if time.monotonic() - start >= timeout_s:
+            return False, f"server not healthy after {round(timeout_s)}s"
+        time.sleep(interval_s)

@@ -53,3 +53,29 @@ def test_metadata_config_follows_the_phase_command_over_experiment_variables(tmp
     cfg = results.config.model_dump()
     assert cfg["tp"] == 4 and cfg["spec_tokens"] is None and cfg["kv_cache_dtype"] is None
     assert set(DERIVED_KEYS) <= set(cfg)
+
+
+def test_one_setting_in_each_engines_spelling() -> None:
+    settings = [("tp", "8"), ("kv_cache_dtype", "fp8"), ("max_num_seqs", "64"), ("max_model_len", "")]
+    assert engine("sglang").flags_for(settings) == [
+        "--tp", "8", "--kv-cache-dtype", "fp8_e4m3", "--max-running-requests", "64"]
+    assert engine("vllm").flags_for(settings) == [
+        "--tensor-parallel-size", "8", "--kv-cache-dtype", "fp8", "--max-num-seqs", "64"]
+    with pytest.raises(ConfigError, match="no setting 'block'"):
+        engine("vllm").flags_for([("block", "16")])
+
+
+def test_client_commands() -> None:
+    from pathlib import Path
+
+    from sskj_results.clients import ClientRequest, client_command
+
+    base = dict(python="py", backend="sglang", host="h", port=1, model="m", tokenizer="t", input_len=16,
+                output_len=8, num_prompts=4, concurrency=2, out=Path("/r/raw.jsonl"), extra="--a b")
+    sglang = client_command(ClientRequest(client="sglang", **base))  # type: ignore[arg-type]
+    assert sglang[:3] == ["py", "-m", "sglang.bench_serving"] and sglang[-4:] == ["--warmup-requests", "0", "--a", "b"]
+    assert "--output-file" in sglang and sglang[sglang.index("--dataset-name") + 1] == "random-ids"
+    vllm = client_command(ClientRequest(client="vllm", warmup_requests="", **base))  # type: ignore[arg-type]
+    assert vllm[2:5] == ["vllm.entrypoints.cli.main", "bench", "serve"]
+    assert vllm[vllm.index("--result-dir") + 1] == "/r" and vllm[vllm.index("--result-filename") + 1] == "raw.jsonl"
+    assert "--warmup-requests" not in vllm

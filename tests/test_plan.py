@@ -190,3 +190,16 @@ def test_slo_next_accepts_the_tier_the_shell_passes(tmp_path: Path) -> None:
     assert (failing.latencies.ttft_ms.p95, failing.latencies.tpot_ms.mean) == (543.21, 18.24)
     assert tiered.stdout == "2\n"  # c1 meets S3, so the search doubles
 
+
+
+def test_phase_specs() -> None:
+    from sskj_results.plan import parse_phase_spec
+
+    assert parse_phase_spec("dspark_t3:vllm-dspark:SPEC_TOKENS=3").settings == ("SPEC_TOKENS=3",)
+    assert parse_phase_spec("sglang").engine == "sglang"
+    with pytest.raises(ConfigError, match="expected NAME"):
+        parse_phase_spec("../x")
+    with pytest.raises(ConfigError, match="unexpected 'vllm'"):
+        parse_phase_spec("a:B=1:vllm")
+    with pytest.raises(ConfigError, match="unknown engine 'tgi'"):
+        parse_phase_spec("tgi")

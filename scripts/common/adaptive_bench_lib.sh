@@ -58,8 +58,16 @@ bench::load_config() {
   export MIN_PROMPTS="${MIN_PROMPTS:-8}"
   export CLIENT="${CLIENT:-sglang}"
   export OOM_PATTERN="${OOM_PATTERN:-out of memory|OutOfMemoryError|OOM error}"
+  # TP: TP= (environment or config.env), else one per device of DEVICES=,
+  # else the platform's DEFAULT_TP.
+  local -a devices=()
+  IFS=',' read -r -a devices <<<"${DEVICES:-}"
+  if ((${#devices[@]} > 0)); then
+    export TP="${TP:-${#devices[@]}}"
+  fi
+  export TP="${TP:-${DEFAULT_TP:-1}}"
   local bad=0 var
-  for var in PORT HEALTH_TIMEOUT_S STOP_GRACE_S WARMUP_REQUESTS PROMPTS_PER_CONCURRENCY MIN_PROMPTS; do
+  for var in PORT HEALTH_TIMEOUT_S STOP_GRACE_S WARMUP_REQUESTS PROMPTS_PER_CONCURRENCY MIN_PROMPTS TP; do
     if [[ ! "${!var}" =~ ^[0-9]+$ ]]; then
       lib::err "${var} must be a non-negative integer, got '${!var}'"
       bad=1
@@ -74,36 +82,22 @@ bench::load_config() {
 }
 
 #######################################
-# Parse a phase spec NAME[:ENGINE][:KEY=VALUE]...
+# Split a phase spec NAME[:ENGINE][:KEY=VALUE]... (`sskj-results phase`).
 # Arguments: $1 spec
 # Globals:   BENCH_PHASE_NAME, BENCH_PHASE_ENGINE (written),
 #            BENCH_PHASE_SETS (written, array of KEY=VALUE)
-# Returns:   0 ok, 2 malformed spec
+# Returns:   0 ok, 2 malformed spec or unknown engine
 #######################################
 bench::parse_phase_spec() {
-  local spec="$1" field
+  local rc=0
   local -a fields=()
-  IFS=':' read -r -a fields <<<"${spec}"
-  BENCH_PHASE_NAME="${fields[0]:-}"
-  BENCH_PHASE_ENGINE=""
-  BENCH_PHASE_SETS=()
-  if [[ ! "${BENCH_PHASE_NAME}" =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*$ ]]; then
-    lib::err "invalid phase spec '${spec}': expected NAME[:ENGINE][:KEY=VALUE]..."
-    return 2
-  fi
-  for field in "${fields[@]:1}"; do
-    if [[ "${field}" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then
-      BENCH_PHASE_SETS+=("${field}")
-    elif [[ -z "${BENCH_PHASE_ENGINE}" && ${#BENCH_PHASE_SETS[@]} -eq 0 && -n "${field}" ]]; then
-      BENCH_PHASE_ENGINE="${field}"
-    else
-      lib::err "invalid phase spec '${spec}': unexpected '${field}'"
-      return 2
-    fi
-  done
-  BENCH_PHASE_ENGINE="${BENCH_PHASE_ENGINE:-${BENCH_PHASE_NAME}}"
-  lib::engine_family "${BENCH_PHASE_ENGINE}" >/dev/null || return 2
-  return 0
+  lib::results_init || return 2
+  mapfile -d '' -t fields < <("${SSKJ_RESULTS_CMD[@]}" phase "$1")
+  wait "$!" || rc=$?
+  ((rc == 0 && ${#fields[@]} >= 2)) || return 2
+  BENCH_PHASE_NAME="${fields[0]}"
+  BENCH_PHASE_ENGINE="${fields[1]}"
+  BENCH_PHASE_SETS=("${fields[@]:2}")
 }
 
 #######################################
@@ -214,6 +208,30 @@ bench::server_main() {
   fi
   lib::info "exec $(lib::quote_cmd "${SERVER_CMD[@]}")"
   exec "${SERVER_CMD[@]}"
+}
+
+#######################################
+# Fill BENCH_FLAGS with the phase engine's own flags for engine settings
+# given in the workflow's terms (tp, kv_cache_dtype, max_num_seqs,
+# max_model_len, spec_method, spec_tokens, spec_model), spelled by the
+# engine table (`sskj-results engine ENGINE --flags`): one set of experiment
+# variables gives every engine the equivalent settings. An empty value gives
+# no flag.
+# Arguments: KEY=VALUE...
+# Globals:   PHASE_ENGINE (read); BENCH_FLAGS (written, array)
+# Returns:   0 ok, 1 unknown engine or setting
+#######################################
+bench::engine_flags() {
+  local kv rc=0
+  local -a args=()
+  for kv in "$@"; do
+    args+=(--flags "${kv}")
+  done
+  lib::results_init || return 1
+  # shellcheck disable=SC2034  # read by the experiment's start_server.sh
+  mapfile -d '' -t BENCH_FLAGS < <("${SSKJ_RESULTS_CMD[@]}" engine "${PHASE_ENGINE}" "${args[@]}")
+  wait "$!" || rc=$?
+  return "$((rc != 0))"
 }
 
 #######################################
@@ -421,8 +439,8 @@ bench::run_scenario() {
     rm -f "${raw}"
     lib::info "scenario c${c}_i${in}_o${out}: ${n} prompts -> ${raw#"${BENCH_RESULT_ROOT}"/}"
   fi
-  local offset
-  offset="$(lib::file_size "${LIB_SERVER_LOG:-}")"
+  local offset=0
+  [[ ! -f "${LIB_SERVER_LOG:-}" ]] || offset="$(stat -c %s "${LIB_SERVER_LOG}")"
   if ((WARMUP_REQUESTS > 0)); then
     lib::build_warmup_cmd "${in}" "${WARMUP_REQUESTS}"
     bench::step "${client_log}" "${LIB_WARMUP_CMD[@]}" || {
@@ -463,7 +481,7 @@ bench::run_scenario() {
 # SLO_SEARCH=1: all decided there), make sure the server is up, run it,
 # repeat until `next` prints nothing. After a server failure the server is
 # stopped (and restarted for the next scenario).
-# Globals:   BENCH_RUN_DIR BENCH_EXPERIMENT_DIR BENCH_MMDD BENCH_SESSION and
+# Globals:   BENCH_RUN_DIR BENCH_EXPERIMENT_DIR RUN_ID BENCH_SESSION and
 #            the grid settings (read); BENCH_STATUS (written)
 # Outputs:   commands on stdout with DRY_RUN=1
 # Returns:   0 done (failures recorded), 1 server could not (re)start or
@@ -471,7 +489,7 @@ bench::run_scenario() {
 #######################################
 bench::run_grid() {
   local line c in out n stem raw rc
-  local -a ask=(next "${BENCH_RUN_DIR}" --chip "${CHIP}" --engine "${PHASE_ENGINE}" --mmdd "${BENCH_MMDD}"
+  local -a ask=(next "${BENCH_RUN_DIR}" --chip "${CHIP}" --engine "${PHASE_ENGINE}" --run-id "${RUN_ID}"
     --client "${CLIENT}" --scenarios "${SCENARIOS_FILE:-${BENCH_EXPERIMENT_DIR}/scenarios.tsv}"
     --concurrencies "${CONCURRENCIES:-}" --shapes "${SHAPES:-}"
     --prompts-per-concurrency "${PROMPTS_PER_CONCURRENCY}" --min-prompts "${MIN_PROMPTS}"
@@ -504,31 +522,21 @@ bench::run_grid() {
 #######################################
 # The config keys recorded in results.json config: port, client settings,
 # the startup variables a platform allow-list let through (startup_vars),
-# and every variable named in RECORD_CONFIG (lower-cased keys; secret
-# names are recorded as <redacted> by sskj-results).
-# Outputs:   none
-# Globals:   BENCH_CONFIG_ARGS (written, array of --config KEY=VALUE)
+# and the variables named in RECORD_CONFIG (read from the environment by
+# `sskj-results metadata --record-env`; lower-cased keys; secret names are
+# recorded as <redacted> by sskj-results).
+# Globals:   BENCH_CONFIG_ARGS (written, array of sskj-results options)
 # Returns:   0
 #######################################
 bench::collect_config_args() {
   BENCH_CONFIG_ARGS=(
     --config "port=${PORT}" --config "client_backend=${CLIENT_BACKEND}"
     --config "dataset_name=${DATASET_NAME:-$([[ "${CLIENT}" == vllm ]] && echo random || echo random-ids)}"
-    --config "warmup_requests=${WARMUP_REQUESTS}"
+    --config "warmup_requests=${WARMUP_REQUESTS}" --record-env "${RECORD_CONFIG:-}"
   )
   if [[ -n "${SSKJ_STARTUP_VARS:-}" ]]; then
     BENCH_CONFIG_ARGS+=(--config "startup_vars=${SSKJ_STARTUP_VARS}")
   fi
-  local -a names=()
-  local name key
-  read -r -a names <<<"${RECORD_CONFIG:-}"
-  for name in "${names[@]}"; do
-    [[ "${name}" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue
-    [[ -n "${!name:-}" ]] || continue
-    key="$(printf '%s' "${name}" | tr '[:upper:]' '[:lower:]')"
-    BENCH_CONFIG_ARGS+=(--config "${key}=${!name}")
-  done
-  return 0
 }
 
 #######################################
@@ -560,61 +568,40 @@ bench::run_phase() {
   # NNODES > 1: srun launches every rank (scripts/common/multinode.sh).
   multinode::server_cmd "${BENCH_EXPERIMENT_DIR}" "${spec}" || return 1
 
-  # Metadata globals read by lib::write_metadata.
-  # shellcheck disable=SC2034
-  ENGINE_VERSION=""
-  # shellcheck disable=SC2034
-  CLIENT_VERSION=""
-  if ! lib::is_dry_run; then
-    # shellcheck disable=SC2034
-    ENGINE_VERSION="$(lib::engine_version "${PHASE_ENGINE}")"
-    # shellcheck disable=SC2034
-    CLIENT_VERSION="$(lib::client_version "${CLIENT_PYTHON:-}" "${CLIENT}")"
-  fi
-  if [[ "${RUNTIME}" == "docker" ]]; then
-    # shellcheck disable=SC2034
-    ENGINE_ENV="docker:${DOCKER_IMAGE} (container ${CONTAINER_NAME}, ${CONTAINER_PYTHON})"
-  else
-    lib::engine_launcher "${PHASE_ENGINE}" 2>/dev/null || true
-    # shellcheck disable=SC2034
-    ENGINE_ENV="$(dirname "$(dirname "${LIB_LAUNCHER[-1]:-unknown/bin/python}")")"
-  fi
-  if [[ "${CLIENT}" == "vllm" ]]; then
-    # shellcheck disable=SC2034
-    CLIENT_LABEL="vllm bench serve"
-  else
-    # shellcheck disable=SC2034
+  # shellcheck disable=SC2034  # metadata globals, read by lib::write_metadata
+  {
+    ENGINE_VERSION=""
+    CLIENT_VERSION=""
+    if ! lib::is_dry_run; then
+      ENGINE_VERSION="$(lib::engine_version "${PHASE_ENGINE}")"
+      CLIENT_VERSION="$(lib::client_version "${CLIENT_PYTHON:-}" "${CLIENT}")"
+    fi
+    if [[ "${RUNTIME}" == "docker" ]]; then
+      ENGINE_ENV="docker:${DOCKER_IMAGE} (container ${CONTAINER_NAME}, ${CONTAINER_PYTHON}; docker run ${DOCKER_RUN_ARGS:-})"
+    else
+      lib::engine_launcher "${PHASE_ENGINE}" 2>/dev/null || true
+      ENGINE_ENV="$(dirname "$(dirname "${LIB_LAUNCHER[-1]:-unknown/bin/python}")")"
+    fi
     CLIENT_LABEL="sglang.bench_serving"
-  fi
+    [[ "${CLIENT}" != "vllm" ]] || CLIENT_LABEL="vllm bench serve"
+  }
   bench::collect_config_args
-  local phase_index=""
-  if ((BENCH_PHASE_COUNT > 1)); then
-    phase_index="${index}"
-  fi
   local server_line
   server_line="$(lib::quote_cmd "${BENCH_SERVER_CMD[@]}")"
   BENCH_CONFIG_ARGS+=(--config "server_args=${server_line}")
   BENCH_CONFIG_ARGS+=("${MULTINODE_RECORD_ARGS[@]}")
-  if [[ -n "${phase_index}" ]]; then
-    BENCH_CONFIG_ARGS+=(--config "phase${phase_index}_server_args=${server_line}")
-  fi
+  ((BENCH_PHASE_COUNT == 1)) || BENCH_CONFIG_ARGS+=(--config "phase${index}_server_args=${server_line}")
   lib::write_metadata "${BENCH_RUN_DIR}" "${BENCH_CONFIG_ARGS[@]}" || {
     lib::err "sskj-results metadata ${BENCH_RUN_DIR} failed"
     return 1
   }
 
-  if lib::is_dry_run; then
-    printf '# phase %s: %s (engine %s) -> %s\n' "${index}" "${PHASE_NAME}" "${PHASE_ENGINE}" "${BENCH_RUN_DIR}"
-  fi
+  ! lib::is_dry_run || printf '# phase %s: %s (engine %s) -> %s\n' "${index}" "${PHASE_NAME}" "${PHASE_ENGINE}" "${BENCH_RUN_DIR}"
   if [[ "${RUNTIME}" == "docker" ]]; then
-    if ! lib::is_dry_run; then
-      bench::ensure_container || return 1
-    fi
+    lib::is_dry_run || bench::ensure_container || return 1
     bash "${_BENCH_LIB_DIR}/apply_patches.sh" "${BENCH_RUN_DIR}" || return 1
   fi
-  if lib::is_dry_run; then
-    lib::print_cmd "${BENCH_SERVER_CMD[@]}"
-  fi
+  ! lib::is_dry_run || lib::print_cmd "${BENCH_SERVER_CMD[@]}"
 
   BENCH_SERVER_UP=0
   local rc=0
@@ -742,11 +729,6 @@ bench::run_experiment() {
   lib::results check-names "${names[@]}" >&2 || return 2
   export RESULT_ROOT="${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}}"
   BENCH_RESULT_ROOT="${RESULT_ROOT}"
-  if [[ "${RUN_ID}" =~ ^[0-9]{4}([0-9]{4})- ]]; then
-    BENCH_MMDD="${BASH_REMATCH[1]}"
-  else
-    BENCH_MMDD="$(date '+%m%d')"
-  fi
   local root
   root="$(lib::repo_root)"
   export SCRIPT_PATH="${BENCH_EXPERIMENT_DIR#"${root}"/}/run_bench.sh"
@@ -776,7 +758,7 @@ bench::run_experiment() {
   if lib::is_dry_run; then
     printf '# DRY_RUN: experiment %s, platform %s, run %s\n' "${EXPERIMENT}" "${PLATFORM}" "${RUN_ID}"
   fi
-  local i=0
+  local i=0 baseline=""
   local -a run_dirs=()
   for spec in "${specs[@]}"; do
     i=$((i + 1))
@@ -791,29 +773,24 @@ bench::run_experiment() {
         ${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"} >&2 ||
         lib::warn "sskj-results runset ${BENCH_RESULT_ROOT} failed; rerun it by hand"
     fi
+    [[ "${PHASE_NAME}" != "${COMPARE_BASELINE:-}" ]] || baseline="${BENCH_RUN_DIR}"
   done
 
-  if ((BENCH_PHASE_COUNT > 1)) && ! lib::is_dry_run; then
+  if ((BENCH_PHASE_COUNT > 1)); then
     local -a cmp=(compare "${run_dirs[@]}")
-    if [[ -n "${COMPARE_BASELINE:-}" ]]; then
-      local d found=""
-      for d in "${run_dirs[@]}"; do
-        [[ "${d##*/}" =~ ^phase[0-9]+_${COMPARE_BASELINE}$ ]] && found="${d}"
-      done
-      if [[ -n "${found}" ]]; then
-        cmp+=(--baseline "${found}")
-      else
-        lib::warn "COMPARE_BASELINE=${COMPARE_BASELINE} names no phase; comparing without a baseline"
-      fi
+    if [[ -n "${baseline}" ]]; then
+      cmp+=(--baseline "${baseline}")
+    elif [[ -n "${COMPARE_BASELINE:-}" ]]; then
+      lib::warn "COMPARE_BASELINE=${COMPARE_BASELINE} names no phase; comparing without a baseline"
     fi
     cmp+=(${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"})
     cmp+=(--out "${BENCH_RESULT_ROOT}" --html)
-    lib::results "${cmp[@]}" >&2 || {
+    if lib::is_dry_run; then
+      lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" "${cmp[@]}"
+    elif ! lib::results "${cmp[@]}" >&2; then
       lib::err "sskj-results compare failed"
       BENCH_STATUS=1
-    }
-  elif ((BENCH_PHASE_COUNT > 1)); then
-    lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" compare "${run_dirs[@]}" --out "${BENCH_RESULT_ROOT}" --html
+    fi
   fi
 
   trap - INT TERM

@@ -14,6 +14,7 @@
 #
 # PATCH_ROOT/series lists the patches in order, one per line:
 #   <patch file in PATCH_ROOT> <python package it patches>
+# (read and recorded by `sskj-results patches`, sskj_results/patches.py).
 # Each patch is a unified diff with paths relative to the directory that
 # contains the package (site-packages), applied with `patch -p1`. A patch
 # that is already applied (reverse dry run succeeds) is left as it is.
@@ -34,24 +35,6 @@ run_or_print() {
     return 0
   fi
   "$@"
-}
-
-#######################################
-# Quote a string for JSON (backslash and double quote escaped; control
-# characters rejected).
-# Arguments: $1 text
-# Outputs:   "text" on stdout
-# Returns:   0 ok, 1 control characters present
-#######################################
-json_str() {
-  local s="$1"
-  if [[ "${s}" =~ [[:cntrl:]] ]]; then
-    lib::err "refusing a control character in '${s}'"
-    return 1
-  fi
-  s="${s//\\/\\\\}"
-  s="${s//\"/\\\"}"
-  printf '"%s"' "${s}"
 }
 
 #######################################
@@ -78,44 +61,18 @@ main() {
     lib::err "usage: apply_patches.sh RUN_DIR"
     return 2
   fi
-  local run_dir="$1"
+  local run_dir="$1" listing file package sha target status
   lib::require_env CONTAINER_NAME CONTAINER_PYTHON PATCH_ROOT || return 1
   local dest="${CONTAINER_PATCH_DIR:-/tmp/sskj_patches}"
-  local series="${PATCH_ROOT}/series"
-  local -a entries=()
-  local line file package extra n=0
-  if [[ -f "${series}" ]]; then
-    while IFS= read -r line || [[ -n "${line}" ]]; do
-      n=$((n + 1))
-      line="${line%%#*}"
-      read -r file package extra <<<"${line}"
-      [[ -z "${file:-}" ]] && continue
-      if [[ -n "${extra:-}" || -z "${package:-}" ]]; then
-        lib::err "${series}:${n}: expected '<patch file> <python package>'"
-        return 1
-      fi
-      if [[ ! "${file}" =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ || ! "${package}" =~ ^[A-Za-z_][A-Za-z0-9_.]*$ ]]; then
-        lib::err "${series}:${n}: invalid patch file or package name"
-        return 1
-      fi
-      if [[ ! -f "${PATCH_ROOT}/${file}" ]]; then
-        lib::err "${series}:${n}: ${PATCH_ROOT}/${file} does not exist"
-        return 1
-      fi
-      entries+=("${file} ${package}")
-    done <"${series}"
-  fi
-  if ((${#entries[@]} == 0)); then
-    lib::info "no patches listed in ${series}"
-    lib::results metadata "${run_dir}" --config "patches=[]" >&2
+  local -a record=(patches "${PATCH_ROOT}" --record "${run_dir}")
+  listing="$(lib::results patches "${PATCH_ROOT}")" || return 1
+  if [[ -z "${listing}" ]]; then
+    lib::info "no patches listed in ${PATCH_ROOT}/series"
+    lib::results "${record[@]}" >&2
     return 0
   fi
-
   run_or_print docker exec "${CONTAINER_NAME}" mkdir -p "${dest}"
-  local json="[" sep="" sha target status entry
-  for entry in "${entries[@]}"; do
-    read -r file package <<<"${entry}"
-    sha="$(sha256sum "${PATCH_ROOT}/${file}" | cut -d ' ' -f 1)"
+  while read -r file package sha; do
     run_or_print docker cp "${PATCH_ROOT}/${file}" "${CONTAINER_NAME}:${dest}/${file}"
     if lib::is_dry_run; then
       target="<site-packages of ${package}>"
@@ -136,11 +93,9 @@ main() {
       fi
       lib::info "patch ${file} (${package}): ${status}, sha256 ${sha}"
     fi
-    json+="${sep}{\"file\": $(json_str "${file}"), \"sha256\": $(json_str "${sha}"), \"package\": $(json_str "${package}"), \"target\": $(json_str "${target}"), \"status\": $(json_str "${status}")}"
-    sep=", "
-  done
-  json+="]"
-  lib::results metadata "${run_dir}" --config "patches=${json}" >&2
+    record+=(--result "${file}=${status}=${target}")
+  done <<<"${listing}"
+  lib::results "${record[@]}" >&2
 }
 
 main "$@"

@@ -31,31 +31,18 @@ lib::log() {
 }
 
 #######################################
-# Log an informational message.
+# lib::info, lib::warn, lib::err: log a message at that level (lib::err is
+# the one error helper; callers return 1 or 2 themselves).
 # Arguments: message words
-# Outputs:   stderr
+# Outputs:   one line on stderr
 # Returns:   0
 #######################################
 lib::info() {
   lib::log INFO "$@"
 }
-
-#######################################
-# Log a warning.
-# Arguments: message words
-# Outputs:   stderr
-# Returns:   0
-#######################################
 lib::warn() {
   lib::log WARN "$@"
 }
-
-#######################################
-# The one error helper: log an error message to stderr.
-# Arguments: message words
-# Outputs:   stderr
-# Returns:   0 (callers return 1 or 2 themselves)
-#######################################
 lib::err() {
   lib::log ERROR "$@"
 }
@@ -453,8 +440,9 @@ lib::start_server() {
 }
 
 #######################################
-# Poll GET <base_url>/health until it answers 200, the timeout passes, or the
-# server process dies (then fail at once). On failure print the log tail.
+# Poll GET <base_url>/health until it answers, the timeout passes, or the
+# server process dies (then fail at once); on failure the log tail is
+# printed (`sskj-results wait-health`).
 # Arguments: $1 base url; $2 server pid; $3 timeout seconds; $4 server log
 # Outputs:   progress and log tail on stderr
 # Returns:   0 healthy, 1 died or timed out, 2 misuse
@@ -464,28 +452,8 @@ lib::wait_for_health() {
     lib::err "usage: lib::wait_for_health BASE_URL PID TIMEOUT_S LOG"
     return 2
   fi
-  local url="$1" pid="$2" timeout_s="$3" log="$4" start now
-  start="$(date +%s)"
-  lib::info "waiting for ${url}/health (timeout ${timeout_s}s)"
-  while :; do
-    if ! lib::pid_alive "${pid}"; then
-      lib::err "server process ${pid} exited before it became healthy; last lines of ${log}:"
-      tail -n "${LOG_TAIL_LINES:-40}" "${log}" >&2 2>/dev/null || true
-      return 1
-    fi
-    if curl -fsS -o /dev/null --max-time 5 "${url}/health" 2>/dev/null; then
-      now="$(date +%s)"
-      lib::info "server healthy after $((now - start))s"
-      return 0
-    fi
-    now="$(date +%s)"
-    if ((now - start >= timeout_s)); then
-      lib::err "server not healthy after ${timeout_s}s; last lines of ${log}:"
-      tail -n "${LOG_TAIL_LINES:-40}" "${log}" >&2 2>/dev/null || true
-      return 1
-    fi
-    sleep 1
-  done
+  lib::info "waiting for $1/health (timeout $3s)"
+  lib::results wait-health "$1/health" --pid "$2" --timeout "$3" --log "$4" --tail "${LOG_TAIL_LINES:-40}"
 }
 
 #######################################
@@ -579,9 +547,11 @@ lib::engine_family() {
 # platforms `docker exec --env K=V... --env SSKJ_SERVER_TAG=sskj-<PORT>
 # CONTAINER_NAME CONTAINER_PYTHON`, natively `env K=V... <python>` where the
 # python is the engine table's variable (SGLANG_PYTHON, VLLM_PYTHON, ...),
-# falling back to ENGINE_PYTHON.
+# falling back to ENGINE_PYTHON. With DEVICES set, the server environment
+# starts with DEVICES_ENV=DEVICES (e.g. CUDA_VISIBLE_DEVICES=0,1,2,3).
 # Arguments: $1 engine; $2.. KEY=VALUE environment for the server
-# Globals:   RUNTIME, CONTAINER_NAME, CONTAINER_PYTHON, PORT, *_PYTHON (read);
+# Globals:   RUNTIME, CONTAINER_NAME, CONTAINER_PYTHON, PORT, *_PYTHON,
+#            DEVICES, DEVICES_ENV (read);
 #            LIB_LAUNCHER (written, array)
 # Returns:   0 ok, 1 no python configured, 2 misuse
 #######################################
@@ -596,6 +566,10 @@ lib::engine_launcher() {
     fi
   done
   lib::engine "${engine}" || return 2
+  if [[ -n "${DEVICES:-}" ]]; then
+    # the devices the server may use (DEVICES_ENV: CUDA_VISIBLE_DEVICES, XPU_VISIBLE_DEVICES, ...)
+    set -- "${DEVICES_ENV:-CUDA_VISIBLE_DEVICES}=${DEVICES}" "$@"
+  fi
   LIB_LAUNCHER=()
   if [[ "${RUNTIME:-native}" == "docker" ]]; then
     lib::require_env CONTAINER_NAME CONTAINER_PYTHON PORT || return 1
@@ -628,12 +602,16 @@ lib::engine_launcher() {
 #######################################
 lib::engine_version() {
   lib::engine_launcher "$1" 2>/dev/null || return 0
-  local -a cmd=("${LIB_LAUNCHER[@]}")
+  local -a cmd=("${LIB_LAUNCHER[@]}") dists=()
   if [[ "${RUNTIME:-native}" == "docker" ]]; then
     # Drop the --env SSKJ_SERVER_TAG=... pair: not a server here.
     cmd=(docker exec "${CONTAINER_NAME}" "${CONTAINER_PYTHON}")
   fi
-  lib::package_version "${cmd[@]}" -- "${LIB_ENGINE_DISTS[@]}"
+  local dist
+  for dist in "${LIB_ENGINE_DISTS[@]}"; do
+    dists+=(--dist "${dist}")
+  done
+  lib::results package-version "${dists[@]}" -- "${cmd[@]}" 2>/dev/null || true
 }
 
 #######################################
@@ -644,34 +622,7 @@ lib::engine_version() {
 #######################################
 lib::client_version() {
   [[ -x "$1" ]] || command -v "$1" >/dev/null 2>&1 || return 0
-  lib::package_version "$1" -- "$2"
-}
-
-#######################################
-# Print the version of the first installed package of a list, asked to a
-# Python interpreter (empty when none is installed).
-# Arguments: python command words; --; package names
-# Outputs:   version on stdout
-# Returns:   0
-#######################################
-lib::package_version() {
-  local -a cmd=()
-  while (($# > 0)) && [[ "$1" != "--" ]]; do
-    cmd+=("$1")
-    shift
-  done
-  shift
-  timeout 60 "${cmd[@]}" -c '
-import sys
-from importlib import metadata
-for name in sys.argv[1:]:
-    try:
-        print(metadata.version(name))
-        break
-    except Exception:
-        pass
-' "$@" 2>/dev/null | head -n 1 || true
-  return 0
+  lib::results package-version --dist "$2" -- "$1" 2>/dev/null || true
 }
 
 #######################################
@@ -682,6 +633,7 @@ for name in sys.argv[1:]:
 # Globals:   EXPERIMENT RUN_ID MODEL_PATH PHASE_ENGINE HARDWARE ACCELERATOR
 #            CHIP PLATFORM SCRIPT_PATH ENGINE_ENV PHASE_NAME ENGINE_VERSION
 #            CLIENT_LABEL CLIENT_VERSION DESCRIPTION DRIVER_VERSION RUNTIME_VERSION
+#            DEVICES DEVICES_ENV
 #            SLO_TIER (read)
 # Returns:   the command's status
 #######################################
@@ -696,8 +648,11 @@ lib::write_metadata() {
     platform:PLATFORM script:SCRIPT_PATH env:ENGINE_ENV phase:PHASE_NAME
     engine_version:ENGINE_VERSION client:CLIENT_LABEL client_version:CLIENT_VERSION
     description:DESCRIPTION driver_version:DRIVER_VERSION
-    runtime_version:RUNTIME_VERSION
+    runtime_version:RUNTIME_VERSION devices:BENCH_DEVICES
   )
+  local BENCH_DEVICES=""
+  # shellcheck disable=SC2034  # read through ${!var} below
+  [[ -z "${DEVICES:-}" ]] || BENCH_DEVICES="${DEVICES_ENV:-CUDA_VISIBLE_DEVICES}=${DEVICES}"
   for key in "${pairs[@]}"; do
     var="${key#*:}"
     if [[ -n "${!var:-}" ]]; then
@@ -712,65 +667,33 @@ lib::write_metadata() {
 }
 
 #######################################
-# Fill LIB_CLIENT_CMD with one bench client invocation.
-# CLIENT=sglang (default): CLIENT_PYTHON -m sglang.bench_serving ...
-# CLIENT=vllm: CLIENT_PYTHON -m vllm.entrypoints.cli.main bench serve ...
+# Fill LIB_CLIENT_CMD with one bench client invocation, spelled by
+# `sskj-results client-cmd` (sskj_results/clients.py): CLIENT=sglang
+# (default) `CLIENT_PYTHON -m sglang.bench_serving ...`, CLIENT=vllm
+# `CLIENT_PYTHON -m vllm.entrypoints.cli.main bench serve ...`.
 # Arguments: $1 output file; $2 concurrency; $3 input len; $4 output len;
 #            $5 number of prompts
 # Globals:   CLIENT CLIENT_PYTHON CLIENT_BACKEND SERVER_HOST PORT MODEL_PATH
 #            SERVED_MODEL_NAME TOKENIZER_PATH DATASET_NAME DATASET_PATH
 #            RANDOM_RANGE_RATIO SEED CLIENT_EXTRA_ARGS CLIENT_WARMUP_REQUESTS
-#            API_KEY (read);
-#            LIB_CLIENT_CMD (written, array)
+#            (read); LIB_CLIENT_CMD (written, array)
 # Returns:   0 ok, 1 missing configuration
 #######################################
 lib::build_client_cmd() {
-  local out="$1" c="$2" in_len="$3" out_len="$4" n="$5"
+  local rc=0
   lib::require_env CLIENT_PYTHON PORT MODEL_PATH CLIENT_BACKEND || return 1
-  local -a extra=()
-  read -r -a extra <<<"${CLIENT_EXTRA_ARGS:-}"
-  local model="${SERVED_MODEL_NAME:-${MODEL_PATH}}"
-  local tokenizer="${TOKENIZER_PATH:-${MODEL_PATH}}"
-  if [[ "${CLIENT:-sglang}" == "vllm" ]]; then
-    LIB_CLIENT_CMD=(
-      "${CLIENT_PYTHON}" -m vllm.entrypoints.cli.main bench serve
-      --backend "${CLIENT_BACKEND}" --host "${SERVER_HOST:-127.0.0.1}" --port "${PORT}"
-      --model "${model}" --tokenizer "${tokenizer}"
-      --dataset-name "${DATASET_NAME:-random}"
-    )
-    [[ -n "${DATASET_PATH:-}" ]] && LIB_CLIENT_CMD+=(--dataset-path "${DATASET_PATH}")
-    LIB_CLIENT_CMD+=(
-      --random-input-len "${in_len}" --random-output-len "${out_len}"
-      --random-range-ratio "${RANDOM_RANGE_RATIO:-0.0}"
-      --num-prompts "${n}" --max-concurrency "${c}" --seed "${SEED:-1}"
-      --ignore-eos --temperature 0 --save-result --save-detailed
-      --percentile-metrics "ttft,tpot,itl,e2el" --metric-percentiles "50,90,95,99"
-      --result-dir "$(dirname "${out}")" --result-filename "$(basename "${out}")"
-    )
-  else
-    LIB_CLIENT_CMD=(
-      "${CLIENT_PYTHON}" -m sglang.bench_serving
-      --backend "${CLIENT_BACKEND}" --host "${SERVER_HOST:-127.0.0.1}" --port "${PORT}"
-      --model "${model}" --tokenizer "${tokenizer}"
-      --dataset-name "${DATASET_NAME:-random-ids}"
-    )
-    [[ -n "${DATASET_PATH:-}" ]] && LIB_CLIENT_CMD+=(--dataset-path "${DATASET_PATH}")
-    LIB_CLIENT_CMD+=(
-      --random-input-len "${in_len}" --random-output-len "${out_len}"
-      --random-range-ratio "${RANDOM_RANGE_RATIO:-1.0}"
-      --num-prompts "${n}" --max-concurrency "${c}" --seed "${SEED:-1}"
-      --disable-tqdm --output-file "${out}" --output-details
-    )
-    # The run warms up with warmup.py before the cache reset and the /metrics
-    # snapshot; the client's own warmup would run after them, warm the prefix
-    # cache for its first prompt and count in the scenario's accept length.
-    # CLIENT_WARMUP_REQUESTS="" omits the flag (clients older than 0.5).
-    if [[ -n "${CLIENT_WARMUP_REQUESTS-0}" ]]; then
-      LIB_CLIENT_CMD+=(--warmup-requests "${CLIENT_WARMUP_REQUESTS-0}")
-    fi
-  fi
-  LIB_CLIENT_CMD+=("${extra[@]}")
-  return 0
+  lib::results_init || return 1
+  local -a ask=(client-cmd --client "${CLIENT:-sglang}"
+    --python "${CLIENT_PYTHON}" --backend "${CLIENT_BACKEND}" --host "${SERVER_HOST:-127.0.0.1}"
+    --port "${PORT}" --model "${SERVED_MODEL_NAME:-${MODEL_PATH}}" --tokenizer "${TOKENIZER_PATH:-${MODEL_PATH}}"
+    --dataset-name "${DATASET_NAME:-}" --dataset-path "${DATASET_PATH:-}"
+    --range-ratio "${RANDOM_RANGE_RATIO:-}" --seed "${SEED:-1}"
+    --warmup-requests "${CLIENT_WARMUP_REQUESTS-0}" --extra "${CLIENT_EXTRA_ARGS:-}"
+    --input-len "$3" --output-len "$4" --num-prompts "$5" --concurrency "$2" --out "$1")
+  # shellcheck disable=SC2034  # read by the caller
+  mapfile -d '' -t LIB_CLIENT_CMD < <("${SSKJ_RESULTS_CMD[@]}" "${ask[@]}")
+  wait "$!" || rc=$?
+  return "$((rc != 0))"
 }
 
 #######################################
@@ -877,19 +800,5 @@ lib::stop_accel_sampler() {
   fi
   LIB_SAMPLER_PID=""
   return 0
-}
-
-#######################################
-# Print a file's size in bytes (0 when missing).
-# Arguments: $1 file
-# Outputs:   size on stdout
-# Returns:   0
-#######################################
-lib::file_size() {
-  if [[ -e "$1" ]]; then
-    wc -c <"$1" | tr -d ' '
-  else
-    printf '0'
-  fi
 }
 

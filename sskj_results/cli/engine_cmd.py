@@ -9,8 +9,11 @@ from .common import handle_errors
 @click.argument("name")
 @click.option("--config-from", "command", default=None, metavar="SERVER_COMMAND",
               help="Print instead the config values (JSON) this server command line sets.")
+@click.option("--flags", "settings", multiple=True, metavar="KEY=VALUE",
+              help="Print instead this engine's flags for config settings (tp, kv_cache_dtype, max_num_seqs, "
+                   "max_model_len, ...), NUL-separated; an empty VALUE gives no flag. Repeatable.")
 @handle_errors
-def engine(name: str, command: str | None) -> None:
+def engine(name: str, command: str | None, settings: tuple[str, ...]) -> None:
     """Print the engine table row of NAME (sglang, vllm, vllm-dspark, vllm-xpu, or a name starting with one).
 
     One line: FAMILY PYTHON_VAR LAUNCH_MODULE RESET_PATH METRICS(0|1)
@@ -18,9 +21,28 @@ def engine(name: str, command: str | None) -> None:
     """
     import json
 
-    from ..engines import config_from_server_args, shell_row
+    from ..engines import config_from_server_args, engine as engine_row, shell_row
+    from ..metadata import parse_assignments
 
+    if settings:
+        pairs = [(key, value) for key, value in parse_assignments(settings, "--flags").items()]
+        words = engine_row(name).flags_for(pairs)
+        click.echo("".join(f"{w}\0" for w in words), nl=False)
+        return
     if command is not None:
         click.echo(json.dumps(config_from_server_args(command), sort_keys=True))
         return
     click.echo(shell_row(name))
+
+
+@click.command("package-version", context_settings={"ignore_unknown_options": True})
+@click.option("--dist", "dists", multiple=True, required=True, help="Package name, first installed wins. Repeatable.")
+@click.argument("python", nargs=-1, required=True, type=click.UNPROCESSED)
+@handle_errors
+def package_version(dists: tuple[str, ...], python: tuple[str, ...]) -> None:
+    """Print the version of the first installed --dist package of the interpreter PYTHON... (after --); nothing when unknown."""
+    from ..engines import package_version as ask
+
+    version = ask(list(python), list(dists))
+    if version:
+        click.echo(version)

@@ -17,11 +17,13 @@ from .common import handle_errors, slo_options
 @click.option("--chip", help="Shortcut for --meta chip=CHIP (e.g. to set the chip of a run imported without one).")
 @click.option("--accelerator", help="Shortcut for --meta accelerator=TEXT.")
 @click.option("--hardware", help="Shortcut for --meta hardware=TEXT.")
+@click.option("--record-env", "record_env", default="", metavar="'NAME ...'",
+              help="Record these environment variables in config (key: the name lower-cased); unset or empty ones are left out.")
 @click.option("--no-detect", is_flag=True, help="Do not query nvidia-smi/xpu-smi/cpuinfo for hardware and driver facts.")
 @slo_options
 @handle_errors
 def metadata(run_dir: Path, meta: tuple[str, ...], config: tuple[str, ...], chip: Optional[str],
-             accelerator: Optional[str], hardware: Optional[str], no_detect: bool,
+             accelerator: Optional[str], hardware: Optional[str], record_env: str, no_detect: bool,
              slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
     """Create RUN_DIR/results.json, or update only the given keys (scenarios are kept).
 
@@ -37,10 +39,15 @@ def metadata(run_dir: Path, meta: tuple[str, ...], config: tuple[str, ...], chip
     slo = None
     if slo_tier or slo_ttft_p95_ms is not None or slo_tpot_mean_ms is not None:
         slo = resolve_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms)
+    import os
+    import re
+
+    recorded = {name.lower(): os.environ[name] for name in record_env.split()
+                if re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name) and os.environ.get(name)}
     results = write_metadata(
         run_dir,
         parse_assignments(meta, "--meta"),
-        parse_assignments(config, "--config"),
+        {**recorded, **parse_assignments(config, "--config")},
         slo=slo,
         detect=not no_detect,
     )

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -11,8 +12,6 @@ NAME_PART = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 
 def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    import re
-
     if not re.match(NAME_PART, value):
         raise click.BadParameter(f"{value!r} must match {NAME_PART} (it becomes part of a file name)")
     return value
@@ -22,7 +21,8 @@ def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--chip", required=True, callback=_name, help="Chip of the run (first part of the raw file stem).")
 @click.option("--engine", required=True, callback=_name, help="Engine of the phase (second part of the stem).")
-@click.option("--mmdd", required=True, callback=_name, help="Date part of the stem (MMDD).")
+@click.option("--run-id", default=None, help="RUN_ID: the stem's MMDD is its date when it starts with YYYYMMDD-.")
+@click.option("--mmdd", default=None, help="Date part of the stem (MMDD); default: from --run-id, else the run's creation date.")
 @click.option("--client", type=click.Choice(["sglang", "vllm"]), default="sglang", show_default=True,
               help="Bench client: its raw file is .jsonl (sglang) or .json (vllm).")
 @click.option("--scenarios", "scenarios_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -41,7 +41,7 @@ def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
               help="Measurements per shape and session at most.")
 @slo_options
 @handle_errors
-def next_scenario(run_dir: Path, chip: str, engine: str, mmdd: str, client: str, scenarios_file: Optional[Path],
+def next_scenario(run_dir: Path, chip: str, engine: str, run_id: Optional[str], mmdd: Optional[str], client: str, scenarios_file: Optional[Path],
                   concurrencies: Optional[str], shapes: Optional[str], num_prompts: Optional[int],
                   prompts_per_concurrency: int, min_prompts: int, session: Optional[Path], slo_search: bool,
                   slo_min_concurrency: Optional[int], slo_max_concurrency: Optional[int], slo_max_steps: int,
@@ -56,8 +56,12 @@ def next_scenario(run_dir: Path, chip: str, engine: str, mmdd: str, client: str,
     there as skipped. With --slo-search the SLO search (see `slo-next`)
     chooses the concurrency per shape. Progress goes to stderr.
     """
-    from ..plan import Planner, PromptsRule, load_grid
+    from ..plan import Planner, PromptsRule, load_grid, stem_date
     from ..slo import resolve_slo
+
+    mmdd = mmdd or stem_date(run_dir, run_id)
+    if not re.match(r"^[0-9]{4}$", mmdd):
+        raise click.BadParameter(f"{mmdd!r} is not MMDD", param_hint="--mmdd")
 
     planner = Planner(
         run_dir=run_dir,
@@ -77,3 +81,14 @@ def next_scenario(run_dir: Path, chip: str, engine: str, mmdd: str, client: str,
         click.echo(line, err=True)
     if found is not None:
         click.echo(found.line())
+
+
+@click.command("phase")
+@click.argument("spec")
+@handle_errors
+def phase(spec: str) -> None:
+    """Print a phase spec NAME[:ENGINE][:KEY=VALUE]... as NUL-separated NAME, ENGINE, KEY=VALUE... (ENGINE defaults to NAME)."""
+    from ..plan import parse_phase_spec
+
+    parsed = parse_phase_spec(spec)
+    click.echo("".join(f"{w}\0" for w in (parsed.name, parsed.engine, *parsed.settings)), nl=False)

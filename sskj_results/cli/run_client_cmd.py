@@ -52,3 +52,26 @@ def run_client(run_dir: Path, stem: str, concurrency: int, input_len: int, outpu
         click.echo(f"server failure during c{concurrency}_i{input_len}_o{output_len}: {stats.server_failure}{how}; "
                    f"recorded in skipped_after_oom.csv", err=True)
     sys.exit(status)
+
+
+@click.command("wait-health")
+@click.argument("url")
+@click.option("--pid", type=click.IntRange(min=1), required=True, help="Server process: its death ends the wait at once.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), required=True, help="Seconds.")
+@click.option("--log", "log", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Server log: its last --tail lines are printed when the server does not become healthy.")
+@click.option("--tail", type=click.IntRange(min=0), default=40, show_default=True)
+@handle_errors
+def wait_health(url: str, pid: int, timeout_s: float, log: Optional[Path], tail: int) -> None:
+    """Wait until GET URL answers 2xx (exit 0); exit 1 when the server process dies or TIMEOUT passes."""
+    from ..supervise import wait_for_health
+
+    healthy, message = wait_for_health(url, pid, timeout_s)
+    if healthy:
+        click.echo(message, err=True)
+        return
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()[-tail:] if log and log.is_file() else []
+    click.echo(f"error: {message}; last lines of {log}:" if log else f"error: {message}", err=True)
+    for line in lines:
+        click.echo(line, err=True)
+    sys.exit(1)

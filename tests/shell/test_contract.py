@@ -58,7 +58,9 @@ def check_config(config: dict, where: str) -> None:
 
 
 def dry_env(base_env: dict, tmp_path: Path, platform: str, **extra: str) -> dict:
-    env = dict(base_env, DRY_RUN="1", PLATFORM=platform, RUN_ID="20260707-132641", RESULT_ROOT=str(tmp_path / "r"))
+    """A dry run with a small grid (the environment overrides config.env; the server commands stay the experiment's)."""
+    env = dict(base_env, DRY_RUN="1", PLATFORM=platform, RUN_ID="20260707-132641", RESULT_ROOT=str(tmp_path / "r"),
+               SCENARIOS_FILE=str(tmp_path / "no-scenarios.tsv"), CONCURRENCIES="1 4", SHAPES="64x8")
     env.pop("CLIENT_PYTHON")
     env.pop("ENGINE_PYTHON")
     env.update(extra)

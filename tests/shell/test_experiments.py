@@ -58,8 +58,10 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
     cmds = command_lines(proc.stdout)
     servers = [c for c in cmds if "sglang.launch_server" in c or "vllm.entrypoints.openai.api_server" in c]
     assert servers == [
+        # the same KV-cache dtype and maximum of running requests on both engines, each in its own spelling
         [f"{REPO}/envs/sglang/bin/python", "-m", "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash",
-         "--tp", "8", "--trust-remote-code", "--host", "127.0.0.1", "--port", "30000"],
+         "--tp", "8", "--trust-remote-code", "--kv-cache-dtype", "fp8_e4m3", "--max-running-requests", "1024",
+         "--host", "127.0.0.1", "--port", "30000"],
         ["env", "VLLM_SERVER_DEV_MODE=1", f"{REPO}/envs/vllm/bin/python", "-m", "vllm.entrypoints.openai.api_server",
          "--model", "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
          "--kv-cache-dtype", "fp8", "--max-num-seqs", "1024", "--host", "127.0.0.1", "--port", "30000"],
@@ -84,7 +86,7 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
     assert [*reset, "http://127.0.0.1:30000/flush_cache"] in cmds
     assert [*reset, "http://127.0.0.1:30000/reset_prefix_cache"] in cmds
     assert cmds[-1][1:] == ["compare", str(tmp_path / "r/phase1_sglang"), str(tmp_path / "r/phase2_vllm"),
-                            "--out", str(tmp_path / "r"), "--html"]
+                            "--baseline", str(tmp_path / "r/phase1_sglang"), "--out", str(tmp_path / "r"), "--html"]
     for index, engine, server in ((1, "sglang", servers[0]), (2, "vllm", servers[1])):
         run = tmp_path / "r" / f"phase{index}_{engine}"
         results = load_json(run / "results.json")
@@ -95,6 +97,8 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
         assert meta["hardware"] == "8x NVIDIA H200 143GB"
         assert meta["script"] == "experiments/h200/dsv4_h200_sglang_vs_vllm/run_bench.sh"
         assert meta["run_id"] == "20260707-132641"
+        assert meta["devices"] is None  # all devices
+        assert (results["config"]["tp"], results["config"]["max_num_seqs"]) == (8, 1024)
         assert results["scenarios"] == []
         assert validate(run / "results.json").returncode == 0
         assert list((run / "raw_outputs").iterdir()) == []  # nothing ran
@@ -344,3 +348,47 @@ def test_dry_run_dspark_phases_record_their_spec_tokens(tmp_path, base_env, tag)
         assert results["config"]["spec_method"] == "dspark"
         assert results["metadata"]["engine"] == "vllm-dspark"
         assert f"--spec-tokens {tokens}" in results["config"][f"phase{index}_server_args"]
+
+
+@needs_results
+def test_long_context_runs_the_21_seed_scenarios_and_the_full_matrix_on_request(tmp_path, base_env, tag):
+    exp = REPO / "experiments" / "h200" / "dsv4_h200_long_context"
+    env = dict(base_env, DRY_RUN="1", PLATFORM="nvidia_h200", RUN_ID="20260707-132641", RESULT_ROOT=str(tmp_path / "r"))
+    proc = run_script(exp / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    scenarios = [line.split()[2] for line in proc.stdout.splitlines() if line.startswith("# scenario ")]
+    assert len(scenarios) == 63  # 21 per phase, 3 phases
+    assert sorted(set(scenarios)) == sorted(
+        [f"c25_i65536_o{o}" for o in (256, 1024, 4096)]
+        + [f"c{c}_i{i}_o{o}" for c in (2, 5, 10) for i in (131072, 262144) for o in (256, 1024, 4096)])
+    servers = [c for c in command_lines(proc.stdout) if "sglang.launch_server" in c or "vllm.entrypoints.openai.api_server" in c]
+    sglang, vllm = options(servers[0]), options(servers[1])
+    assert (sglang["--context-length"], sglang["--kv-cache-dtype"], sglang["--max-running-requests"]) == ("266240", "fp8_e4m3", "64")
+    assert (vllm["--max-model-len"], vllm["--kv-cache-dtype"], vllm["--max-num-seqs"]) == ("266240", "fp8", "64")
+    full = run_script(exp / "run_bench.sh", dict(env, RESULT_ROOT=str(tmp_path / "full"),
+                                                  SCENARIOS_FILE=str(exp / "scenarios_full.tsv")))
+    assert full.returncode == 0, full.stderr
+    assert sum(line.startswith("# scenario ") for line in full.stdout.splitlines()) == 108  # 36 per phase
+
+
+@needs_results
+def test_devices_limit_the_server_set_tp_and_are_recorded(tmp_path, base_env, tag):
+    env = dict(base_env, DRY_RUN="1", PLATFORM="nvidia_h200", RUN_ID="20260707-132641", RESULT_ROOT=str(tmp_path / "r"),
+               DEVICES="4,5,6,7", SCENARIOS_FILE=str(tmp_path / "none.tsv"), CONCURRENCIES="1", SHAPES="64x8")
+    env.pop("ENGINE_PYTHON")
+    proc = run_script(H200_VS / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    servers = [c for c in command_lines(proc.stdout) if "sglang.launch_server" in c or "vllm.entrypoints.openai.api_server" in c]
+    assert servers[0][:2] == ["env", "CUDA_VISIBLE_DEVICES=4,5,6,7"] and options(servers[0])["--tp"] == "4"
+    assert servers[1][:3] == ["env", "CUDA_VISIBLE_DEVICES=4,5,6,7", "VLLM_SERVER_DEV_MODE=1"]
+    assert options(servers[1])["--tensor-parallel-size"] == "4"
+    meta = load_json(tmp_path / "r" / "phase1_sglang" / "results.json")["metadata"]
+    assert meta["devices"] == "CUDA_VISIBLE_DEVICES=4,5,6,7"
+    # TP= wins over the device count; Docker platforms pass the platform's variable to docker exec
+    p800 = run_script(P800 / "run_bench.sh", dict(env, PLATFORM="kunlun_p800", DEVICES="0,1", TP="1",
+                                                    RESULT_ROOT=str(tmp_path / "p")))
+    assert p800.returncode == 0, p800.stderr
+    launch = next(c for c in command_lines(p800.stdout) if "sglang.launch_server" in c)
+    assert launch[:6] == ["docker", "exec", "--env", "XPU_VISIBLE_DEVICES=0,1", "--env", "SSKJ_SERVER_TAG=sskj-30000"]
+    assert options(launch)["--tp"] == "1"
+    assert load_json(tmp_path / "p" / "results.json")["metadata"]["devices"] == "XPU_VISIBLE_DEVICES=0,1"

@@ -34,17 +34,14 @@ source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 # Returns:   0 ok, 1 missing configuration, 2 unsupported engine
 #######################################
 build_server_cmd() {
-  local -a flags=()
+  local -a settings=(kv_cache_dtype="${KV_CACHE_DTYPE}" max_model_len="${CONTEXT_LEN}" max_num_seqs="${MAX_NUM_SEQS}")
+  if [[ "${PHASE_ENGINE}" == "vllm-dspark" ]]; then
+    settings+=(spec_method=dspark spec_model="${SPEC_MODEL_PATH}" spec_tokens="${SPEC_TOKENS}")
+  fi
+  bench::engine_flags "${settings[@]}" || return 1
   case "${PHASE_ENGINE}" in
-    sglang) bench::sglang_server_cmd --context-length "${CONTEXT_LEN}" ;;
-    vllm | vllm-dspark)
-      flags=(--kv-cache-dtype "${KV_CACHE_DTYPE}" --max-model-len "${CONTEXT_LEN}"
-        --max-num-seqs "${MAX_NUM_SEQS}")
-      if [[ "${PHASE_ENGINE}" == "vllm-dspark" ]]; then
-        flags+=(--spec-method dspark --spec-model "${SPEC_MODEL_PATH}" --spec-tokens "${SPEC_TOKENS}")
-      fi
-      bench::vllm_server_cmd "${flags[@]}"
-      ;;
+    sglang) bench::sglang_server_cmd "${BENCH_FLAGS[@]}" ;;
+    vllm | vllm-dspark) bench::vllm_server_cmd "${BENCH_FLAGS[@]}" ;;
     *)
       lib::err "engine ${PHASE_ENGINE} is not part of this experiment (sglang, vllm, vllm-dspark)"
       return 2

@@ -32,9 +32,11 @@ source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 # Returns:   0 ok, 1 missing configuration, 2 unsupported engine
 #######################################
 build_server_cmd() {
+  bench::engine_flags kv_cache_dtype="${KV_CACHE_DTYPE}" max_num_seqs="${MAX_NUM_SEQS}" \
+    max_model_len="${CONTEXT_LEN:-}" || return 1
   case "${PHASE_ENGINE}" in
-    sglang) bench::sglang_server_cmd ;;
-    vllm) bench::vllm_server_cmd --kv-cache-dtype "${KV_CACHE_DTYPE}" --max-num-seqs "${MAX_NUM_SEQS}" ;;
+    sglang) bench::sglang_server_cmd "${BENCH_FLAGS[@]}" ;;
+    vllm) bench::vllm_server_cmd "${BENCH_FLAGS[@]}" ;;
     *)
       lib::err "engine ${PHASE_ENGINE} is not part of this experiment (sglang, vllm)"
       return 2
