@@ -184,9 +184,8 @@ def shell_row(name: str) -> str:
 
 
 _VERSION_SNIPPET = """
-import sys
 from importlib import metadata
-for name in sys.argv[1:]:
+for name in NAMES:
     try:
         print(metadata.version(name))
         break
@@ -199,12 +198,13 @@ def package_version(python: list[str], dists: list[str], timeout_s: float = 60.0
     """The version of the first installed package of dists, asked to an interpreter (None when unknown).
 
     python is the interpreter's command (e.g. `docker exec C python3`); it
-    runs a fixed snippet with the package names as arguments.
+    runs a fixed snippet given the package names as a list literal.
     """
     import subprocess
 
     try:
-        done = subprocess.run([*python, "-c", _VERSION_SNIPPET, *dists], capture_output=True, text=True,
+        snippet = f"NAMES = {list(dists)!r}\n{_VERSION_SNIPPET}"  # repr: the names stay string literals
+        done = subprocess.run([*python, "-c", snippet], capture_output=True, text=True,
                               timeout=timeout_s, check=False, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return None

@@ -199,7 +199,7 @@ def measured(run_dir: Path, results: Optional[Results]) -> set[tuple[int, int, i
     sizes = {rf.file: rf.size for rf in results.raw_files}
     done: set[tuple[int, int, int]] = set()
     for s in results.scenarios:
-        if s.source is None:
+        if s.source is None or s.concurrency is None:  # open-loop runs are not grid scenarios
             continue
         path = run_dir / s.source.file
         if path.is_file() and sizes.get(s.source.file) == path.stat().st_size:
