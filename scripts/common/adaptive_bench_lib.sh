@@ -452,8 +452,8 @@ bench::run_scenario() {
   ((LIB_ENGINE_METRICS)) && { lib::save_metrics "${url}" "${metrics}.before.prom" || true; }
   lib::build_client_cmd "${raw}" "${c}" "${in}" "${out}" "${n}" || return 1
   local -a cmd=("${SSKJ_RESULTS_CMD[@]}" run-client "${run_dir}" --stem "${stem}" --concurrency "${c}"
-    --input-len "${in}" --output-len "${out}" --server-pid "${LIB_SERVER_PID:-1}"
-    --server-log "${LIB_SERVER_LOG:-/dev/null}" --log-offset "${offset}" --oom-pattern "${OOM_PATTERN}"
+    --input-len "${in}" --output-len "${out}" --server-pid "${LIB_SERVER_PID:-SERVER_PID}"
+    --server-log "${LIB_SERVER_LOG:-SERVER_LOG}" --log-offset "${offset}" --oom-pattern "${OOM_PATTERN}"
     --client-log "${client_log}" --raw "${raw}" -- "${LIB_CLIENT_CMD[@]}")
   lib::is_dry_run || lib::start_accel_sampler "${run_dir}/gpu_logs/${stem}"
   BENCH_CURRENT_RAW="${raw}"

@@ -214,6 +214,7 @@ def test_apply_patches_applies_once_and_records_sha256(tmp_path, base_env, tag):
     assert f"docker cp {patches}/0001-value.patch c1:{tmp_path}/in_container/0001-value.patch" in calls
 
 
+@needs_results
 def test_apply_patches_refuses_a_patch_that_does_not_apply(tmp_path, base_env, tag):
     site = _fake_site(tmp_path)
     (site / "fakepkg" / "mod.py").write_text("VALUE = 7\n")
@@ -225,7 +226,6 @@ def test_apply_patches_refuses_a_patch_that_does_not_apply(tmp_path, base_env, t
         PATCH_ROOT=str(patches),
         CONTAINER_PATCH_DIR=str(tmp_path / "in_container"),
         PYTHONPATH=f"{site}:{base_env['PYTHONPATH']}",
-        SSKJ_RESULTS_BIN="/bin/false",
     )
     proc = subprocess.run(
         ["bash", str(COMMON / "apply_patches.sh"), str(tmp_path)], env=env, capture_output=True, text=True, timeout=120
@@ -233,6 +233,7 @@ def test_apply_patches_refuses_a_patch_that_does_not_apply(tmp_path, base_env, t
     assert proc.returncode == 1
     assert "patch 0001-value.patch does not apply to fakepkg" in proc.stderr
     assert (site / "fakepkg" / "mod.py").read_text() == "VALUE = 7\n"
+    assert not (tmp_path / "results.json").exists()  # nothing recorded for a patch that did not apply
 
 
 @needs_results
@@ -352,23 +353,28 @@ def test_dry_run_dspark_phases_record_their_spec_tokens(tmp_path, base_env, tag)
 
 @needs_results
 def test_long_context_runs_the_21_seed_scenarios_and_the_full_matrix_on_request(tmp_path, base_env, tag):
+    from sskj_results.plan import load_grid
+
     exp = REPO / "experiments" / "h200" / "dsv4_h200_long_context"
-    env = dict(base_env, DRY_RUN="1", PLATFORM="nvidia_h200", RUN_ID="20260707-132641", RESULT_ROOT=str(tmp_path / "r"))
+    default = {r.name for r in load_grid(exp / "scenarios.tsv", None, None)}
+    assert default == ({f"c25_i65536_o{o}" for o in (256, 1024, 4096)}
+                       | {f"c{c}_i{i}_o{o}" for c in (2, 5, 10) for i in (131072, 262144) for o in (256, 1024, 4096)})
+    full = {r.name for r in load_grid(exp / "scenarios_full.tsv", None, None)}
+    assert len(full) == 36 and default < full
+    # every engine gets the same context length, KV-cache dtype and max running requests
+    one = tmp_path / "one.tsv"
+    one.write_text("2 131072 256\n")
+    env = dict(base_env, DRY_RUN="1", PLATFORM="nvidia_h200", RUN_ID="20260707-132641", RESULT_ROOT=str(tmp_path / "r"),
+               SCENARIOS_FILE=str(one))
     proc = run_script(exp / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
-    scenarios = [line.split()[2] for line in proc.stdout.splitlines() if line.startswith("# scenario ")]
-    assert len(scenarios) == 63  # 21 per phase, 3 phases
-    assert sorted(set(scenarios)) == sorted(
-        [f"c25_i65536_o{o}" for o in (256, 1024, 4096)]
-        + [f"c{c}_i{i}_o{o}" for c in (2, 5, 10) for i in (131072, 262144) for o in (256, 1024, 4096)])
+    assert sum(line.startswith("# scenario ") for line in proc.stdout.splitlines()) == 3
     servers = [c for c in command_lines(proc.stdout) if "sglang.launch_server" in c or "vllm.entrypoints.openai.api_server" in c]
-    sglang, vllm = options(servers[0]), options(servers[1])
+    sglang, vllm, dspark = (options(c) for c in servers)
     assert (sglang["--context-length"], sglang["--kv-cache-dtype"], sglang["--max-running-requests"]) == ("266240", "fp8_e4m3", "64")
-    assert (vllm["--max-model-len"], vllm["--kv-cache-dtype"], vllm["--max-num-seqs"]) == ("266240", "fp8", "64")
-    full = run_script(exp / "run_bench.sh", dict(env, RESULT_ROOT=str(tmp_path / "full"),
-                                                  SCENARIOS_FILE=str(exp / "scenarios_full.tsv")))
-    assert full.returncode == 0, full.stderr
-    assert sum(line.startswith("# scenario ") for line in full.stdout.splitlines()) == 108  # 36 per phase
+    for opts in (vllm, dspark):
+        assert (opts["--max-model-len"], opts["--kv-cache-dtype"], opts["--max-num-seqs"]) == ("266240", "fp8", "64")
+    assert dspark["--spec-method"] == "dspark" and "--spec-method" not in vllm
 
 
 @needs_results
