@@ -120,6 +120,8 @@ PLATFORM_KEYS: dict[str, tuple[str, str]] = {
     "WARMUP_PYTHON": ("no", "Python that runs warmup.py (default CLIENT_PYTHON)"),
     "ACCEL_SAMPLER": ("no", "`nvidia-smi`, `xpu-smi` or `none` (default by CHIP)"),
     "ACCEL_COUNT": ("no", "accelerators the platform expects to see (default: from HARDWARE `Nx ...`, else TP)"),
+    "DEFAULT_TP": ("no", "tensor-parallel size of experiments unless TP= (or DEVICES=) is given (default 1)"),
+    "DEVICES_ENV": ("no", "variable that limits the server to DEVICES=0,1,... (CUDA_VISIBLE_DEVICES, XPU_VISIBLE_DEVICES)"),
     "CONTAINER_PATCH_DIR": ("no", "where patches are copied inside the container"),
     "DOCKER_RUN_ARGS": ("no", "arguments of `docker run` when AUTO_START_CONTAINER=1 creates the container"),
     "AUTO_START_CONTAINER": ("no", "1: create the container when it does not exist"),
