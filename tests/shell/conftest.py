@@ -66,7 +66,7 @@ def base_env(tag: str, tmp_path: Path) -> Iterator[dict[str, str]]:
             "FAKE_CLIENT_LOG": str(tmp_path / "client_calls.log"),
         }
     )
-    calls = tmp_path / "sskj_results_calls.bin"
+    calls = tmp_path.parent / f"{tmp_path.name}.sskj_results_calls.bin"  # beside tmp_path: tests check what it holds
     if SSKJ_RESULTS:
         # every sskj-results call the shell makes is recorded and, after the
         # test, parsed by the real click command: an option that does not

@@ -63,7 +63,7 @@ def check_my_chip_dry_run(proc: subprocess.CompletedProcess, results: Path, expe
         assert "/data/models/DeepSeek-V4-Flash" in server
     assert servers[0][0] == f"{envs}/sglang/bin/python"
     assert servers[1][:3] == ["env", "VLLM_SERVER_DEV_MODE=1", f"{envs}/vllm-myengine/bin/python"]
-    clients = [c for c in cmds if "sglang.bench_serving" in c]
+    clients = [c[c.index("--") + 1:] if "run-client" in c else c for c in cmds if "sglang.bench_serving" in c]  # run-client ... -- CLIENT
     assert clients and all(c[0] == f"{envs}/client/bin/python" for c in clients)
     outputs = [Path(c[c.index("--output-file") + 1]).name for c in clients]
     assert all(name.startswith(("my_chip_sglang_", "my_chip_vllm_")) for name in outputs)
@@ -138,7 +138,7 @@ def test_a_clone_with_environments_elsewhere(tmp_path, base_env, tag):
     servers = [c for c in cmds if "vllm.entrypoints.openai.api_server" in c]
     assert servers and all(f"{envs}/engine-cpu/bin/python" in c for c in servers)
     assert all(c[c.index("--model") + 1] == f"{models}/tiny-llama" for c in servers)
-    clients = [c for c in cmds if "sglang.bench_serving" in c]
+    clients = [c[c.index("--") + 1:] if "run-client" in c else c for c in cmds if "sglang.bench_serving" in c]  # run-client ... -- CLIENT
     assert clients and all(c[0] == f"{envs}/client/bin/python" for c in clients)
     assert str(repo / "envs") not in proc.stdout
     # The preflight of that dry run looked there too: nothing installed yet, so it says what is missing.
