@@ -24,19 +24,21 @@ import numpy as np
 from . import __version__
 from .errors import ConfigError, RawFormatError, ResultsError, UsageError
 from .evidence import judge_run
-from .io import RESULTS_NAME, atomic_write_text, load_run, save_run
+from .io import RESULTS_NAME, atomic_write_text, check_writable, load_run, save_run
 from .metrics import per_request, request_itl_means, slo_attainment, summarize
 from .models import (
     Config, Latencies, Metadata, Percentiles, RawFile, RawRequest, Results, Scenario,
     SkippedScenario, SloSpec, Source, ValidityThresholds,
 )
-from .rawio import FileScan, LineError, count_lines, sha256_file, sha256_files
+from .rawio import (
+    FileScan, LineError, describe_os_error, display_name, list_raw_dir, one_line, read_checked, sha256_files_each,
+)
 from .readers import (
     ENGINE_OF_BACKEND, NameHints, RawRun, ReadOptions, RunError, compile_name_pattern, name_hints, read_run,
 )
 from .redact import redact
 from .sidecars import (
-    accept_length_between, read_skipped, sidecar_digest, sidecar_paths, summarize_gpu_log, summarize_xpu_log,
+    accept_length_between, read_metrics, read_skipped, sidecar_digest, sidecar_paths, summarize_gpu_log, summarize_xpu_log,
 )
 from .slo import resolve_slo, slo_status
 
@@ -79,8 +81,21 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.message}"
+        name = display_name(self.file)
+        where = f"{name}:{self.line}" if self.line else name
+        return f"{where}: {one_line(self.message)}"
+
+
+def unexpected(exc: BaseException) -> str:
+    """The one-line reason for an exception no reader foresaw (the error boundary of one file or line)."""
+    if isinstance(exc, OSError):
+        return f"cannot read: {describe_os_error(exc)}"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to be read"
+    if isinstance(exc, (ResultsError, RawFormatError, ConfigError)):
+        return str(exc)
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"could not be read ({type(exc).__name__}{': ' + text[:200] if text else ''}); skipped"
 
 
 @dataclass
@@ -116,6 +131,8 @@ def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, str
                     continue
                 except RunError as exc:
                     problem = Problem(label, item.line, str(exc))
+                except Exception as exc:  # noqa: BLE001 - the error boundary of one line
+                    problem = Problem(label, item.line, unexpected(exc))
                 finally:
                     del item
             if strict:
@@ -124,7 +141,7 @@ def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, str
     except OSError as exc:
         # unreadable: nothing of the file counts, one problem says why
         out = ReadOutcome()
-        problem = Problem(label, None, f"cannot read: {exc.strerror}")
+        problem = Problem(label, None, f"cannot read: {describe_os_error(exc)}")
         if strict:
             raise RawFormatError(f"{problem} (--strict: stopped at the first bad run)") from None
         out.problems.append(problem)
@@ -350,9 +367,8 @@ class ParseOutcome:
 
 
 def raw_files(directory: Path) -> list[Path]:
-    if not directory.is_dir():
-        return []
-    return sorted(p for p in directory.iterdir() if p.is_file() and p.suffix in RAW_SUFFIXES)
+    """The raw outputs of a directory (any case of .jsonl/.json; see rawio.list_raw_dir)."""
+    return list_raw_dir(directory).files
 
 
 @_bulk
@@ -367,22 +383,34 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
     file = run_dir / RESULTS_NAME
     if not file.is_file():
         raise ResultsError(f"{file}: no results.json; create it first with `sskj-results metadata {run_dir} --meta ...`")
-    paths = raw_files(run_dir / "raw_outputs")
+    listing = list_raw_dir(run_dir / "raw_outputs")
+    paths = listing.files
     existing = load_run(file)
     spec = slo or existing.slo or resolve_slo()
     thresholds = validity or existing.validity_thresholds
     same_slo = existing.slo is not None and existing.slo == spec and thresholds == existing.validity_thresholds
     known = {rf.file: rf for rf in existing.raw_files}
+    warnings: list[str] = [f"raw_outputs/{display_name(p.name)}: {why}" for p, why in listing.ignored]
     # quick check (as rsync and make do): a file whose size and mtime are those
     # recorded keeps its recorded hash; every other file is hashed
-    stamps = {path: path.stat() for path in paths}
+    stamps: dict[Path, Any] = {}
+    unreadable: dict[Path, str] = {}
+    for path in paths:
+        try:
+            stamps[path] = path.stat()
+        except OSError as exc:
+            unreadable[path] = describe_os_error(exc)
     quick: dict[Path, tuple[str, int]] = {}
     for path, st in stamps.items():
         prev = known.get(f"raw_outputs/{path.name}")
-        if prev is not None and prev.mtime_ns == st.st_mtime_ns and prev.size == st.st_size:
+        if prev is not None and prev.mtime_ns == st.st_mtime_ns and prev.size == st.st_size and not prev.damaged:
             quick[path] = (prev.sha256, prev.size)
-    hashed = iter(sha256_files([p for p in paths if p not in quick]))
-    digests = [quick[p] if p in quick else next(hashed) for p in paths]
+    to_hash = [p for p in paths if p not in quick and p not in unreadable]
+    for path, result in zip(to_hash, sha256_files_each(to_hash)):
+        if isinstance(result, OSError):
+            unreadable[path] = describe_os_error(result)
+        else:
+            quick[path] = result
     old_by_file: dict[str, list[Scenario]] = {}
     for s in existing.scenarios:
         if s.source is not None:
@@ -390,38 +418,88 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
     scenarios: list[Scenario] = []
     records: list[RawFile] = []
     problems: list[Problem] = []
-    warnings: list[str] = []
     skipped: list[SkippedScenario] = []
     read = reused = 0
-    # content hashes decide what is read again
-    for path, (digest, size) in zip(paths, digests):
-        label = f"raw_outputs/{path.name}"
-        mtime_ns = stamps[path].st_mtime_ns
-        sides = sidecar_paths(run_dir, path.stem)
-        side_digest = sidecar_digest(sides)
+
+    def keep_recorded(label: str, reason: str) -> None:
+        """parse never forgets a measured scenario: a raw file imported before that is now
+        missing, unreadable or corrupt keeps its recorded scenarios and is marked damaged."""
+        kept = [_rejudged(s, spec, same_slo) for s in old_by_file[label]]
+        scenarios.extend(kept)
         prev = known.get(label)
-        if (same_slo and prev and prev.sha256 == digest and prev.sidecar_sha256 == side_digest and label in old_by_file
-                and all(s.validity is not None for s in old_by_file[label])):
+        records.append(prev.model_copy(update={"damaged": reason}) if prev is not None else
+                       RawFile(file=label, sha256="", size=0, runs=len(kept), damaged=reason))
+        warnings.append(f"{display_name(label)}: {reason}; kept its {len(kept)} recorded scenario(s) and marked it "
+                        "damaged (the next RESUME measures it again)")
+
+    # content hashes decide what is read again
+    for path in paths:
+        label = f"raw_outputs/{path.name}"
+        if path in unreadable:
+            if label in old_by_file:
+                keep_recorded(label, f"cannot read: {unreadable[path]}")
+            else:
+                problem = Problem(label, None, f"cannot read: {unreadable[path]}")
+                problems.append(problem)
+                skipped.append(_skip_entry(problem, name_hints(path.stem)))
+            continue
+        digest, size = quick[path]
+        mtime_ns = stamps[path].st_mtime_ns
+        try:
+            sides = sidecar_paths(run_dir, path.stem)
+            side_digest = sidecar_digest(sides)
+        except OSError as exc:
+            warnings.append(f"side files of {display_name(label)}: cannot read: {describe_os_error(exc)}; ignored")
+            sides, side_digest = [], None
+        prev = known.get(label)
+        if same_slo and prev and prev.sha256 == digest and prev.sidecar_sha256 == side_digest and label in old_by_file \
+                and not prev.damaged and all(s.validity is not None for s in old_by_file[label]):
             scenarios.extend(s.model_copy() for s in old_by_file[label])  # shallow: renaming must not touch `existing`
             records.append(prev if prev.mtime_ns == mtime_ns else prev.model_copy(update={"mtime_ns": mtime_ns}))
             reused += 1
             continue
         read += 1
         hints = name_hints(path.stem)
-        outcome = read_raw_file(path, label, hints, digest=False)  # hashed above
-        problems.extend(outcome.problems)
-        skipped.extend(_skip_entry(p, hints) for p in outcome.problems)
-        accept, gpu = _sidecar_values(run_dir, path.stem, len(outcome.runs), warnings)
-        for run in outcome.runs:
-            scenario = build_scenario(run, spec, Source(file=label, line=run.line, sha256=digest, format=run.format), cap=cap)
-            if accept is not None and scenario.accept_length is None:
-                scenario.accept_length = accept
-                scenario.reconstructed["accept_length"] = "server_metrics"
-            scenario.accelerator_usage = gpu
-            scenario.validity = judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds)
-            scenarios.append(scenario)
-        records.append(RawFile(file=label, sha256=digest, size=size, runs=len(outcome.runs), sidecar_sha256=side_digest,
+        # the error boundary of one file: whatever goes wrong costs this file (or line) only
+        built: list[Scenario] = []
+        try:
+            outcome = read_raw_file(path, label, hints, digest=False)  # hashed above
+            file_problems = list(outcome.problems)
+            accept, gpu = _sidecar_values(run_dir, path.stem, len(outcome.runs), warnings)
+            for run in outcome.runs:
+                try:
+                    scenario = build_scenario(run, spec, Source(file=label, line=run.line, sha256=digest, format=run.format),
+                                              cap=cap)
+                    if accept is not None and scenario.accept_length is None:
+                        scenario.accept_length = accept
+                        scenario.reconstructed["accept_length"] = "server_metrics"
+                    scenario.accelerator_usage = gpu
+                    scenario.validity = judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds)
+                    check_writable(scenario)
+                except Exception as exc:  # noqa: BLE001 - one run's boundary
+                    file_problems.append(Problem(label, run.line, unexpected(exc)))
+                    continue
+                built.append(scenario)
+        except Exception as exc:  # noqa: BLE001
+            file_problems = [Problem(label, None, unexpected(exc))]
+            built = []
+        if file_problems and label in old_by_file:
+            keep_recorded(label, f"now unreadable or corrupt ({file_problems[0]})")
+            continue
+        problems.extend(file_problems)
+        skipped.extend(_skip_entry(p, hints) for p in file_problems)
+        scenarios.extend(built)
+        records.append(RawFile(file=label, sha256=digest, size=size, runs=len(built), sidecar_sha256=side_digest,
                                mtime_ns=mtime_ns))
+    listed = {f"raw_outputs/{p.name}" for p in paths}
+    for label in sorted(set(old_by_file) - listed):
+        if label.startswith("raw_outputs/"):
+            keep_recorded(label, "missing")
+        else:  # imported from elsewhere (import-legacy): kept as recorded
+            scenarios.extend(s.model_copy() for s in old_by_file[label])
+            if label in known:
+                records.append(known[label])
+    scenarios.extend(s.model_copy() for s in existing.scenarios if s.source is None)
     skip_csv = run_dir / "skipped_after_oom.csv"
     if skip_csv.is_file():
         try:
@@ -442,6 +520,15 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
     return ParseOutcome(results, problems, warnings, read, reused)
 
 
+def _rejudged(scenario: Scenario, spec: SloSpec, same_slo: bool) -> Scenario:
+    """A recorded scenario kept without its raw file, judged against the current SLO."""
+    if same_slo:
+        return scenario.model_copy()
+    lat = scenario.latencies
+    return scenario.model_copy(update={"slo_status": slo_status(lat.ttft_ms.p95, lat.tpot_ms.mean, spec),
+                                       "slo_attainment": None})
+
+
 def _sidecar_values(run_dir: Path, stem: str, runs: int, warnings: list[str]) -> tuple[Optional[float], Any]:
     before = run_dir / "server_metrics" / f"{stem}.before.prom"
     after = run_dir / "server_metrics" / f"{stem}.after.prom"
@@ -449,7 +536,10 @@ def _sidecar_values(run_dir: Path, stem: str, runs: int, warnings: list[str]) ->
     accept = gpu = None
     if before.is_file() and after.is_file():
         if runs == 1:
-            accept = accept_length_between(before.read_text(errors="replace"), after.read_text(errors="replace"))
+            try:
+                accept = accept_length_between(read_metrics(before), read_metrics(after))
+            except RawFormatError as exc:
+                warnings.append(f"{exc}; accept length not recorded")
         else:
             warnings.append(f"server_metrics/{stem}.*.prom: {runs} runs in the raw file; metrics apply to one scenario only, ignored")
     xpu_log = run_dir / "gpu_logs" / f"{stem}.xpu-smi.log"
@@ -459,7 +549,10 @@ def _sidecar_values(run_dir: Path, stem: str, runs: int, warnings: list[str]) ->
         except RawFormatError as exc:
             warnings.append(str(exc))
     elif xpu_log.is_file():
-        gpu = summarize_xpu_log(xpu_log)
+        try:
+            gpu = summarize_xpu_log(xpu_log)
+        except RawFormatError as exc:
+            warnings.append(str(exc))
         if gpu is None:
             warnings.append(f"gpu_logs/{xpu_log.name}: no device rows (`N MiB / N MiB`) found; accelerator usage not recorded")
     return accept, gpu
@@ -481,9 +574,11 @@ def read_platform_file(path: Path) -> Platform:
     """KEY=VALUE lines of platforms/<chip>.env (quotes stripped; nothing is executed)."""
     values: dict[str, str] = {}
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_checked(path, "text file").decode("utf-8").splitlines()
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read platform file: {exc.strerror}") from None
+        raise ConfigError(f"{display_name(path)}: cannot read platform file: {describe_os_error(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{display_name(path)}: not UTF-8 text (byte {exc.start}); is this a platforms/<chip>.env file?") from None
     for line in lines:
         line = line.strip()
         if not line or line.startswith("#") or "=" not in line:
@@ -540,7 +635,7 @@ class RawSource:
 _SWEEP_RUN = re.compile(r"^run=\d+\.json$")
 
 
-def collect_raw_sources(raw_dir: Path) -> list[RawSource]:
+def collect_raw_sources(raw_dir: Path, ignored: Optional[list[tuple[str, str]]] = None) -> list[RawSource]:
     """Every *.jsonl/*.json under raw_dir (subdirectories too, hidden ones left out), in a stable order.
 
     In a `vllm bench sweep serve` directory (`run=N.json` files), `summary.json` repeats the runs and
@@ -548,9 +643,18 @@ def collect_raw_sources(raw_dir: Path) -> list[RawSource]:
     """
     sources: list[RawSource] = []
     root = raw_dir
-    paths = [p for p in sorted(root.rglob("*"))
-             if p.suffix in RAW_SUFFIXES and not any(part.startswith(".") for part in p.relative_to(root).parts)
-             and p.is_file()]
+    paths: list[Path] = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        walked = path.is_dir() and not path.is_symlink()  # rglob walks it
+        if any(part.startswith(".") for part in rel.parts) or walked or path.suffix.lower() not in RAW_SUFFIXES:
+            # listed, never silently skipped (a hidden directory once, not each file in it)
+            hidden_below = any(part.startswith(".") for part in rel.parts[:-1])
+            if ignored is not None and not hidden_below and not (walked and not rel.name.startswith(".")):
+                why = "hidden, not read" if rel.name.startswith(".") else "not a raw output (*.jsonl or *.json), not read"
+                ignored.append((str(rel), why))
+            continue
+        paths.append(path)  # special files named like raw files are kept: reading them reports the refusal
     sweep_dirs = {p.parent for p in paths if _SWEEP_RUN.match(p.name)}
     for path in paths:
         label = str(path.relative_to(root))
@@ -569,8 +673,8 @@ def collect_raw_sources(raw_dir: Path) -> list[RawSource]:
 def _failure_reason(path: Path) -> str:
     """The error a `vllm bench sweep` failure record keeps."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+        data = json.loads(read_checked(path, "raw output").decode("utf-8", errors="replace"))
+    except (OSError, ValueError, RecursionError):
         return "sweep failure record: the benchmark did not produce results"
     if isinstance(data, dict) and data.get("error"):
         kind = f"{data.get('error_type')}: " if data.get("error_type") else ""
@@ -645,11 +749,11 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
         return result
     outcome = read_raw_file(path, label, hints, strict=strict, options=options)
     result.problems.extend(outcome.problems)
-    if outcome.sha256 is None:
-        digest, size = sha256_file(path)  # unreadable: raises as it always did
-        lines = count_lines(path)
-    else:
-        digest, size, lines = outcome.sha256, outcome.size, outcome.lines
+    if outcome.sha256 is None:  # unreadable: one problem says why (read_raw_file), nothing is attributed
+        for problem in outcome.problems:
+            result.plan.append(f"skip {problem}")
+        return result
+    digest, size, lines = outcome.sha256, outcome.size, outcome.lines
     result.digest = (digest, size, lines)
     mtime = path.stat().st_mtime
     # a chip the name states wins over the given one (a kunlun_p800_* file never joins an H200 run);
@@ -668,8 +772,18 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
                 result.warnings.append(f"{label}:{run.line}: {note}")
         run_engine = file_engine or run.engine or UNKNOWN
         run_model = model or run.model or hints.model
-        scenario = build_scenario(run, spec, Source(file=str(path), line=run.line, sha256=digest, format=run.format), cap=cap)
-        scenario.validity = judge_run(run, thresholds=validity)  # raw files only: no side files
+        try:  # one run's boundary
+            scenario = build_scenario(run, spec, Source(file=str(path), line=run.line, sha256=digest, format=run.format),
+                                      cap=cap)
+            scenario.validity = judge_run(run, thresholds=validity)  # raw files only: no side files
+            check_writable(scenario)
+        except Exception as exc:  # noqa: BLE001
+            problem = Problem(label, run.line, unexpected(exc))
+            if strict:
+                raise RawFormatError(f"{problem} (--strict: stopped at the first bad run)") from None
+            outcome.problems.append(problem)
+            result.problems.append(problem)
+            continue
         when, how = run_time(run, hints, mtime)
         scenario.timestamp = when.isoformat()
         if how == "mtime":
@@ -717,7 +831,8 @@ def import_legacy(
     names come from the runs' own times), so an import is idempotent.
     """
     check_import_dir(raw_dir, out)
-    sources = collect_raw_sources(raw_dir)
+    ignored: list[tuple[str, str]] = []
+    sources = collect_raw_sources(raw_dir, ignored)
     if not sources:
         raise ConfigError(f"{raw_dir}: no *.jsonl or *.json files to import")
     try:
@@ -729,14 +844,21 @@ def import_legacy(
     stamp = (now or datetime.now().astimezone()).replace(microsecond=0)
     groups: dict[tuple[str, Optional[str], str], _Group] = {}
     problems: list[Problem] = []
-    warnings: list[str] = []
+    warnings: list[str] = [f"{display_name(label)}: {why}" for label, why in ignored]
     plan: list[str] = []
     if not platform.chip_given:
         warnings.append("no chip given (--platform or --chip): runs whose file name names no chip are imported with "
                         "chip 'unknown'; set it later with `sskj-results metadata RUN_DIR --chip CHIP --hardware TEXT`")
     for source in sources:
-        done = import_file(source, platform, spec, engine=engine, model=model, strict=strict, cap=cap,
-                           pattern=pattern, options=options, validity=validity)
+        # the error boundary of one file: whatever goes wrong costs this file (or line) only
+        try:
+            done = import_file(source, platform, spec, engine=engine, model=model, strict=strict, cap=cap,
+                               pattern=pattern, options=options, validity=validity)
+        except RawFormatError:
+            raise  # --strict
+        except Exception as exc:  # noqa: BLE001
+            done = FileImport(source, problems=[Problem(source.label, None, unexpected(exc))])
+            done.plan.append(f"skip {done.problems[0]}")
         problems.extend(done.problems)
         warnings.extend(done.warnings)
         plan.extend(done.plan)
@@ -776,47 +898,55 @@ def import_legacy(
     for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
         if not group.scenarios:
             continue
-        started = min(group.times)
-        run_id = started.strftime("%Y%m%d-%H%M%S")
         eng, run_model, chip = key
-        hardware, accelerator = (platform.hardware, platform.accelerator) if chip == platform.chip else (None, None)
-        if chip == UNKNOWN:
-            hardware = UNKNOWN
-        srcs = [(p, *group.sources[p]) for p in sorted(group.sources)]
-        results = Results(
-            metadata=Metadata(
-                experiment=experiment or f"import_{raw_dir.resolve().name}", run_id=run_id,
-                timestamp=started.isoformat(), model=run_model or UNKNOWN, engine=eng, backend=eng,
-                hardware=hardware, accelerator=accelerator, chip=chip,
-                platform=platform.name if chip == platform.chip else None, script="sskj-results import-legacy",
-                client=_client_of(group.scenarios), tool_version=__version__,
-                description=f"imported from {len(srcs)} raw file(s) in {raw_dir}",
-                imported_at=stamp.isoformat(), imported_from=raw_abs,
-            ),
-            config=Config(server_args=server_args or NOT_RECORDED, scenario_name_format=name_format),
-            scenarios=name_scenarios(group.scenarios, name_format), slo=spec, skipped=group.skipped,
-            raw_files=[RawFile(file=str(p), sha256=d, size=s,
-                               runs=sum(1 for x in group.scenarios if x.source and x.source.file == str(p)))
-                       for p, d, s, _ in srcs],
-            validity_thresholds=validity,
-        )
-        base = f"{_safe(chip)}_{_safe(eng)}"
-        if per_chip_engine[(chip, eng)] > 1:
-            base += f"_{_safe(Path(run_model).name if run_model else UNKNOWN)}"
-        target = out / f"{base}_{run_id}"
-        previous = _own_previous(target, raw_abs, key)
-        if previous:
-            replaced.append(target)
-        else:
-            target = _unique_dir(target)
-        _write_run_dir_atomically(target, results, srcs, command, render_report, replace=previous)
-        run_dirs.append(target)
-        # an earlier import of the same raw directory and group under another time (files were added or removed)
-        for stale in sorted(out.glob(f"{base}_*")):
-            if stale != target and stale.is_dir() and _own_previous(stale, raw_abs, key):
-                shutil.rmtree(stale)
-                if target not in replaced:
-                    replaced.append(target)
+        # the error boundary of one run directory: a group that cannot be written costs that group only
+        try:
+            started = min(group.times)
+            run_id = started.strftime("%Y%m%d-%H%M%S")
+            hardware, accelerator = (platform.hardware, platform.accelerator) if chip == platform.chip else (None, None)
+            if chip == UNKNOWN:
+                hardware = UNKNOWN
+            srcs = [(p, *group.sources[p]) for p in sorted(group.sources)]
+            results = Results(
+                metadata=Metadata(
+                    experiment=experiment or f"import_{raw_dir.resolve().name}", run_id=run_id,
+                    timestamp=started.isoformat(), model=run_model or UNKNOWN, engine=eng, backend=eng,
+                    hardware=hardware, accelerator=accelerator, chip=chip,
+                    platform=platform.name if chip == platform.chip else None, script="sskj-results import-legacy",
+                    client=_client_of(group.scenarios), tool_version=__version__,
+                    description=f"imported from {len(srcs)} raw file(s) in {raw_dir}",
+                    imported_at=stamp.isoformat(), imported_from=raw_abs,
+                ),
+                config=Config(server_args=server_args or NOT_RECORDED, scenario_name_format=name_format),
+                scenarios=name_scenarios(group.scenarios, name_format), slo=spec, skipped=group.skipped,
+                raw_files=[RawFile(file=str(p), sha256=d, size=s,
+                                   runs=sum(1 for x in group.scenarios if x.source and x.source.file == str(p)))
+                           for p, d, s, _ in srcs],
+                validity_thresholds=validity,
+            )
+            base = f"{_safe(chip)}_{_safe(eng)}"
+            if per_chip_engine[(chip, eng)] > 1:
+                base += f"_{_safe(Path(run_model).name if run_model else UNKNOWN)}"
+            target = out / f"{base}_{run_id}"
+            previous = _own_previous(target, raw_abs, key)
+            if previous:
+                replaced.append(target)
+            else:
+                target = _unique_dir(target)
+            _write_run_dir_atomically(target, results, srcs, command, render_report, replace=previous)
+            run_dirs.append(target)
+            # an earlier import of the same raw directory and group under another time (files were added or removed)
+            for stale in sorted(out.glob(f"{base}_*")):
+                if stale != target and stale.is_dir() and _own_previous(stale, raw_abs, key):
+                    shutil.rmtree(stale)
+                    if target not in replaced:
+                        replaced.append(target)
+        except Exception as exc:  # noqa: BLE001
+            first = sorted(group.sources)[0] if group.sources else raw_dir
+            label = str(first.relative_to(raw_dir)) if first != raw_dir and first.is_relative_to(raw_dir) else str(first)
+            reason = describe_os_error(exc) if isinstance(exc, OSError) else unexpected(exc)
+            problems.append(Problem(label, None, f"run directory of engine {eng}, model {run_model or UNKNOWN}, chip {chip} "
+                                    f"({len(group.scenarios)} scenario(s)) not written: {reason}"))
     return ImportOutcome(run_dirs, problems, warnings, plan, replaced)
 
 

@@ -2,18 +2,167 @@
 
 from __future__ import annotations
 
+import errno
 import json
-import math
 import os
+import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Union
+from io import FileIO
+from typing import Any, Optional, Union
 
 import orjson
 from pydantic import ValidationError
 
 from .errors import ResultsError
-from .models import Results, dump_dict
+from .models import Results, Scenario, dump_dict
+
+# ---------------------------------------------------------------- safe opening
+
+MiB = 1 << 20
+GiB = 1 << 30
+
+# Largest file of each kind that is read at all (checked on the open file
+# before a byte is read; stated in docs/INPUT_LIMITS.md). A raw output is read
+# one line at a time, so its limit bounds the longest line held in memory too.
+SIZE_LIMITS: dict[str, int] = {
+    "raw output": 4 * GiB,
+    "results.json": 1 * GiB,
+    "server metrics": 64 * MiB,
+    "accelerator log": 256 * MiB,
+    "skipped-scenario list": 16 * MiB,
+    "text file": 64 * MiB,
+}
+
+RAW_SUFFIXES = (".jsonl", ".json")
+
+
+class RefusedFile(OSError):
+    """A path that is not read: not a regular file, or bigger than its kind's limit.
+
+    An OSError, so every caller that reports unreadable files reports these
+    the same way (its ``strerror`` says why).
+    """
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(errno.EINVAL, reason, str(path))
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+)
+
+
+def _kind_of(mode: int) -> str:
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def describe_os_error(exc: OSError) -> str:
+    """Why a file could not be opened or read, in words (no errno numbers, no temp names)."""
+    if isinstance(exc, RefusedFile):
+        return str(exc.strerror)
+    code = exc.errno
+    if code == errno.ELOOP:
+        return "symbolic link loop; refused"
+    if code == errno.ENOENT:
+        return "no such file (a broken symbolic link?)"
+    if code == errno.ENXIO:
+        return "not a regular file (a socket or a device without a reader); refused"
+    if code in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if code == errno.ENOSPC:
+        return "no space left on device (disk full)"
+    if code == errno.EDQUOT:
+        return "disk quota exceeded"
+    if code == errno.EROFS:
+        return "read-only file system"
+    if code == errno.EISDIR:
+        return "is a directory"
+    if code == errno.EIO:
+        return "input/output error (failing disk or network file system?)"
+    return exc.strerror or type(exc).__name__
+
+
+def open_checked(path: Path, kind: str = "raw output", limit: Optional[int] = None) -> FileIO:
+    """Open path for reading if it is a regular file within the size limit of its kind.
+
+    Never blocks (a FIFO is opened non-blocking and refused), never reads a
+    device, a directory or a socket; symlinks are followed, and a broken or
+    looping one is an OSError like any unreadable file. Raises OSError
+    (RefusedFile for refusals) naming the path.
+    """
+    limit = SIZE_LIMITS.get(kind, SIZE_LIMITS["text file"]) if limit is None else limit
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RefusedFile(path, f"{_kind_of(st.st_mode)}, not a regular file; refused without reading it")
+        if st.st_size > limit:
+            raise RefusedFile(path, f"{st.st_size} bytes, more than the {_size(limit)} limit of a {kind}; "
+                                    "refused without reading it (see docs/INPUT_LIMITS.md)")
+        os.set_blocking(fd, True)
+        return FileIO(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_checked(path: Path, kind: str, limit: Optional[int] = None) -> bytes:
+    """The whole content of a regular file within its kind's size limit (see open_checked)."""
+    limit = SIZE_LIMITS.get(kind, SIZE_LIMITS["text file"]) if limit is None else limit
+    chunks: list[bytes] = []
+    total = 0
+    with open_checked(path, kind, limit) as handle:
+        while total <= limit:
+            chunk = handle.read(min(1 << 24, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    data = b"".join(chunks)
+    if len(data) > limit:  # grew while we read
+        raise RefusedFile(path, f"grew beyond the {_size(limit)} limit of a {kind} while being read; refused")
+    return data
+
+
+def read_text_checked(path: Path, kind: str, limit: Optional[int] = None) -> str:
+    """read_checked decoded as UTF-8, undecodable bytes replaced (side files are informative text)."""
+    return read_checked(path, kind, limit).decode("utf-8", errors="replace")
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", GiB), ("MiB", MiB)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} bytes"
+
+
+def display_name(name: object) -> str:
+    """A file name as it can be printed on one line: quoted (Python escapes)
+    when it holds control characters, a newline or undecodable bytes."""
+    text = str(name)
+    if text.isprintable() and not any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        return text
+    return repr(text)
+
+
+def one_line(text: str) -> str:
+    """A message made safe to print as one line: control characters and lone
+    surrogates escaped, nothing else changed."""
+    if text.isprintable() and not any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+        return text
+    out = []
+    for c in text:
+        if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF:
+            out.append(c)
+        else:
+            out.append(repr(c)[1:-1])
+    return "".join(out)
+
 
 RESULTS_NAME = "results.json"
 # `kind` of the results.json that indexes the phases of a multi-phase run (sskj_results.runset)
@@ -38,28 +187,76 @@ def format_loc(loc: tuple[Any, ...] | list[Any]) -> str:
     return out or "$"
 
 
+# A results.json is a few levels deep; anything much deeper is not one (and
+# would exhaust the recursion of the readers that walk it).
+MAX_DEPTH = 64
+INT64 = 1 << 63
+
+
 def read_json_text(path: Path) -> Any:
-    """Parse a JSON file, raising ResultsError with line/column on bad syntax."""
+    """Parse a JSON file, raising ResultsError with line/column on bad syntax.
+
+    Bounded: special files and files above the results.json size limit are
+    refused unread; nesting deeper than MAX_DEPTH, integers outside 64 bits
+    and numbers that overflow a float are refused with their JSON path.
+    """
+    name = display_name(path)
     try:
-        raw = path.read_bytes()
+        raw = read_checked(path, "results.json")
     except FileNotFoundError:
-        raise ResultsError(f"{path}: no such file") from None
+        raise ResultsError(f"{name}: no such file") from None
     except IsADirectoryError:
-        raise ResultsError(f"{path}: is a directory, expected a results.json") from None
+        raise ResultsError(f"{name}: is a directory, expected a results.json") from None
     except OSError as exc:
-        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+        raise ResultsError(f"{name}: cannot read: {describe_os_error(exc)}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ResultsError(f"{path}: not UTF-8 text (byte {exc.start}); is this a results.json?") from None
+        raise ResultsError(f"{name}: not UTF-8 text (byte {exc.start}); is this a results.json?") from None
     if not text.strip():
-        raise ResultsError(f"{path}: empty file; expected a results.json object")
+        raise ResultsError(f"{name}: empty file; expected a results.json object")
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        raise ResultsError(f"{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ResultsError(f"{name}: invalid JSON: nested too deeply (a results.json is at most {MAX_DEPTH} levels deep)") from None
     except ValueError as exc:
-        raise ResultsError(f"{path}: invalid JSON: {exc}") from None
+        raise ResultsError(f"{name}: invalid JSON: {one_line(str(exc))[:200]}") from None
+    problem = check_json_tree(data, MAX_DEPTH)
+    if problem is not None:
+        raise ResultsError(f"{name}: {problem}")
+    return data
+
+
+def check_json_tree(data: Any, max_depth: int = MAX_DEPTH) -> Optional[str]:
+    """`json path: what is wrong` for the first value no reader of results.json
+    can take (nesting deeper than max_depth, an integer outside 64 bits, a
+    number that overflowed to infinity, NaN), None when there is none.
+    Iterative: any depth is walked without recursion."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
+    while stack:
+        node, loc = stack.pop()
+        kind = type(node)
+        if kind is dict or kind is list:
+            if len(loc) >= max_depth:
+                return f"{format_loc(loc)}: nested deeper than {max_depth} levels; not a results.json"
+            items = node.items() if kind is dict else enumerate(node)
+            for key, value in items:
+                vkind = type(value)
+                if vkind is dict or vkind is list:
+                    stack.append((value, loc + (key,)))
+                elif vkind is int:
+                    if not -INT64 <= value < INT64:
+                        return (f"{format_loc(loc + (key,))}: integer of {value.bit_length()} bits is outside "
+                                "the 64-bit range; not a measured value")
+                elif vkind is float and value - value != 0.0:
+                    return f"{format_loc(loc + (key,))}: number out of range ({value!r}); write null for a missing value"
+        elif kind is int and not -INT64 <= node < INT64:
+            return f"$: integer of {node.bit_length()} bits is outside the 64-bit range"
+        elif kind is float and node - node != 0.0:
+            return f"$: number out of range ({node!r})"
+    return None
 
 
 def _reject_constant(name: str) -> Any:
@@ -112,63 +309,117 @@ def to_json_bytes(results: Results) -> bytes:
     """The exact bytes save_run writes: 2-space indented, UTF-8, trailing newline.
 
     Written by orjson (same layout as ``json.dumps(indent=2, ensure_ascii=False)``;
-    floats in their shortest round-trip form); NaN and infinities are refused
-    as ``json.dumps(allow_nan=False)`` refuses them.
+    floats in their shortest round-trip form). Nothing is written that
+    load_run could not read back: NaN and infinities, integers outside 64
+    bits and anything the model would reject raise ResultsError first. A
+    string holding a lone surrogate (undecodable bytes of a file name, a
+    ``\\udXXX`` escape in a raw file) is written as a JSON escape, so the file
+    stays valid UTF-8 and reads back to the same string.
     """
     data = dump_dict(results)
-    _require_finite(data)
+    _require_readable(data, "results")
+    try:
+        Results.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ResultsError(f"{format_loc(err['loc'])}: {one_line(model_message(err))}; not written") from None
     try:
         return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-    except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits in config: the standard library copes
-        text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
-        return (text + "\n").encode("utf-8")
+    except orjson.JSONEncodeError:  # a lone surrogate in a string: escape it
+        text = json.dumps(data, ensure_ascii=True, indent=2, allow_nan=False)
+        return (text + "\n").encode("ascii")
 
 
-def _require_finite(node: Any) -> None:
-    """Raise ValueError (as json.dumps(allow_nan=False) does) on a NaN or infinite float anywhere in node."""
-    kind = type(node)
-    if kind is dict:
-        values = node.values()
-    elif kind is list:
-        values = node
-    else:
-        if kind is float and not math.isfinite(node):
-            raise ValueError(f"Out of range float values are not JSON compliant: {node!r}")
-        return
-    for value in values:
-        kind = type(value)
-        if kind is float:
-            if value - value != 0.0:  # NaN or +-inf
-                raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
-        elif kind is dict or kind is list:
-            _require_finite(value)
+def _require_readable(data: Any, what: str) -> None:
+    problem = check_json_tree(data, MAX_DEPTH)
+    if problem is not None:
+        raise ResultsError(f"{what}: {problem}; not written")
+
+
+def check_writable(scenario: Scenario) -> None:
+    """Raise ResultsError (`json path: why`) when the scenario could not be
+    written to results.json and read back (e.g. an input_lens value beyond
+    2^63, a value the model rejects)."""
+    data = scenario.model_dump(mode="json")
+    problem = check_json_tree(data, MAX_DEPTH - 2)
+    if problem is not None:
+        raise ResultsError(f"cannot be recorded: {problem}")
+    try:
+        Scenario.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        value = err.get("input")
+        shown = f" (got {_short_value(value)})" if not isinstance(value, (dict, list)) else ""
+        raise ResultsError(f"cannot be recorded: {format_loc(err['loc'])}: {one_line(model_message(err))}{shown}") from None
+
+
+def _short_value(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**18:
+        return f"an integer of {value.bit_length()} bits"
+    text = one_line(repr(value))
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux shows it."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_bytes(file: Path, data: bytes) -> None:
-    """Write data to file via a temporary file in the same directory and a rename."""
-    file.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
+    """Write data to file via a temporary file in the same directory and a rename.
+
+    The file gets the permissions of a newly created file under the umask
+    (0644 under umask 022), not the 0600 of the temporary file. An OSError
+    names the target file (never the temporary one) and its real cause.
+    """
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
+    except OSError as exc:
+        raise OSError(exc.errno, describe_os_error(exc), str(file)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o666 & ~_umask())
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, file)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, describe_os_error(exc), str(file)) from None
         raise
 
 
 def atomic_write_text(file: Path, text: str) -> None:
-    atomic_write_bytes(file, text.encode("utf-8"))
+    """atomic_write_bytes of UTF-8 text; a lone surrogate is written as its escape (``\\udcff``)."""
+    atomic_write_bytes(file, text.encode("utf-8", errors="backslashreplace"))
 
 
 def save_run(results: Results, path: PathLike) -> Path:
-    """Write results.json atomically (temp file + rename); returns the file written."""
+    """Write results.json atomically (temp file + rename); returns the file written.
+
+    Validated first: what cannot be read back raises ResultsError naming
+    the file and the JSON path, and nothing is written.
+    """
     p = Path(path)
     file = p / RESULTS_NAME if (p.is_dir() or not p.suffix) else p
-    atomic_write_bytes(file, to_json_bytes(results))
+    try:
+        data = to_json_bytes(results)
+    except ResultsError as exc:
+        raise ResultsError(f"{display_name(file)}: {exc}") from None
+    atomic_write_bytes(file, data)
     return file
+

@@ -459,6 +459,11 @@ class RawFile(_Model):
         default=None,
         description="Modification time (ns) when imported; with an unchanged size it lets parse skip re-hashing (quick check).",
     )
+    damaged: Optional[str] = Field(
+        default=None,
+        description="Why the file could not be read again at the last parse (missing, unreadable, corrupt); "
+        "its scenarios are kept as recorded and the workflow's RESUME measures it again. Null when it was read.",
+    )
 
 
 class Results(_Model):

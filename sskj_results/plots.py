@@ -201,6 +201,12 @@ def _finish(fig: Any, title: str, handles: list[Any], labels: list[str], path: P
         fig.legend(handles, labels, loc="outside lower center", ncol=_legend_columns(labels, fig.get_figwidth()),
                    frameon=False)
     fig.suptitle(title)
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):  # a lone surrogate (undecodable bytes in a name) cannot be drawn
+        content = text.get_text()
+        if isinstance(content, str) and any(0xD800 <= ord(c) <= 0xDFFF for c in content):
+            text.set_text(content.encode("utf-8", errors="backslashreplace").decode("utf-8"))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     atomic_write_bytes(path, buf.getvalue())
@@ -214,11 +220,29 @@ def _by_shape(curves: Sequence[Curve]) -> list[tuple[tuple[int, int], list[Curve
     return sorted(shapes.items())
 
 
+# Values a figure can place: finite, and far enough from the float limits that
+# axis margins and log scales do not overflow (values near 1e308 or 5e-324 are not drawn).
+PLOT_MAX = 1e300
+PLOT_MIN = 1e-300
+
+
+def plottable(value: Optional[float]) -> bool:
+    """A number a figure can draw (None is not)."""
+    return value is not None and (value == 0 or PLOT_MIN <= abs(value) <= PLOT_MAX)
+
+
+def _plottable_array(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return values[(values == 0) | ((np.abs(values) >= PLOT_MIN) & (np.abs(values) <= PLOT_MAX))]
+
+
 def _keep_points(curves: Sequence[Curve], keep: Callable[[Point], bool]) -> list[Curve]:
     """The curves restricted to the points that can be drawn; curves left empty are dropped."""
     kept = []
     for c in curves:
-        pts = tuple(p for p in c.points if keep(p))
+        pts = tuple(p for p in c.points if keep(p) and plottable(p.concurrency) and all(
+            v is None or plottable(v) for v in (p.output_throughput, p.tpot_mean_ms, p.ttft_p95_ms)))
         if pts:
             kept.append(Curve(c.label, c.input_len, c.output_len, pts))
     return kept
@@ -233,6 +257,7 @@ def throughput_vs_interactivity(curves: Sequence[Curve], path: Path, title: str)
 
     usable = _keep_points(
         curves, lambda p: p.output_throughput is not None and p.tpot_mean_ms is not None and p.tpot_mean_ms > 0
+        and plottable(1000.0 / p.tpot_mean_ms)
     )
     if not usable:
         return None
@@ -328,7 +353,7 @@ def latency_cdfs(
     """Empirical CDFs of per-request TTFT (left) and TPOT (right), one line per entry; None without data."""
     import matplotlib
 
-    if not any(line.ttft_ms.size or line.tpot_ms.size for line in lines):
+    if not any(_plottable_array(line.ttft_ms).size or _plottable_array(line.tpot_ms).size for line in lines):
         return None
     labels = _unique([line.label for line in lines])
     colors = _colors(labels)
@@ -342,7 +367,7 @@ def latency_cdfs(
         for ax, (attr, xlabel, threshold, slo_text) in zip(axes, panels):
             values: list[float] = []
             for line in lines:
-                data = getattr(line, attr)
+                data = _plottable_array(getattr(line, attr))
                 if not data.size:
                     continue
                 x, y = _ecdf(data)

@@ -14,20 +14,57 @@ several threads.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import stat
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence, Union
+from typing import IO, Any, Callable, Iterator, Optional, Sequence, Union
 
 import orjson
+
+from .errors import ResultsError
+from .io import (  # noqa: F401 - re-exported: the raw readers' bounded opening lives with results.json's
+    GiB, MiB, RAW_SUFFIXES, SIZE_LIMITS, RefusedFile, describe_os_error, display_name, one_line, open_checked,
+    read_checked, read_text_checked, RESULTS_NAME, read_json_text,
+)
 
 # Bare non-finite constants in value position (after ':', ',' or '['): made null
 # so orjson can parse the line; only tried after a plain orjson parse failed.
 _NONFINITE = re.compile(rb"(?<=[:,\[])(\s*)(?:-?Infinity|NaN)(?=\s*[,\]}])")
+
+
+@dataclass
+class RawListing:
+    """What a raw directory holds: the raw outputs to read (any case of
+    .jsonl/.json, special files included so that reading them reports a
+    refusal) and everything else, which is not read and is listed."""
+
+    files: list[Path] = field(default_factory=list)
+    ignored: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def list_raw_dir(directory: Path) -> RawListing:
+    """Raw outputs of a directory (sorted), and the entries that are not raw outputs, with why."""
+    listing = RawListing()
+    try:
+        entries = sorted(directory.iterdir())
+    except FileNotFoundError:
+        return listing
+    except NotADirectoryError:
+        return listing
+    for entry in entries:
+        if entry.suffix.lower() in RAW_SUFFIXES:
+            listing.files.append(entry)
+        elif entry.is_dir():
+            listing.ignored.append((entry, "directory, not read"))
+        else:
+            listing.ignored.append((entry, "not a raw output (*.jsonl or *.json), not read"))
+    return listing
 
 
 @dataclass(frozen=True)
@@ -56,29 +93,40 @@ _MAX_TARGETED = 4
 
 
 def loads_lenient(text: bytes) -> Any:
-    """Parse one JSON document; bare Infinity/-Infinity/NaN become null."""
+    """Parse one JSON document; bare Infinity/-Infinity/NaN become null.
+
+    What orjson refuses but Python's json (the clients' own writer) accepts —
+    lone surrogate escapes, integers beyond 64 bits — is read by the standard
+    library; a line neither accepts raises orjson's error.
+    """
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        if b"Infinity" not in text and b"NaN" not in text:
-            raise
         pos = exc.pos  # no reference to the exception is kept: its .doc is the whole text
-    # Replace each constant where orjson stopped at it: no scan of the whole line.
-    fixed = text
-    for _ in range(_MAX_TARGETED):
-        patched = _null_at(fixed, pos)
-        if patched is None:
-            break
-        fixed = patched
-        data, next_pos = _try_loads(fixed)
-        if next_pos is None:
-            return data
-        pos = next_pos
+        first = str(exc).split(": line")[0]
+    if b"Infinity" in text or b"NaN" in text:
+        # Replace each constant where orjson stopped at it: no scan of the whole line.
+        fixed = text
+        for _ in range(_MAX_TARGETED):
+            patched = _null_at(fixed, pos)
+            if patched is None:
+                break
+            fixed = patched
+            data, next_pos = _try_loads(fixed)
+            if next_pos is None:
+                return data
+            pos = next_pos
+        try:
+            return orjson.loads(_NONFINITE.sub(rb"\1null", text))
+        except orjson.JSONDecodeError:
+            pass
     try:
-        return orjson.loads(_NONFINITE.sub(rb"\1null", text))
-    except orjson.JSONDecodeError:
         # Rare shapes the substitution does not cover: the standard library accepts them all.
         return json.loads(text, parse_constant=lambda _name: None)
+    except RecursionError:
+        raise
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError, the int-to-str limit
+        raise orjson.JSONDecodeError(first, "", 0) from None
 
 
 def _try_loads(data: Any) -> tuple[Any, Optional[int]]:
@@ -109,7 +157,10 @@ def _null_at(text: bytes, pos: int) -> Optional[bytes]:
 
 
 def _describe(exc: Exception, last: bool) -> str:
+    if isinstance(exc, RecursionError):
+        return "not readable JSON: nested too deeply"
     msg = str(exc).split(": line")[0] if isinstance(exc, orjson.JSONDecodeError) else str(exc)
+    msg = one_line(msg[:200])
     if last:
         return f"not valid JSON ({msg}); the last line looks truncated — was the client killed mid-write?"
     return f"not valid JSON ({msg})"
@@ -197,7 +248,7 @@ class FileScan:
 
     def __iter__(self) -> Iterator[Item]:
         self._digest = _Digest() if self._want_digest else None
-        with self.path.open("rb", buffering=0) as handle:
+        with open_checked(self.path, "raw output") as handle:
             yield from self._scan(handle)
         self._finish()
 
@@ -248,7 +299,14 @@ class FileScan:
                     digest.add(blob, background=False)
                 self.size = len(blob)
                 self.lines = blob.count(b"\n") + (1 if blob and not blob.endswith(b"\n") else 0)
-                yield from _whole(self.path, blob)
+                first = True
+                for whole_item in _whole(self.path, blob):
+                    if first and isinstance(whole_item, LineError) and _has_object_line(blob):
+                        # JSON Lines whose first line is damaged, not one object: it costs that line only
+                        yield from _each_line(blob)
+                        return
+                    first = False
+                    yield whole_item
                 return
             size += end - start
             blank = _BLANK.match(buf, start, end)  # always matches (possibly empty)
@@ -280,7 +338,7 @@ class FileScan:
         last = buf[end - 1] != 0x0A and bytes(buf[start:min(end, start + 64)]).lstrip().startswith(b"{")
         try:
             data = _loads_in_place(buf, start, end, view, before_patch)
-        except (ValueError, orjson.JSONDecodeError) as exc:
+        except (ValueError, orjson.JSONDecodeError, RecursionError) as exc:
             return LineError(number, _describe(exc, last))
         if not isinstance(data, dict):
             return LineError(number, f"expected a JSON object per line, got {type(data).__name__}")
@@ -343,6 +401,42 @@ def _loads_in_place(buf: bytearray, start: int, end: int, view: memoryview,
     return loads_lenient(bytes(view))
 
 
+def _has_object_line(blob: bytes) -> bool:
+    """A line after the first (among the next 64) is a whole non-empty JSON object: the file is
+    JSON Lines (a pretty-printed object never holds one on a line of its own)."""
+    first_end = blob.find(b"\n")
+    if first_end < 0:
+        return False
+    for line in blob[first_end + 1:].split(b"\n", 64)[:64]:
+        stripped = line.strip()
+        if stripped.startswith(b"{") and stripped.endswith(b"}") and len(stripped) > 2:
+            try:
+                data = loads_lenient(stripped)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(data, dict) and data:
+                return True
+    return False
+
+
+def _each_line(blob: bytes) -> Iterator[Item]:
+    """Every non-blank line of blob as its own JSON object."""
+    lines = blob.split(b"\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        last = number == len(lines) and not blob.endswith(b"\n")
+        try:
+            data = loads_lenient(line)
+        except (ValueError, orjson.JSONDecodeError, RecursionError) as exc:
+            yield LineError(number, _describe(exc, last and line.lstrip().startswith(b"{")))
+            continue
+        if isinstance(data, dict):
+            yield Record(number, data)
+        else:
+            yield LineError(number, f"expected a JSON object per line, got {type(data).__name__}")
+
+
 def _whole(path: Path, blob: bytes) -> Iterator[Item]:
     """Concatenated (possibly pretty-printed) objects in one file."""
     try:
@@ -365,6 +459,9 @@ def _whole(path: Path, blob: bytes) -> Iterator[Item]:
             hint = "; the file looks truncated" if truncated else ""
             yield LineError(exc.lineno, f"not valid JSON ({exc.msg}){hint}")
             return
+        except (RecursionError, ValueError) as exc:  # nesting too deep; an integer beyond the int-to-str limit
+            yield LineError(line, _describe(exc, False))
+            return
         if isinstance(data, dict):
             yield Record(line, data)
         elif isinstance(data, list) and all(isinstance(x, dict) for x in data):
@@ -381,7 +478,7 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> tuple[str, int]:
     size = 0
     buffer = bytearray(chunk)
     view = memoryview(buffer)
-    with path.open("rb", buffering=0) as handle:
+    with open_checked(path, "raw output") as handle:
         while True:
             n = handle.readinto(buffer)
             if not n:
@@ -424,6 +521,26 @@ class FileHashes:
         return [r for r in self._results if r is not None]
 
 
+def sha256_files_each(paths: Sequence[Path], workers: Optional[int] = None) -> list[Union[tuple[str, int], OSError]]:
+    """Like sha256_files, but a path that could not be read gives its OSError in
+    its place instead of ending the whole batch (one file's problem is its own)."""
+    hashes = FileHashes(paths, workers)
+    hashes._work()
+    for thread in hashes._threads:
+        thread.join()
+    out: list[Union[tuple[str, int], OSError]] = []
+    for i, result in enumerate(hashes._results):
+        failure = hashes._failures.get(i)
+        if failure is not None:
+            if not isinstance(failure, OSError):
+                raise failure
+            out.append(failure)
+        else:
+            assert result is not None
+            out.append(result)
+    return out
+
+
 def sha256_files(paths: Sequence[Path], workers: Optional[int] = None) -> list[tuple[str, int]]:
     """`sha256_file` of each path, in order, on up to `workers` threads (default:
     the CPU count, at most 4)."""
@@ -434,8 +551,53 @@ def count_lines(path: Path) -> int:
     """Number of lines (a last line without a newline counts)."""
     lines = 0
     last = b"\n"
-    with path.open("rb") as handle:
+    with open_checked(path, "raw output") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             lines += chunk.count(b"\n")
             last = chunk[-1:]
     return lines + (0 if last == b"\n" else 1)
+
+
+def raw_output_needs_measuring(run_dir: Union[str, "os.PathLike[str]"], raw_name: str) -> Optional[str]:
+    """Why RESUME must measure again the scenario whose raw output is
+    RUN_DIR/raw_outputs/<raw_name>, or None when that file is a finished measurement.
+
+    A raw output is done only when it is a regular, readable, non-empty file
+    that results.json does not mark damaged (see RawFile.damaged) and, when
+    parse has not recorded it as it is now, whose every non-blank line reads
+    as a complete JSON object (a client killed mid-write leaves a truncated
+    last line). A non-empty file is not enough.
+    """
+    run = Path(run_dir)
+    raw = run / "raw_outputs" / raw_name
+    label = f"raw_outputs/{raw_name}"
+    try:
+        with open_checked(raw, "raw output") as handle:
+            st = os.fstat(handle.fileno())
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"cannot read: {describe_os_error(exc)}"
+    if st.st_size == 0:
+        return "empty"
+    recorded = None
+    try:
+        data = read_json_text(run / RESULTS_NAME) if (run / RESULTS_NAME).is_file() else None
+    except ResultsError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("raw_files"), list):
+        recorded = next((rf for rf in data["raw_files"] if isinstance(rf, dict) and rf.get("file") == label), None)
+    if recorded is not None:
+        if recorded.get("damaged"):
+            return f"marked damaged in results.json: {recorded['damaged']}"
+        if recorded.get("size") == st.st_size and recorded.get("mtime_ns") == st.st_mtime_ns:
+            return None
+    records = 0
+    try:
+        for item in FileScan(raw, digest=False):
+            if isinstance(item, LineError):
+                return f"line {item.line}: {item.message}"
+            records += 1
+    except OSError as exc:
+        return f"cannot read: {describe_os_error(exc)}"
+    return None if records else "no JSON object in it"

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
+import math
 import re
 from pathlib import Path
 from typing import Optional
@@ -22,6 +24,21 @@ import numpy as np
 
 from .errors import RawFormatError
 from .models import AcceleratorSummary, SkippedScenario
+from .io import describe_os_error, display_name, one_line, open_checked, read_text_checked
+
+
+def read_side_text(path: Path, kind: str) -> str:
+    """A side file's text (undecodable bytes replaced), bounded by its kind's size
+    limit; special files are refused. Raises RawFormatError naming the file."""
+    try:
+        return read_text_checked(path, kind)
+    except OSError as exc:
+        raise RawFormatError(f"{display_name(path)}: cannot read: {describe_os_error(exc)}") from None
+
+
+def read_metrics(path: Path) -> str:
+    """server_metrics/<stem>.*.prom text (see read_side_text)."""
+    return read_side_text(path, "server metrics")
 
 DRAFTS = "vllm:spec_decode_num_drafts_total"
 ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
@@ -42,6 +59,8 @@ def prometheus_counters(text: str) -> dict[str, float]:
             value = float(match.group(3))
         except ValueError:
             continue
+        if not math.isfinite(value):  # NaN/+Inf samples say nothing about a count
+            continue
         totals[match.group(1)] = totals.get(match.group(1), 0.0) + value
     return totals
 
@@ -53,9 +72,10 @@ def accept_length_between(before: str, after: str) -> Optional[float]:
         return None
     drafts = a[DRAFTS] - b.get(DRAFTS, 0.0)
     accepted = a[ACCEPTED] - b.get(ACCEPTED, 0.0)
-    if drafts <= 0 or accepted < 0:
+    if not (drafts > 0 and accepted >= 0):
         return None
-    return 1.0 + accepted / drafts
+    value = 1.0 + accepted / drafts
+    return value if math.isfinite(value) else None
 
 
 def _column(header: list[str], *needles: str) -> Optional[int]:
@@ -73,8 +93,11 @@ def _value(cell: str) -> float:
 
 def summarize_gpu_log(path: Path) -> Optional[AcceleratorSummary]:
     """Mean/max utilization, memory and power over the samples of one scenario's CSV."""
-    with path.open(newline="", encoding="utf-8", errors="replace") as handle:
-        rows = [r for r in csv.reader(handle) if r and any(c.strip() for c in r)]
+    text = read_side_text(path, "accelerator log")
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r and any(c.strip() for c in r)]
+    except csv.Error as exc:
+        raise RawFormatError(f"{display_name(path)}: not readable as CSV ({exc})") from None
     if not rows:
         return None
     header, body = rows[0], rows[1:]
@@ -118,7 +141,7 @@ _XPU_UTIL = re.compile(r"(\d+(?:\.\d+)?)\s*%")
 def summarize_xpu_log(path: Path) -> Optional[AcceleratorSummary]:
     """Utilization, memory and power from xpu-smi status tables (one device per row with `NMiB / NMiB`)."""
     snapshots: list[list[str]] = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in read_side_text(path, "accelerator log").splitlines():
         if line.startswith("###"):
             snapshots.append([])
         elif _XPU_MEM.search(line):
@@ -152,28 +175,33 @@ def summarize_xpu_log(path: Path) -> Optional[AcceleratorSummary]:
 
 def read_skipped(path: Path) -> list[SkippedScenario]:
     """skipped_after_oom.csv (scenario,concurrency,input_len,output_len,reason,log_excerpt)."""
+    name_shown = display_name(path)
     out: list[SkippedScenario] = []
-    with path.open(newline="", encoding="utf-8", errors="replace") as handle:
-        reader = csv.DictReader(handle)
+    reader = csv.DictReader(io.StringIO(read_side_text(path, "skipped-scenario list"), newline=""))
+    try:
         if not reader.fieldnames or "scenario" not in reader.fieldnames:
-            raise RawFormatError(f"{path}:1: expected a header with scenario,concurrency,input_len,output_len,reason,log_excerpt")
+            raise RawFormatError(f"{name_shown}:1: expected a header with scenario,concurrency,input_len,output_len,reason,log_excerpt")
         for number, row in enumerate(reader, start=2):
-            def num(key: str) -> Optional[int]:
-                text = (row.get(key) or "").strip()
+            def num(key: str, low: int) -> Optional[int]:
+                text = str(row.get(key) or "").strip()
                 if not text:
                     return None
-                if not text.isdigit():
-                    raise RawFormatError(f"{path}:{number}: {key} must be a whole number, got {text!r}")
+                if not (text.isascii() and text.isdigit()) or len(text) > 18 or int(text) < low:
+                    raise RawFormatError(f"{name_shown}:{number}: {key} must be a whole number >= {low}, "
+                                         f"got {one_line(text[:40])!r}")
                 return int(text)
 
-            name = (row.get("scenario") or "").strip()
+            name = str(row.get("scenario") or "").strip()
             if not name:
-                raise RawFormatError(f"{path}:{number}: empty scenario name")
+                raise RawFormatError(f"{name_shown}:{number}: empty scenario name")
+            excerpt = row.get("log_excerpt")
             out.append(SkippedScenario(
-                scenario=name, concurrency=num("concurrency"), input_len=num("input_len"),
-                output_len=num("output_len"), reason=(row.get("reason") or "unknown").strip() or "unknown",
-                log_excerpt=(row.get("log_excerpt") or None),
+                scenario=name, concurrency=num("concurrency", 1), input_len=num("input_len", 0),
+                output_len=num("output_len", 0), reason=str(row.get("reason") or "unknown").strip() or "unknown",
+                log_excerpt=excerpt if isinstance(excerpt, str) and excerpt else None,
             ))
+    except csv.Error as exc:
+        raise RawFormatError(f"{name_shown}: not readable as CSV ({exc})") from None
     return out
 
 
@@ -194,6 +222,8 @@ def sidecar_digest(paths: list[Path]) -> Optional[str]:
         return None
     digest = hashlib.sha256()
     for p in paths:
-        digest.update(p.name.encode())
-        digest.update(p.read_bytes())
+        digest.update(p.name.encode("utf-8", errors="surrogateescape"))
+        with open_checked(p, "accelerator log") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
     return digest.hexdigest()

@@ -70,6 +70,24 @@ def not_comparable(test: str, reason: str, n_baseline: int = 0, n_candidate: int
     return Outcome(test=test, n_baseline=n_baseline, n_candidate=n_candidate, verdict=NOT_COMPARABLE, reason=reason)
 
 
+# Magnitudes the tests compute with without overflow (squares of variances
+# included); a sample outside makes the comparison "not comparable".
+COMPUTABLE = 1e50
+
+
+def _out_of_range(*samples: np.ndarray) -> Optional[str]:
+    """Why samples cannot be tested (a value non-finite, or beyond COMPUTABLE or below 1/COMPUTABLE), or None."""
+    for values in samples:
+        if not values.size:
+            continue
+        magnitude = np.abs(values)
+        nonzero = magnitude[magnitude > 0]
+        if not np.all(np.isfinite(values)) or np.any(magnitude > COMPUTABLE) or \
+                (nonzero.size and np.any(nonzero < 1 / COMPUTABLE)):
+            return "a value is outside the computable range (1e-50 to 1e50 in magnitude)"
+    return None
+
+
 def min_mann_whitney_p(n1: int, n2: int) -> float:
     """Smallest two-sided p-value a Mann-Whitney U test can reach with these sample sizes: 2 / C(n1 + n2, n1)."""
     if n1 <= 0 or n2 <= 0:
@@ -164,6 +182,9 @@ def compare_latency(
     if n1 == 0 or n2 == 0:
         side = "baseline" if n1 == 0 else "candidate"
         return not_comparable(MANN_WHITNEY, f"no per-request data in the {side}", n1, n2)
+    extreme = _out_of_range(base, cand)
+    if extreme:
+        return not_comparable(MANN_WHITNEY, extreme, n1, n2)
     base_median = float(np.median(base))
     cand_median = float(np.median(cand))
     floor = min_mann_whitney_p(n1, n2)
@@ -198,6 +219,9 @@ def compare_means_welch(
     base = np.asarray(baseline, dtype=float)
     cand = np.asarray(candidate, dtype=float)
     n1, n2 = base.size, cand.size
+    extreme = _out_of_range(base, cand)
+    if extreme:
+        return not_comparable(WELCH, extreme, n1, n2)
     if n1 < 2 or n2 < 2:
         return Outcome(
             test=WELCH, n_baseline=n1, n_candidate=n2, verdict=INSUFFICIENT,

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from .errors import ResultsError
 from .io import RESULTS_NAME, format_loc, model_message, read_json_text
+from .io import display_name, one_line, read_text_checked
 from .models import Results
 from .runset import check_run_set, is_index_file, is_run_set_data
 from .slo import overall_mark
@@ -38,7 +39,8 @@ class Problem:
 
     def line(self) -> str:
         tag = "warning: " if self.severity == WARNING else ""
-        return f"{self.file}: {self.path}: {tag}{self.message}" if self.path else f"{self.file}: {tag}{self.message}"
+        text = f"{self.file}: {self.path}: {tag}{self.message}" if self.path else f"{self.file}: {tag}{self.message}"
+        return one_line(text)
 
 
 @dataclass
@@ -316,52 +318,63 @@ def validate_data(data: Any, file: str) -> list[Problem]:
 
 def validate_file(path: Path, label: Optional[str] = None) -> FileReport:
     """Validate one results.json."""
-    name = label or str(path)
+    report, _ = _validate_file(path, label)
+    return report
+
+
+def _validate_file(path: Path, label: Optional[str] = None) -> tuple[FileReport, Any]:
+    """(report, parsed document or None)."""
+    name = label or display_name(path)
     try:
         data = read_json_text(path)
     except ResultsError as exc:
         message = str(exc)
-        prefix = f"{path}"
+        prefix = display_name(path)
         text = message[len(prefix):].lstrip(": ") if message.startswith(prefix) else message
         if message.startswith(prefix + ":") and text[:1].isdigit():
             # keep `file:line:col: invalid JSON: ...`
-            return FileReport(name, [Problem(f"{name}:{text.split(': ', 1)[0]}", "", text.split(": ", 1)[1])])
-        return FileReport(name, [Problem(name, "", text)])
+            return FileReport(name, [Problem(f"{name}:{text.split(': ', 1)[0]}", "", text.split(": ", 1)[1])]), None
+        return FileReport(name, [Problem(name, "", text)]), None
     if is_run_set_data(data):  # the index of a multi-phase run: its phases are validated as runs
-        return FileReport(name, [Problem(name, p, m, ERROR if e else WARNING) for p, m, e in check_run_set(data, path)])
-    return FileReport(name, validate_data(data, name))
+        return FileReport(name, [Problem(name, p, m, ERROR if e else WARNING) for p, m, e in check_run_set(data, path)]), None
+    return FileReport(name, validate_data(data, name)), data
 
 
 def _is_index(file: Path) -> bool:
     return is_index_file(file)
 
 
-def _dir_checks(run_dir: Path, data_ok: bool) -> Iterator[Problem]:
+def _mentions_provenance(path: Path) -> bool:
+    try:
+        return "provenance" in read_text_checked(path, "text file").lower()
+    except OSError:  # a special file or an unreadable one says nothing
+        return False
+
+
+def _dir_checks(run_dir: Path, data_ok: bool, data: Any = None) -> Iterator[Problem]:
     """The run-directory checklist of BENCHMARK_WORKFLOW.md."""
-    label = str(run_dir)
+    label = display_name(run_dir)
     reports = [p for p in run_dir.glob("*.md") if p.name.lower() != "readme.md"]
     if not reports:
         yield Problem(label, "", "no human-readable report (report.md); run `sskj-results report " + label + "`")
     readme = run_dir / "README.md"
-    has_provenance = readme.is_file() or any(
-        "provenance" in p.read_text(encoding="utf-8", errors="replace").lower() for p in reports
-    )
+    has_provenance = readme.is_file() or any(_mentions_provenance(p) for p in reports)
     if not has_provenance:
         yield Problem(label, "", "no provenance: add README.md or a Provenance section to the report (`sskj-results report` writes one)")
     if not data_ok:
         return
-    try:
-        data = json.loads((run_dir / RESULTS_NAME).read_text(encoding="utf-8"))
-        meta = data.get("metadata", {})
-        chip, engine = meta.get("chip"), meta.get("engine") or meta.get("backend")
-    except (OSError, ValueError, AttributeError):
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    if not isinstance(meta, dict):
+        return
+    chip, engine = meta.get("chip"), meta.get("engine") or meta.get("backend")
+    if not isinstance(chip, str) or not isinstance(engine, str):
         return
     raw_dir = run_dir / "raw_outputs"
     if chip and engine and raw_dir.is_dir():
         for raw in sorted(raw_dir.iterdir()):
-            if raw.suffix in (".jsonl", ".json") and not raw.name.startswith(f"{chip}_{engine}_"):
+            if raw.suffix.lower() in (".jsonl", ".json") and not raw.name.startswith(f"{chip}_{engine}_"):
                 yield Problem(
-                    label, f"raw_outputs/{raw.name}",
+                    label, f"raw_outputs/{display_name(raw.name)}",
                     f"name does not start with {chip}_{engine}_; raw files from other platforms could collide", WARNING,
                 )
 
@@ -382,12 +395,12 @@ def validate_path(path: Path) -> list[FileReport]:
         return [validate_file(path)]
     files = find_results(path)
     if not files:
-        return [FileReport(str(path), [Problem(str(path), "", f"no {RESULTS_NAME} here or below; is this a run directory?")])]
+        return [FileReport(display_name(path), [Problem(display_name(path), "", f"no {RESULTS_NAME} here or below; is this a run directory?")])]
     reports = []
     for file in files:
-        report = validate_file(file)
+        report, data = _validate_file(file)
         if not _is_index(file):
-            report.problems.extend(_dir_checks(file.parent, report.valid))
+            report.problems.extend(_dir_checks(file.parent, report.valid, data))
         reports.append(report)
     return reports
 

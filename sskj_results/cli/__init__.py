@@ -67,3 +67,12 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="sskj-results")
 def main() -> None:
     """Results toolkit of the sskj benchmark workflow: validate, import, compare, report."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):  # a name with undecodable bytes is printed escaped, never a crash
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass

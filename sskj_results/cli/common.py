@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import functools
+import math
 import sys
-from typing import Any, Callable, ParamSpec, TypeVar
+import traceback
+from typing import Any, Callable, Optional, ParamSpec, TypeVar
 
 import click
 
 from ..errors import SskjError, UsageError
+from ..io import describe_os_error, display_name, one_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")
@@ -19,7 +23,7 @@ class ExitError(click.ClickException):
     """A one-line error with an explicit exit code."""
 
     def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
+        super().__init__(one_line(message))
         self._exit_code = exit_code
 
     # click declares exit_code a class variable; each ExitError carries its own.
@@ -35,8 +39,36 @@ class ExitError(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True)
 
 
+def echo(message: str, err: bool = False) -> None:
+    """click.echo of one line: control characters and undecodable bytes (lone
+    surrogates) of file names are escaped, so a message is always one printable line."""
+    click.echo(one_line(message), err=err)
+
+
+# what to do about an OSError, by errno (default: check the path and its permissions)
+_ADVICE = {
+    errno.ENOSPC: "free some space and run the command again",
+    errno.EDQUOT: "free some space and run the command again",
+    errno.EROFS: "write somewhere else",
+    errno.EIO: "check the disk",
+    errno.ENOENT: "check the path",
+}
+
+
+def os_error_message(exc: OSError) -> str:
+    """`file: cause; what to do` for an OSError that ended a command."""
+    where = f"{display_name(exc.filename)}: " if exc.filename else ""
+    advice = _ADVICE.get(exc.errno or 0, "check the path and its permissions")
+    return f"{where}{describe_os_error(exc)}; {advice}"
+
+
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn library errors into `error: ...` on stderr (exit 1; usage errors exit 2)."""
+    """Turn library errors into `error: ...` on stderr (exit 1; usage errors exit 2).
+
+    The last resort: an exception no code foresaw is still one line
+    (`internal error`, exit 1) and never a traceback; files are replaced
+    atomically, so nothing is half-written.
+    """
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -47,19 +79,68 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
         except SskjError as exc:
             raise ExitError(str(exc), 1) from None
         except OSError as exc:  # a file or directory the command could not read or write
-            where = f"{exc.filename}: " if exc.filename else ""
-            raise ExitError(f"{where}{exc.strerror or exc}; check the path and its permissions", 1) from None
+            raise ExitError(os_error_message(exc), 1) from None
         except KeyboardInterrupt:
             click.echo("error: interrupted; nothing was half-written (files are replaced atomically)", err=True)
             sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except RecursionError:
+            raise ExitError("input nested too deeply to be processed; nothing was written", 1) from None
+        except MemoryError:
+            raise ExitError("out of memory; nothing was written (is an input file far bigger than expected?)", 1) from None
+        except Exception as exc:  # noqa: BLE001 - last resort, see above
+            where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+            at = f" at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}" if where else ""
+            text = str(exc).splitlines()[0][:200] if str(exc) else ""
+            raise ExitError(f"internal error ({type(exc).__name__}{': ' + text if text else ''}{at}); "
+                            "nothing was half-written; please report this with the input that caused it", 1) from None
 
     return wrapper
 
 
+class PositiveFloat(click.ParamType):
+    """A finite number above zero (and below `upper` when given; zero too with
+    allow_zero). NaN, infinities, zero and negative values are usage errors:
+    one line naming the option (`error: --alpha nan: must be ...`), exit 2."""
+
+    name = "number"
+
+    def __init__(self, upper: Optional[float] = None, allow_zero: bool = False, example: str = "") -> None:
+        self.upper = upper
+        self.allow_zero = allow_zero
+        self.example = example
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> float:
+        if isinstance(value, float) and math.isfinite(value) and self._in_range(value):
+            return value
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            number = math.nan
+        if not math.isfinite(number) or not self._in_range(number):
+            option = param.opts[0] if param is not None and param.opts else "value"
+            raise ExitError(f"{option} {one_line(str(value))}: must be {self._wanted()}", 2)
+        return number
+
+    def _in_range(self, number: float) -> bool:
+        low_ok = number >= 0 if self.allow_zero else number > 0
+        return low_ok and (self.upper is None or number < self.upper)
+
+    def _wanted(self) -> str:
+        if self.upper is not None:
+            text = f"between 0 and {self.upper:g} (exclusive)"
+        else:
+            text = "a finite number >= 0" if self.allow_zero else "a finite number > 0"
+        return text + (f", e.g. {self.example}" if self.example else "")
+
+
 def slo_options(func: F) -> F:
     """--slo-tier / --slo-ttft-p95-ms / --slo-tpot-mean-ms."""
-    func = click.option("--slo-tpot-mean-ms", type=float, default=None, help="Explicit TPOT-mean threshold, ms.")(func)
-    func = click.option("--slo-ttft-p95-ms", type=float, default=None, help="Explicit TTFT-P95 threshold, ms.")(func)
+    func = click.option("--slo-tpot-mean-ms", type=PositiveFloat(example="50"), default=None,
+                        help="Explicit TPOT-mean threshold, ms (> 0).")(func)
+    func = click.option("--slo-ttft-p95-ms", type=PositiveFloat(example="2000"), default=None,
+                        help="Explicit TTFT-P95 threshold, ms (> 0).")(func)
     func = click.option(
         "--slo-tier", default=None, metavar="TIER",
         help="SLO tier from docs/SLO_STANDARDS.md (S1, S2, S3). Default: the run's recorded tier, else S2.",

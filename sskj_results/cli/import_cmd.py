@@ -10,7 +10,8 @@ import click
 if TYPE_CHECKING:
     from ..models import SloSpec
 
-from .common import ExitError, handle_errors, slo_options
+from ..io import display_name
+from .common import ExitError, echo, handle_errors, slo_options
 
 
 VALIDITY_HELP = ("Validity threshold NAME=VALUE, repeatable (docs/VALIDITY.md), e.g. min_prompts_per_slot=8; "
@@ -49,9 +50,9 @@ def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], sl
     outcome = parse_run_dir(run_dir, _slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), name_format=name_format,
                             validity=parse_thresholds(validity, recorded))
     for warning in outcome.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        echo(f"warning: {warning}", err=True)
     for problem in outcome.problems:
-        click.echo(f"skipped: {run_dir / str(problem)}", err=True)
+        echo(f"skipped: {display_name(run_dir)}/{problem}", err=True)
     results = outcome.results
     click.echo(
         f"{run_dir / 'results.json'}: {len(results.scenarios)} scenario(s) "
@@ -129,16 +130,16 @@ def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Pa
                          name_pattern=name_pattern, input_len=input_len, output_len=output_len, dry_run=dry_run,
                          render_report=report_text, validity=parse_thresholds(validity))
     for warning in outcome.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        echo(f"warning: {warning}", err=True)
     if dry_run:
         for line in outcome.plan:
-            click.echo(line)
+            echo(line)
         click.echo(f"dry run: nothing written (would write under {out})")
         return
     for problem in outcome.problems:
-        click.echo(f"skipped: {raw_dir / str(problem)}", err=True)
+        echo(f"skipped: {display_name(raw_dir)}/{problem}", err=True)
     for run_dir in outcome.run_dirs:
-        click.echo(f"{'replaced' if run_dir in outcome.replaced else 'wrote'} {run_dir}")
+        echo(f"{'replaced' if run_dir in outcome.replaced else 'wrote'} {run_dir}")
     if outcome.problems:
         rest = "the rest were imported" if outcome.run_dirs else "nothing was imported"
         raise ExitError(f"{len(outcome.problems)} raw run(s) not imported (listed above); {rest}", 1)

@@ -10,7 +10,7 @@ import click
 if TYPE_CHECKING:
     from ..models import SloSpec
 
-from .common import handle_errors, slo_options
+from .common import PositiveFloat, handle_errors, slo_options
 
 
 class CdfCount(click.ParamType):
@@ -75,9 +75,9 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], html: bool, slo_ti
               help="Run every other run is compared with. Default: the first RUN_DIR.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("comparison"),
               show_default=True, help="Directory for comparison.md, comparison.json and the PNG plots.")
-@click.option("--min-change", type=float, default=0.05, show_default=True,
+@click.option("--min-change", type=PositiveFloat(example="0.05 for 5 %"), default=0.05, show_default=True,
               help="Practical threshold: a change counts only when |ratio - 1| exceeds it (0.05 = 5 %).")
-@click.option("--alpha", type=float, default=0.05, show_default=True,
+@click.option("--alpha", type=PositiveFloat(upper=1.0, example="0.05"), default=0.05, show_default=True,
               help="Significance level for the Holm-Bonferroni adjusted p-values.")
 @click.option("--no-plots", is_flag=True, help="Do not draw the PNG plots.")
 @click.option("--cdf", type=CdfCount(), default="4", show_default=True,

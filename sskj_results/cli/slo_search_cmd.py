@@ -5,7 +5,7 @@ from typing import Optional
 
 import click
 
-from .common import handle_errors, slo_options
+from .common import PositiveFloat, handle_errors, slo_options
 
 
 @click.command("slo-next")
@@ -14,7 +14,7 @@ from .common import handle_errors, slo_options
 @click.option("--output-len", type=click.IntRange(min=0), required=True, help="Output length of the shape searched.")
 @click.option("--min-concurrency", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--max-concurrency", type=click.IntRange(min=1), default=1024, show_default=True)
-@click.option("--resolution", type=click.FloatRange(min=0), default=0.1, show_default=True,
+@click.option("--resolution", type=PositiveFloat(allow_zero=True, example="0.1"), default=0.1, show_default=True,
               help="Stop bisecting when the bracket is within this fraction of the best concurrency.")
 @click.option("--remeasure-invalid", is_flag=True,
               help="A probe whose only point is invalid (docs/VALIDITY.md) is proposed again: print "

@@ -28,8 +28,9 @@ def validate(paths: tuple[Path, ...], fmt: str, quiet: bool, strict: bool = Fals
     if strict:
         reports = strict_validity(reports)
     if fmt == "json":
-        click.echo(json.dumps({"valid": all(r.valid for r in reports), "files": [r.as_dict() for r in reports]},
-                              indent=2, ensure_ascii=False))
+        text = json.dumps({"valid": all(r.valid for r in reports), "files": [r.as_dict() for r in reports]},
+                          indent=2, ensure_ascii=False)
+        click.echo(text.encode("utf-8", errors="backslashreplace").decode("utf-8"))  # lone surrogates as JSON escapes
     else:
         for report in reports:
             for problem in report.problems:
