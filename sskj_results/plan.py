@@ -24,6 +24,7 @@ from typing import Iterable, Optional
 from .errors import ConfigError, RawFormatError
 from .io import RESULTS_NAME, atomic_write_text, load_run
 from .models import Results, SkippedScenario, SloSpec
+from .rawio import raw_output_needs_measuring
 from .slo_search import next_concurrency
 
 SKIP_CSV = "skipped_after_oom.csv"
@@ -190,19 +191,24 @@ def record_skip(run_dir: Path, row: GridRow, reason: str, excerpt: str = "") -> 
 def measured(run_dir: Path, results: Optional[Results]) -> set[tuple[int, int, int]]:
     """(c, input, output) of scenarios imported into results.json from a raw file still present and unchanged.
 
-    A raw file that is missing, that changed size since it was imported, or
-    that was never imported (damaged: parse refused it) does not count, so
-    RESUME=1 measures that scenario again.
+    A raw file that is missing, empty, changed since it was imported, marked
+    damaged by parse, or not a regular readable file does not count
+    (`rawio.raw_output_needs_measuring`), so RESUME=1 measures that scenario
+    again. A raw file on disk that parse never saw is not counted either:
+    the shell parses the run once before asking on resume.
     """
     if results is None:
         return set()
-    sizes = {rf.file: rf.size for rf in results.raw_files}
     done: set[tuple[int, int, int]] = set()
+    verdicts: dict[str, Optional[str]] = {}
     for s in results.scenarios:
         if s.source is None or s.concurrency is None:  # open-loop runs are not grid scenarios
             continue
-        path = run_dir / s.source.file
-        if path.is_file() and sizes.get(s.source.file) == path.stat().st_size:
+        name = s.source.file
+        if name not in verdicts:
+            raw = name[len("raw_outputs/"):] if name.startswith("raw_outputs/") else None
+            verdicts[name] = "outside raw_outputs" if raw is None else raw_output_needs_measuring(run_dir, raw)
+        if verdicts[name] is None:
             done.add((s.concurrency, s.input_len, s.output_len))
     return done
 

@@ -40,6 +40,7 @@ PINNED = {
     **{f"{m}_count": "Int64" for m in ("ttft_ms", "tpot_ms", "e2e_ms", "itl_ms")},
     "slo_ttft_p95_ok": "boolean", "slo_tpot_mean_ok": "boolean", "slo_mark": "string",
     "notes": "string", "reconstructed": "string", "source_file": "string", "source_line": "Int64",
+    "validity_ok": "boolean", "validity_failed": "string", "devices": "string",
 }
 
 

@@ -422,8 +422,7 @@ bench::step() {
 # the server dies and records a server failure in skipped_after_oom.csv),
 # /metrics after, `sskj-results parse`.
 # Arguments: $1 c; $2 input; $3 output; $4 prompts; $5 stem; $6 raw file name
-# Globals:   BENCH_RUN_DIR PHASE_ENGINE LIB_SERVER_* (read);
-#            BENCH_CURRENT_RAW (written while running)
+# Globals:   BENCH_RUN_DIR PHASE_ENGINE LIB_SERVER_* (read)
 # Outputs:   the commands on stdout under DRY_RUN
 # Returns:   0 ok; 1 client failed while the server is fine (not recorded,
 #            rerun on resume); 3 server died or reported out-of-memory
@@ -456,9 +455,7 @@ bench::run_scenario() {
     --server-log "${LIB_SERVER_LOG:-SERVER_LOG}" --log-offset "${offset}" --oom-pattern "${OOM_PATTERN}"
     --client-log "${client_log}" --raw "${raw}" -- "${LIB_CLIENT_CMD[@]}")
   lib::is_dry_run || lib::start_accel_sampler "${run_dir}/gpu_logs/${stem}"
-  BENCH_CURRENT_RAW="${raw}"
   bench::step "${client_log}" "${cmd[@]}" || rc=$?
-  BENCH_CURRENT_RAW=""
   lib::stop_accel_sampler
   if ((rc == 3)); then
     tail -n 1 "${client_log}" >&2 2>/dev/null || true
@@ -605,6 +602,12 @@ bench::run_phase() {
 
   BENCH_SERVER_UP=0
   local rc=0
+  # A scenario whose client finished just before a kill is on disk but not
+  # yet in results.json: parse first, so `next` counts it as measured.
+  if [[ "${RESUME:-0}" == "1" ]] && ! lib::is_dry_run; then
+    lib::results parse "${BENCH_RUN_DIR}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 ||
+      lib::warn "sskj-results parse ${BENCH_RUN_DIR} failed"
+  fi
   bench::run_grid || rc=1
   if ((BENCH_SERVER_UP == 1)); then
     bench::stop_phase_server
@@ -656,9 +659,6 @@ bench::on_signal() {
   if [[ -n "${LIB_CHILD_PID:-}" ]]; then
     lib::stop_tree "${LIB_CHILD_PID}" 5
     LIB_CHILD_PID=""
-  fi
-  if [[ -n "${BENCH_CURRENT_RAW:-}" ]]; then
-    rm -f "${BENCH_CURRENT_RAW}"
   fi
   lib::stop_accel_sampler
   lib::stop_server
