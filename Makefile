@@ -38,12 +38,13 @@ shellcheck:
 	    echo "shellcheck missing and not root: install it (apt-get install shellcheck) for the lint tests"; \
 	  fi; }
 
-# Debian's chromium and its driver, for the browser tests of report.html / comparison.html.
+# Debian's chromium and its driver, for the browser tests of report.html / comparison.html
+# (and a colour emoji font, so the screenshots show the SLO marks as a reader sees them).
 browser:
 	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || { \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing Debian's chromium and chromium-driver"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	    echo "installing Debian's chromium, chromium-driver and fonts-noto-color-emoji"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver fonts-noto-color-emoji >/dev/null; \
 	  else \
 	    echo "chromium missing and not root: install it (apt-get install chromium chromium-driver) for the browser tests"; \
 	  fi; }
