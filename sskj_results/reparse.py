@@ -1,4 +1,4 @@
-"""Re-parse a run directory, or every phase of a run set: results.json, report.md, the index and comparison.md.
+"""Re-parse a run directory, or every phase of a run set: results.json, report.md/.html, the index and comparison.md/.html.
 
 What `experiments/<platform>/<name>/parse_results.py` runs (through
 `sskj-results reparse`): the same steps as the end of an experiment —
@@ -54,7 +54,7 @@ def missing_raw_files(run_dir: Path) -> list[str]:
     return [f for f in dict.fromkeys(recorded) if not (run_dir / f).is_file()]
 
 
-def reparse(path: PathLike, slo: Optional[SloSpec] = None, plots: bool = True) -> ReparseOutcome:
+def reparse(path: PathLike, slo: Optional[SloSpec] = None, plots: bool = True, html: bool = True) -> ReparseOutcome:
     """parse + report of a run directory; of a run-set directory: of every phase, then its index and comparison."""
     directory = Path(path)
     if not directory.is_dir():
@@ -67,10 +67,11 @@ def reparse(path: PathLike, slo: Optional[SloSpec] = None, plots: bool = True) -
     for run_dir in dirs:
         missing = missing_raw_files(run_dir)
         parsed = None if missing else parse_run_dir(run_dir, slo)
-        report = write_report(run_dir, ReportOptions(slo=slo, plots=plots))
+        report = write_report(run_dir, ReportOptions(slo=slo, plots=plots, html=html))
         out.runs.append(RunOutcome(run_dir, parsed, report, missing))
     if run_set is not None:
         out.index, run_set = write_run_set(directory)
         if len(run_set.phases) > 1:
-            out.comparison = write_comparison([directory], directory, CompareOptions(slo=slo, plots=plots))
+            out.comparison = write_comparison([directory], directory, CompareOptions(slo=slo, plots=plots),
+                                              html=html)
     return out

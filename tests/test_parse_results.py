@@ -68,10 +68,12 @@ def test_quick_start_parse_results_of_one_run(clone: Path):
     proc = _run(clone, "experiments/p800/dsv4_p800_sglang/results/20260708-120000", "--no-plots")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ("experiments/p800/dsv4_p800_sglang/results/20260708-120000/results.json: 2 scenario(s); "
-                           "wrote experiments/p800/dsv4_p800_sglang/results/20260708-120000/report.md\n")
+                           "wrote experiments/p800/dsv4_p800_sglang/results/20260708-120000/report.md and "
+                           "experiments/p800/dsv4_p800_sglang/results/20260708-120000/report.html\n")
     data = json.loads((run / "results.json").read_text())
     assert sorted((s["concurrency"], s["input_len"]) for s in data["scenarios"]) == [(2, 128), (4, 64)]
     assert "c2_i128_o32" in (run / "report.md").read_text()
+    assert "c2_i128_o32" in (run / "report.html").read_text()  # the page is rewritten with the Markdown
 
 
 def test_quick_start_parse_results_of_a_run_set(clone: Path):
@@ -82,11 +84,14 @@ def test_quick_start_parse_results_of_a_run_set(clone: Path):
     assert proc.returncode == 0, proc.stderr
     rel = "experiments/p800/dsv4_p800_sglang/results/20260708-120000"
     assert proc.stdout.splitlines() == [
-        f"{rel}/phase1_vllm/results.json: 1 scenario(s); wrote {rel}/phase1_vllm/report.md",
-        f"{rel}/phase2_vllm_fp8/results.json: 1 scenario(s); wrote {rel}/phase2_vllm_fp8/report.md",
+        f"{rel}/phase1_vllm/results.json: 1 scenario(s); wrote {rel}/phase1_vllm/report.md and "
+        f"{rel}/phase1_vllm/report.html",
+        f"{rel}/phase2_vllm_fp8/results.json: 1 scenario(s); wrote {rel}/phase2_vllm_fp8/report.md and "
+        f"{rel}/phase2_vllm_fp8/report.html",
         f"wrote {rel}/results.json (run set)",
-        f"wrote {rel}/comparison.md and {rel}/comparison.json",
+        f"wrote {rel}/comparison.md, {rel}/comparison.json and {rel}/comparison.html",
     ]
+    assert "kv_cache_dtype" in (root / "comparison.html").read_text()
     index = json.loads((root / "results.json").read_text())
     assert index["kind"] == "run-set" and [p["dir"] for p in index["phases"]] == ["phase1_vllm", "phase2_vllm_fp8"]
     comparison = (root / "comparison.md").read_text()

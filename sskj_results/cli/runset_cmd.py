@@ -47,15 +47,16 @@ def runset(run_set_dir: Path, phase_dirs: tuple[Path, ...], baseline: Optional[s
 @click.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--no-plots", is_flag=True, help="Do not draw the PNG plots.")
+@click.option("--no-html", is_flag=True, help="Do not write report.html / comparison.html.")
 @slo_options
 @handle_errors
-def reparse(path: Path, no_plots: bool, slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float],
+def reparse(path: Path, no_plots: bool, no_html: bool, slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float],
             slo_tpot_mean_ms: Optional[float]) -> None:
-    """Re-import PATH's raw outputs and rewrite its results.json and report.md.
+    """Re-import PATH's raw outputs and rewrite its results.json, report.md and report.html.
 
     PATH is a run directory, or a run-set directory (a multi-phase run): then
-    every phase, the index and the comparison of the phases (PATH/comparison.md)
-    are rewritten. What `experiments/<platform>/<name>/parse_results.py` runs.
+    every phase, the index and the comparison of the phases (PATH/comparison.md
+    and comparison.html) are rewritten. What `experiments/<platform>/<name>/parse_results.py` runs.
     """
     from ..reparse import reparse as run_reparse
     from ..slo import resolve_slo
@@ -63,23 +64,28 @@ def reparse(path: Path, no_plots: bool, slo_tier: Optional[str], slo_ttft_p95_ms
     slo = None
     if slo_tier is not None or slo_ttft_p95_ms is not None or slo_tpot_mean_ms is not None:
         slo = resolve_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms)
-    out = run_reparse(path, slo, plots=not no_plots)
+    out = run_reparse(path, slo, plots=not no_plots, html=not no_html)
     for run in out.runs:
         if run.parsed is None:
             shown = ", ".join(run.missing_raw[:3]) + (f" and {len(run.missing_raw) - 3} more" if len(run.missing_raw) > 3 else "")
             click.echo(f"warning: {run.run_dir}: raw files missing ({shown}); results.json kept as it is, "
-                       "only report.md rewritten (restore raw_outputs/ to re-parse)", err=True)
-            click.echo(f"wrote {run.report.markdown}")
+                       "only the report rewritten (restore raw_outputs/ to re-parse)", err=True)
+            click.echo(f"wrote {_written(run.report.markdown, run.report.html)}")
             continue
         for warning in run.parsed.warnings:
             click.echo(f"warning: {warning}", err=True)
         for problem in run.parsed.problems:
             click.echo(f"skipped: {run.run_dir / str(problem)}", err=True)
         click.echo(f"{run.run_dir / 'results.json'}: {len(run.parsed.results.scenarios)} scenario(s); "
-                   f"wrote {run.report.markdown}")
+                   f"wrote {_written(run.report.markdown, run.report.html)}")
     if out.index is not None:
         click.echo(f"wrote {out.index} (run set)")
     if out.comparison is not None:
-        click.echo(f"wrote {out.comparison.markdown} and {out.comparison.json}")
+        click.echo(f"wrote {out.comparison.markdown}, {out.comparison.json}"
+                   + (f" and {out.comparison.html}" if out.comparison.html else ""))
     if out.problems:
         raise ExitError(f"{out.problems} raw run(s) not imported (listed above); fix or remove them", 1)
+
+
+def _written(markdown: Path, page: Optional[Path]) -> str:
+    return f"{markdown} and {page}" if page is not None else str(markdown)
