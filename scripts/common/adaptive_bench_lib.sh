@@ -662,6 +662,7 @@ bench::on_signal() {
   fi
   lib::stop_accel_sampler
   lib::stop_server
+  [[ -z "${BENCH_RUN_DIR:-}" ]] || rm -f "${BENCH_RUN_DIR}/engine.pid"
   if [[ -n "${BENCH_RUN_DIR:-}" && -f "${BENCH_RUN_DIR}/results.json" ]] && ! lib::is_dry_run; then
     timeout 120 "${SSKJ_RESULTS_CMD[@]}" parse "${BENCH_RUN_DIR}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 ||
       lib::warn "sskj-results parse ${BENCH_RUN_DIR} failed"

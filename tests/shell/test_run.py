@@ -221,6 +221,7 @@ def test_interrupt_stops_everything_and_resume_reruns_only_missing(
     assert not port_listening(int(env["PORT"]))
     assert wait_no_tagged(tag) == []  # no process of the run survives
     assert sorted(p.name for p in (run / "raw_outputs").iterdir()) == ["cpu_vllm_0102_1_16_8.jsonl"]
+    assert not (run / "engine.pid").exists()  # the engine it names was stopped
     assert len(load_json(run / "results.json")["scenarios"]) == 1  # completed scenario kept
 
     # A new run in the same directory is refused; RESUME=1 reruns only what is missing.
