@@ -262,3 +262,43 @@ def test_hardware_auto_that_cannot_query_the_gpus_is_an_error_unless_platform_is
     proc = run_script(exp / "run_bench.sh", env)
     assert proc.returncode == 1
     assert "HARDWARE=auto but the platform's accelerators cannot be queried" in proc.stderr
+
+
+def test_a_stale_engine_of_a_docker_platform_is_stopped_inside_its_container(
+        tmp_path, base_env, make_experiment, tag):
+    """P800 runs its engine in a container: after a SIGKILLed orchestrator, the next run stops the
+    engine's host process group and, inside the container, every process tagged with its port."""
+    exp = make_experiment(phases="sglang", config=DEFAULT_CONFIG + 'MIN_PROMPTS="16"\n')
+    docker_log = tmp_path / "docker.log"
+    env = run_env(base_env, tmp_path, PLATFORM="kunlun_p800", PATCH_ROOT=str(tmp_path / "nopatches"),
+                  FAKE_XPU_COUNT="8", FAKE_DOCKER_LOG=str(docker_log), FAKE_SERVER_ARGS="--latency-ms 300",
+                  STOP_GRACE_S="5")
+    port = int(env["PORT"])
+    run = Path(env["RESULT_ROOT"])
+    proc = subprocess.Popen(["bash", str(exp / "run_bench.sh")], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (run / "engine.pid").exists() or not port_listening(port):
+            assert proc.poll() is None and time.monotonic() < deadline, "the engine never came up"
+            time.sleep(0.2)
+        pidfile = dict(line.split("=", 1) for line in (run / "engine.pid").read_text().splitlines())
+        assert pidfile["container"] and pidfile["tag"] == f"sskj-{port}"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        time.sleep(1)
+        assert port_listening(port) and engine_pids(port)
+        second = run_script(exp / "run_bench.sh", dict(env, RESUME="1", FAKE_SERVER_ARGS=""))
+        assert second.returncode == 0, second.stderr
+        assert f"stopped stale engine pid {pidfile['pid']}" in second.stderr
+        calls = docker_log.read_text()
+        assert f"docker exec {pidfile['container']} sh -c" in calls and f"sskj-stop sskj-{port} TERM" in calls
+        assert not port_listening(port) and not engine_pids(port)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in engine_pids(port):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
