@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from shellkit import DEFAULT_CONFIG, REPO, free_port, load_json, needs_results, port_listening, run_script
@@ -120,14 +121,10 @@ def engine_pids(port: int) -> list[int]:
                 pass
     return found
 
-
-def test_sigkill_of_the_orchestrator_leaves_an_engine_the_next_run_finds_and_stops(
-        tmp_path, base_env, make_experiment, tag):
-    config = DEFAULT_CONFIG.replace('CONCURRENCIES="1 2"', 'CONCURRENCIES="1 2 4 8"') + 'MIN_PROMPTS="16"\n'
-    exp = make_experiment(phases="vllm", config=config)
-    env = run_env(base_env, tmp_path, FAKE_SERVER_ARGS="--latency-ms 300", STOP_GRACE_S="5")
-    port = int(env["PORT"])
-    run = Path(env["RESULT_ROOT"])
+def start_then_sigkill_the_orchestrator(exp: Path, env: dict[str, str], run: Path,
+                                        port: int) -> tuple[subprocess.Popen, dict[str, str]]:
+    """Start a run, wait until its engine serves, SIGKILL the orchestrator (no trap runs); the engine
+    outlives it. Returns the dead orchestrator's process and the engine.pid it left."""
     proc = subprocess.Popen(["bash", str(exp / "run_bench.sh")], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -137,10 +134,37 @@ def test_sigkill_of_the_orchestrator_leaves_an_engine_the_next_run_finds_and_sto
             time.sleep(0.2)
         pidfile = dict(line.split("=", 1) for line in (run / "engine.pid").read_text().splitlines())
         assert pidfile["port"] == str(port) and pidfile["orchestrator"] == str(proc.pid)
-        os.kill(proc.pid, signal.SIGKILL)  # no trap runs
+        os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
         time.sleep(1)
         assert port_listening(port) and engine_pids(port), "the engine should outlive a SIGKILLed orchestrator"
+    except BaseException:
+        kill_leftovers(proc, port)
+        raise
+    return proc, pidfile
+
+
+def kill_leftovers(proc: Optional[subprocess.Popen], port: int) -> None:
+    if proc is not None and proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    for pid in engine_pids(port):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+
+def test_sigkill_of_the_orchestrator_leaves_an_engine_the_next_run_finds_and_stops(
+        tmp_path, base_env, make_experiment, tag):
+    config = DEFAULT_CONFIG.replace('CONCURRENCIES="1 2"', 'CONCURRENCIES="1 2 4 8"') + 'MIN_PROMPTS="16"\n'
+    exp = make_experiment(phases="vllm", config=config)
+    env = run_env(base_env, tmp_path, FAKE_SERVER_ARGS="--latency-ms 300", STOP_GRACE_S="5")
+    port = int(env["PORT"])
+    run = Path(env["RESULT_ROOT"])
+    proc = None
+    try:
+        proc, pidfile = start_then_sigkill_the_orchestrator(exp, env, run, port)
         # A dry run on the same port only reports it, with the command that stops it.
         dry = run_script(exp / "run_bench.sh", dict(env, DRY_RUN="1", RUN_ID="20250102-030406",
                                                      RESULT_ROOT=str(tmp_path / "dry")))
@@ -159,13 +183,7 @@ def test_sigkill_of_the_orchestrator_leaves_an_engine_the_next_run_finds_and_sto
         assert len(load_json(run / "results.json")["scenarios"]) == 4
         assert not port_listening(port) and not engine_pids(port)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        for pid in engine_pids(port):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_leftovers(proc, port)
 
 
 def preflight_case(tmp_path: Path, base_env: dict[str, str], name: str):
@@ -275,19 +293,10 @@ def test_a_stale_engine_of_a_docker_platform_is_stopped_inside_its_container(
                   STOP_GRACE_S="5")
     port = int(env["PORT"])
     run = Path(env["RESULT_ROOT"])
-    proc = subprocess.Popen(["bash", str(exp / "run_bench.sh")], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = None
     try:
-        deadline = time.monotonic() + 120
-        while not (run / "engine.pid").exists() or not port_listening(port):
-            assert proc.poll() is None and time.monotonic() < deadline, "the engine never came up"
-            time.sleep(0.2)
-        pidfile = dict(line.split("=", 1) for line in (run / "engine.pid").read_text().splitlines())
+        proc, pidfile = start_then_sigkill_the_orchestrator(exp, env, run, port)
         assert pidfile["container"] and pidfile["tag"] == f"sskj-{port}"
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-        time.sleep(1)
-        assert port_listening(port) and engine_pids(port)
         second = run_script(exp / "run_bench.sh", dict(env, RESUME="1", FAKE_SERVER_ARGS=""))
         assert second.returncode == 0, second.stderr
         assert f"stopped stale engine pid {pidfile['pid']}" in second.stderr
@@ -295,10 +304,4 @@ def test_a_stale_engine_of_a_docker_platform_is_stopped_inside_its_container(
         assert f"docker exec {pidfile['container']} sh -c" in calls and f"sskj-stop sskj-{port} TERM" in calls
         assert not port_listening(port) and not engine_pids(port)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        for pid in engine_pids(port):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_leftovers(proc, port)
