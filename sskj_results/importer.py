@@ -79,11 +79,15 @@ class Problem:
     file: str
     line: Optional[int]
     message: str
+    index: Optional[int] = None  # the run's position when the file is one JSON array of runs
 
     def __str__(self) -> str:
         name = display_name(self.file)
         where = f"{name}:{self.line}" if self.line else name
-        return f"{where}: {one_line(self.message)}"
+        message = one_line(self.message)
+        if self.index is not None and not message.startswith(f"[{self.index}]"):
+            message = f"[{self.index}]: {message}"
+        return f"{where}: {message}"
 
 
 def unexpected(exc: BaseException) -> str:
@@ -124,15 +128,17 @@ def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, str
         for item in scan:
             seen += 1
             if isinstance(item, LineError):
-                problem = Problem(label, item.line or None, item.message)
+                problem = Problem(label, item.line or None, item.message, item.index)
             else:
                 try:
-                    out.runs.append(read_run(item.data, item.line, hints, options))
+                    run = read_run(item.data, item.line, hints, options)
+                    run.index = item.index
+                    out.runs.append(run)
                     continue
                 except RunError as exc:
-                    problem = Problem(label, item.line, str(exc))
+                    problem = Problem(label, item.line, str(exc), item.index)
                 except Exception as exc:  # noqa: BLE001 - the error boundary of one line
-                    problem = Problem(label, item.line, unexpected(exc))
+                    problem = Problem(label, item.line, unexpected(exc), item.index)
                 finally:
                     del item
             if strict:
@@ -319,7 +325,8 @@ def name_scenarios(scenarios: list[Scenario], fmt: Optional[str] = None) -> list
     def order(s: Scenario) -> tuple[Any, ...]:
         src = s.source
         key = shape_of(s)
-        return (s.input_len, s.output_len, key[0], key[3], src.file if src else "", src.line if src else 0)
+        return (s.input_len, s.output_len, key[0], key[3], src.file if src else "", src.line if src else 0,
+                src.index or 0 if src else 0)
 
     ordered = sorted(scenarios, key=order)
     counts: dict[ShapeKey, int] = {}
@@ -468,7 +475,8 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
             accept, gpu = _sidecar_values(run_dir, path.stem, len(outcome.runs), warnings)
             for run in outcome.runs:
                 try:
-                    scenario = build_scenario(run, spec, Source(file=label, line=run.line, sha256=digest, format=run.format),
+                    scenario = build_scenario(run, spec, Source(file=label, line=run.line, index=run.index, sha256=digest,
+                                                                     format=run.format),
                                               cap=cap)
                     if accept is not None and scenario.accept_length is None:
                         scenario.accept_length = accept
@@ -477,7 +485,7 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
                     scenario.validity = judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds)
                     check_writable(scenario)
                 except Exception as exc:  # noqa: BLE001 - one run's boundary
-                    file_problems.append(Problem(label, run.line, unexpected(exc)))
+                    file_problems.append(Problem(label, run.line, unexpected(exc), run.index))
                     continue
                 built.append(scenario)
         except Exception as exc:  # noqa: BLE001
@@ -728,6 +736,11 @@ class FileImport:
     digest: tuple[str, int, int] = ("", 0, 0)
 
 
+def _where(run: RawRun) -> str:
+    """`line`, or `line[i]` for the i-th run of a JSON array."""
+    return f"{run.line}" if run.index is None else f"{run.line}[{run.index}]"
+
+
 def _describe_shape(s: Scenario) -> str:
     load = f"concurrency {s.concurrency}" if s.concurrency is not None else f"open loop at {format_rate(s.request_rate)} req/s"
     if s.concurrency is not None and s.request_rate is not None:
@@ -769,16 +782,17 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
     for run in outcome.runs:
         for note in run.notes:
             if note.startswith("file name says"):
-                result.warnings.append(f"{label}:{run.line}: {note}")
+                result.warnings.append(f"{label}:{_where(run)}: {note}")
         run_engine = file_engine or run.engine or UNKNOWN
         run_model = model or run.model or hints.model
         try:  # one run's boundary
-            scenario = build_scenario(run, spec, Source(file=str(path), line=run.line, sha256=digest, format=run.format),
+            scenario = build_scenario(run, spec, Source(file=str(path), line=run.line, index=run.index, sha256=digest,
+                                                 format=run.format),
                                       cap=cap)
             scenario.validity = judge_run(run, thresholds=validity)  # raw files only: no side files
             check_writable(scenario)
         except Exception as exc:  # noqa: BLE001
-            problem = Problem(label, run.line, unexpected(exc))
+            problem = Problem(label, run.line, unexpected(exc), run.index)
             if strict:
                 raise RawFormatError(f"{problem} (--strict: stopped at the first bad run)") from None
             outcome.problems.append(problem)
@@ -791,7 +805,7 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
         key = (run_engine, run_model, chip)
         result.runs.append((key, scenario, when))
         result.plan.append(
-            f"import {label}:{run.line}: engine {run_engine}, model {run_model or UNKNOWN}, chip {chip}, "
+            f"import {label}:{_where(run)}: engine {run_engine}, model {run_model or UNKNOWN}, chip {chip}, "
             f"{_describe_shape(scenario)} -> {scenario.name}"
         )
     for problem in outcome.problems:

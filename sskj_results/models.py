@@ -250,6 +250,10 @@ class Source(_Model):
 
     file: str = Field(description="Raw output file, relative to the run directory (or as given on import).")
     line: int = Field(ge=1, description="1-based line of the run in that file.")
+    index: Optional[int] = Field(
+        default=None, ge=0,
+        description="0-based position of the run when the file (or that line) is one JSON array of runs; null otherwise.",
+    )
     sha256: Optional[str] = Field(default=None, description="SHA-256 of the whole raw file when it was read.")
     format: Optional[str] = Field(default=None, description="Detected format: `sglang-bench-serving` or `vllm-bench-serve`.")
 

@@ -23,7 +23,7 @@ import stat
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Optional, Sequence, Union
+from typing import IO, Any, Callable, Generator, Iterator, Optional, Sequence, Union
 
 import orjson
 
@@ -69,18 +69,21 @@ def list_raw_dir(directory: Path) -> RawListing:
 
 @dataclass(frozen=True)
 class Record:
-    """One JSON object of a raw file and the 1-based line it starts on."""
+    """One JSON object of a raw file and the 1-based line it starts on; `index` is its
+    0-based position when the file (or line) is one JSON array of runs."""
 
     line: int
     data: dict[str, Any]
+    index: Optional[int] = None
 
 
 @dataclass(frozen=True)
 class LineError:
-    """A line that could not be read, and why."""
+    """A line that could not be read, and why (`index`: the array element, as for Record)."""
 
     line: int
     message: str
+    index: Optional[int] = None
 
 
 Item = Union[Record, LineError]
@@ -167,9 +170,10 @@ def _describe(exc: Exception, last: bool) -> str:
 
 
 def _opens_pretty_object(line: bytes) -> bool:
-    """The first line opens a pretty-printed object: `{` or `[` alone, or `{` not closed on the line."""
+    """The first line opens a pretty-printed object or array: `{` or `[` alone, or `{`/`[` not closed on the line."""
     stripped = line.strip()
-    return stripped in (b"{", b"[") or (stripped.startswith(b"{") and not stripped.endswith(b"}"))
+    return (stripped in (b"{", b"[") or (stripped.startswith(b"{") and not stripped.endswith(b"}"))
+            or (stripped.startswith(b"[") and not stripped.endswith(b"]")))
 
 
 def _ends_of(buf: bytearray, start: int, end: int) -> bytes:
@@ -312,7 +316,10 @@ class FileScan:
             blank = _BLANK.match(buf, start, end)  # always matches (possibly empty)
             if blank is None or blank.end() < end:
                 item = self._parse_line(buf, start, end, number)
-                yield item
+                if isinstance(item, list):  # one JSON array of runs on the line
+                    yield from item
+                else:
+                    yield item
                 del item
             elif digest is not None:
                 digest.add(memoryview(buf)[start:end], background=False)
@@ -320,7 +327,7 @@ class FileScan:
         self.size = size
         self.lines = number
 
-    def _parse_line(self, buf: bytearray, start: int, end: int, number: int) -> Item:
+    def _parse_line(self, buf: bytearray, start: int, end: int, number: int) -> Union[Item, list[Item]]:
         digest = self._digest
         view = memoryview(buf)[start:end]
         head_end = end
@@ -339,7 +346,12 @@ class FileScan:
         try:
             data = _loads_in_place(buf, start, end, view, before_patch)
         except (ValueError, orjson.JSONDecodeError, RecursionError) as exc:
+            if bytes(buf[start:min(end, start + 64)]).lstrip().startswith(b"["):
+                # a damaged array of runs: its complete elements still count
+                return _line_array(bytes(view), number)
             return LineError(number, _describe(exc, last))
+        if isinstance(data, list):
+            return _array_records(data, number)
         if not isinstance(data, dict):
             return LineError(number, f"expected a JSON object per line, got {type(data).__name__}")
         return Record(number, data)
@@ -433,8 +445,101 @@ def _each_line(blob: bytes) -> Iterator[Item]:
             continue
         if isinstance(data, dict):
             yield Record(number, data)
+        elif isinstance(data, list):
+            yield from _array_records(data, number)
         else:
             yield LineError(number, f"expected a JSON object per line, got {type(data).__name__}")
+
+
+# elements of one JSON array read as runs; past this the rest of the array is refused in one line
+MAX_ARRAY_RUNS = 100_000
+
+
+def _element(line: int, index: int, value: Any) -> Item:
+    if isinstance(value, dict):
+        return Record(line, value, index)
+    return LineError(line, f"[{index}]: expected a JSON object (one run), got {type(value).__name__}", index)
+
+
+def _too_many(line: int) -> LineError:
+    return LineError(line, f"[{MAX_ARRAY_RUNS}]: more than {MAX_ARRAY_RUNS} runs in one JSON array; "
+                           "the rest is not read (split the file)", MAX_ARRAY_RUNS)
+
+
+def _array_records(data: list[Any], line: int) -> list[Item]:
+    """A JSON array of runs parsed from one line: each element is a run, `[i]` in its messages."""
+    if not data:
+        return [LineError(line, "an empty JSON array: no runs")]
+    items = [_element(line, i, v) for i, v in enumerate(data[:MAX_ARRAY_RUNS])]
+    if len(data) > MAX_ARRAY_RUNS:
+        items.append(_too_many(line))
+    return items
+
+
+def _line_array(raw: bytes, line: int) -> list[Item]:
+    """A line holding a damaged JSON array: its complete elements, then one error for the damage."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return [LineError(line, "not UTF-8 text")]
+    decoder = json.JSONDecoder(parse_constant=lambda _name: None)
+    start = len(text) - len(text.lstrip())
+    return list(_array_items(decoder, text, start, line - 1))
+
+
+def _array_items(decoder: json.JSONDecoder, text: str, pos: int,
+                 first_line: int = 0) -> Generator[Item, None, Optional[int]]:
+    """The elements of the JSON array opening at text[pos] (`[`), one at a time, each with the line it starts on
+    (text's lines counted after first_line). Returns the position after its `]`, or None when the array is
+    damaged (the error is yielded; the elements before it are kept)."""
+    n = len(text)
+    counted, line = 0, first_line + 1
+
+    def line_at(p: int) -> int:
+        nonlocal counted, line
+        if p > counted:
+            line += text.count("\n", counted, p)
+            counted = p
+        return line
+
+    def skip(p: int) -> int:
+        while p < n and text[p].isspace():
+            p += 1
+        return p
+
+    def damaged(at: int, p: int, index: int, what: str) -> LineError:
+        """The element starting at `at` is damaged at p (named by the line it starts on)."""
+        hint = "; the file looks truncated" if skip(p) >= n else ""
+        return LineError(line_at(min(at, n)), f"[{index}]: {what}{hint}", index)
+
+    pos = skip(pos + 1)
+    if pos < n and text[pos] == "]":
+        yield LineError(line_at(pos), "an empty JSON array: no runs")
+        return pos + 1
+    index = 0
+    while True:
+        if index == MAX_ARRAY_RUNS:
+            yield _too_many(line_at(pos))
+            return None
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            yield damaged(pos, exc.pos, index, f"not valid JSON ({exc.msg})")
+            return None
+        except (RecursionError, ValueError) as exc:  # nesting too deep; an integer beyond the int-to-str limit
+            yield damaged(pos, pos, index, _describe(exc, False))
+            return None
+        yield _element(line_at(pos), index, value)
+        del value
+        pos = skip(end)
+        if pos < n and text[pos] == ",":
+            pos = skip(pos + 1)
+            index += 1
+            continue
+        if pos < n and text[pos] == "]":
+            return pos + 1
+        yield damaged(pos, pos, index + 1, "not valid JSON (expected ',' or ']' after the previous run)")
+        return None
 
 
 def _whole(path: Path, blob: bytes) -> Iterator[Item]:
@@ -452,6 +557,13 @@ def _whole(path: Path, blob: bytes) -> Iterator[Item]:
         if pos >= len(text):
             return
         line = text.count("\n", 0, pos) + 1
+        if text[pos] == "[":
+            # one JSON array of runs (pretty-printed or not): element by element, each with its own line
+            after = yield from _array_items(decoder, text, pos, line - 1)
+            if after is None:
+                return
+            pos = after
+            continue
         try:
             data, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
@@ -464,9 +576,6 @@ def _whole(path: Path, blob: bytes) -> Iterator[Item]:
             return
         if isinstance(data, dict):
             yield Record(line, data)
-        elif isinstance(data, list) and all(isinstance(x, dict) for x in data):
-            for item in data:
-                yield Record(line, item)
         else:
             yield LineError(line, f"expected a JSON object, got {type(data).__name__}")
         pos = end

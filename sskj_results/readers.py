@@ -276,6 +276,7 @@ class RawRun:
     total_input_tokens: Optional[float] = None
     total_output_tokens: Optional[float] = None
     random_range_ratio: Optional[float] = None
+    index: Optional[int] = None  # position in a JSON array of runs (the file's or line's), else None
 
 
 def detect_format(data: dict[str, Any]) -> Optional[str]:
@@ -396,8 +397,8 @@ def _array(data: dict[str, Any], key: str, kind: type) -> np.ndarray:
     if arr.ndim != 1:
         raise RunError(f"{key}: expected a flat list of numbers")
     if kind is int:
-        if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.floor(arr)):
-            raise RunError(f"{key}: expected non-negative whole numbers")
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.floor(arr)) or np.any(arr >= 2.0 ** 62):
+            raise RunError(f"{key}: expected non-negative whole numbers (token counts)")
         return arr.astype(np.int64)
     return arr
 

@@ -265,7 +265,7 @@ def test_mixed_detail_and_summary_lines_in_one_file(tmp_path: Path) -> None:
         (json.dumps(sglang_run(errors=["boom"] * 6)), "0 of 6 requests succeeded; first error: boom"),
         (json.dumps(sglang_run(max_concurrency="two")), "max_concurrency: expected a number, got 'two'"),
         (json.dumps({"hello": 1}), "not a sglang.bench_serving or vllm bench serve result"),
-        ("[1, 2]", "expected a JSON object per line, got list"),
+        ("[1, 2]", "[0]: expected a JSON object (one run), got int"),
     ],
 )
 def test_bad_runs_are_skipped_with_file_and_line(tmp_path: Path, line: str, message: str) -> None:

@@ -569,3 +569,45 @@ def test_only_a_known_chip_in_a_file_name_overrides_the_given_chip(tmp_path: Pat
     assert sorted(p.name.rsplit("_", 1)[0] for p in (tmp_path / "out").iterdir()) == ["h20_sglang", "nvidia_h200_sglang"]
     assert "h20_sglang_0707_2_32_4.jsonl: the file name says chip h20" in result.output
     assert "chip dsv4" not in result.output
+
+
+# ---------------------------------------------------------------- a file that is one JSON array of runs
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_json_array_of_runs_imports_each_element_as_a_run(tmp_path: Path, indent: Optional[int]) -> None:
+    runs = [vllm_summary(seed=i, max_concurrency=2 ** i, random_input_len=64, random_output_len=8) for i in range(3)]
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "runs.json").write_text(json.dumps(runs, indent=indent) + "\n")
+    result = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    scenarios = sorted(imported(tmp_path / "out"), key=lambda s: s.source.index)
+    assert [s.source.index for s in scenarios] == [0, 1, 2]
+    assert [s.concurrency for s in scenarios] == [1, 2, 4]
+    for s, run in zip(scenarios, runs):
+        assert (s.input_len, s.output_len, s.success, s.failed) == (64, 8, run["completed"], run["failed"])
+        assert assert_client_stats(s, run) >= 20
+    lines = [s.source.line for s in scenarios]
+    if indent is None:
+        assert lines == [1, 1, 1]
+    else:  # each element's own first line
+        assert lines[0] == 2 and lines[0] < lines[1] < lines[2]
+
+
+def test_a_bad_or_damaged_array_element_costs_that_element_only(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    good = vllm_summary(random_input_len=64, random_output_len=8)
+    bad = dict(good, max_concurrency="two")
+    write(raw / "mixed.json", json.dumps([good, bad, 7]))
+    text = json.dumps([good, dict(good, max_concurrency=8)])
+    write(raw / "cut.json", text[: len(text) - 200])  # the client was killed mid-write
+    result = run_import(raw, tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 1
+    assert "mixed.json:1: [1]: max_concurrency: expected a number, got 'two'" in result.output
+    assert "mixed.json:1: [2]: expected a JSON object (one run), got int" in result.output
+    assert re.search(r"cut\.json:1: \[1\]: not valid JSON \(.*\); the file looks truncated", result.output), result.output
+    names = sorted(Path(s.source.file).name for s in imported(tmp_path / "out"))
+    assert names == ["cut.json", "mixed.json"]  # the complete element of each file
+    assert "Traceback" not in result.output
+    dry = run_import(raw, None, "--dry-run", "--chip", "h200")
+    assert "import mixed.json:1[0]: engine vllm" in dry.output
