@@ -482,6 +482,8 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
                         scenario.accept_length = accept
                         scenario.reconstructed["accept_length"] = "server_metrics"
                     scenario.accelerator_usage = gpu
+                    if run.started is not None:  # the run's own time (the client's `date`)
+                        scenario.timestamp = _local(run.started).replace(microsecond=0).isoformat()
                     scenario.validity = judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds)
                     check_writable(scenario)
                 except Exception as exc:  # noqa: BLE001 - one run's boundary
@@ -720,6 +722,7 @@ class _Group:
     skipped: list[SkippedScenario] = field(default_factory=list)
     sources: dict[Path, tuple[str, int, int]] = field(default_factory=dict)
     times: list[datetime] = field(default_factory=list)
+    recorded_hardware: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -734,6 +737,8 @@ class FileImport:
     plan: list[str] = field(default_factory=list)
     file_key: Optional[tuple[str, Optional[str], str]] = None
     digest: tuple[str, int, int] = ("", 0, 0)
+    # per (engine, model, chip): the chip texts the runs record (`gpu: "8x NVIDIA H200"` …)
+    hardware: dict[tuple[str, Optional[str], str], set[str]] = field(default_factory=dict)
 
 
 def _where(run: RawRun) -> str:
@@ -802,10 +807,22 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
         scenario.timestamp = when.isoformat()
         if how == "mtime":
             scenario.notes.append("run time unknown (no date in the run or its file name): the file's modification time")
-        key = (run_engine, run_model, chip)
+        run_chip = chip
+        if run.chip is not None and run.chip_source is not None:
+            # the chip the run itself records wins: it was written when the run ran
+            run_chip = run.chip
+            where, text = run.chip_source
+            scenario.notes.append(f"chip {run.chip} from the run's own `{where}` key ({text!r})")
+            result.hardware.setdefault((run_engine, run_model, run_chip), set()).add(text)
+            other = name_chip or (platform.chip if platform.chip_given else None)
+            if other is not None and other != run.chip:
+                said = "the file name says" if name_chip else "the given chip is"
+                result.warnings.append(f"{label}:{_where(run)}: the run records chip {run.chip} (`{where}`: {text!r}) "
+                                       f"but {said} {other}; imported under {run.chip}")
+        key = (run_engine, run_model, run_chip)
         result.runs.append((key, scenario, when))
         result.plan.append(
-            f"import {label}:{_where(run)}: engine {run_engine}, model {run_model or UNKNOWN}, chip {chip}, "
+            f"import {label}:{_where(run)}: engine {run_engine}, model {run_model or UNKNOWN}, chip {run_chip}, "
             f"{_describe_shape(scenario)} -> {scenario.name}"
         )
     for problem in outcome.problems:
@@ -861,7 +878,7 @@ def import_legacy(
     warnings: list[str] = [f"{display_name(label)}: {why}" for label, why in ignored]
     plan: list[str] = []
     if not platform.chip_given:
-        warnings.append("no chip given (--platform or --chip): runs whose file name names no chip are imported with "
+        warnings.append("no chip given (--platform or --chip): runs that record no chip, in files whose name names none, are imported with "
                         "chip 'unknown'; set it later with `sskj-results metadata RUN_DIR --chip CHIP --hardware TEXT`")
     for source in sources:
         # the error boundary of one file: whatever goes wrong costs this file (or line) only
@@ -882,6 +899,7 @@ def import_legacy(
             group.scenarios.append(scenario)
             group.times.append(when)
             group.sources[source.path] = done.digest
+            group.recorded_hardware |= done.hardware.get(key, set())
             keys.append(key)
         if done.skipped:
             owner = keys[0] if keys else done.file_key
@@ -920,6 +938,8 @@ def import_legacy(
             hardware, accelerator = (platform.hardware, platform.accelerator) if chip == platform.chip else (None, None)
             if chip == UNKNOWN:
                 hardware = UNKNOWN
+            elif len(group.recorded_hardware) == 1 and chip != platform.chip:
+                hardware = next(iter(group.recorded_hardware))  # as the runs record it
             srcs = [(p, *group.sources[p]) for p in sorted(group.sources)]
             results = Results(
                 metadata=Metadata(

@@ -28,21 +28,33 @@ from .metrics import flatten_gaps, per_request
 SGLANG = "sglang-bench-serving"
 VLLM = "vllm-bench-serve"
 
-# <stat>_<metric>_ms, e.g. mean_ttft_ms, median_e2e_latency_ms, p99_tpot_ms, p99.9_itl_ms, p99_latency_ms
-_STAT_KEY = re.compile(
-    r"^(mean|avg|median|std|min|max|p\d+(?:[._]\d+)?)_(ttft|tpot|itl|tbt|e2e_latency|e2el|e2e|latency)_ms$"
-)
-# percentile_<metric>_<N>_ms, as some forks write them
-_PCT_KEY = re.compile(r"^percentile_(ttft|tpot|itl|tbt|e2e_latency|e2el|e2e|latency)_(\d+(?:[._]\d+)?)_ms$")
+# <stat>_<metric>[_<unit>], e.g. mean_ttft_ms, median_e2e_latency_ms, p99_tpot_ms, p99.9_itl_ms, p99_latency_ms;
+# the unit suffix is `_ms` (both clients), `_s` (seconds), or none (forks and parsers of the clients' printed
+# tables, whose every latency line says "(ms)"), e.g. mean_ttft, median_request_latency
+_METRICS_RE = r"ttft|tpot|itl|tbt|e2e_latency|e2el|e2e|request_latency|latency"
+_STATS_RE = r"mean|avg|average|median|std|stdev|min|max|p\d+(?:[._]\d+)?"
+_STAT_KEY = re.compile(rf"^({_STATS_RE})_({_METRICS_RE})(_ms|_s)?$")
+# <metric>_<stat>[_<unit>] (forks): ttft_mean_ms, tpot_p99, e2e_latency_median_ms
+_STAT_KEY_AFTER = re.compile(rf"^({_METRICS_RE})_({_STATS_RE})(_ms|_s)?$")
+# percentile_<metric>_<N>[_ms], as some forks write them
+_PCT_KEY = re.compile(rf"^percentile_({_METRICS_RE})_(\d+(?:[._]\d+)?)(_ms|_s)?$")
 _METRIC = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "tbt": "itl_ms", "e2e_latency": "e2e_ms", "e2el": "e2e_ms",
-           "e2e": "e2e_ms", "latency": "e2e_ms"}
-_STAT = {"mean": "mean", "avg": "mean", "median": "p50", "std": "std", "p50": "p50", "p90": "p90", "p95": "p95",
-         "p99": "p99", "p99.9": "p99_9", "p99_9": "p99_9"}
+           "e2e": "e2e_ms", "request_latency": "e2e_ms", "latency": "e2e_ms"}
+_STAT = {"mean": "mean", "avg": "mean", "average": "mean", "median": "p50", "std": "std", "stdev": "std", "p50": "p50",
+         "p90": "p90", "p95": "p95", "p99": "p99", "p99.9": "p99_9", "p99_9": "p99_9"}
 # the spellings of E2E, best first: when a file has two, the first present wins per statistic
-_E2E_ORDER = ("e2e_latency", "e2el", "e2e", "latency")
-_VLLM_MARKERS = ("model_id", "burstiness", "endpoint_type", "tokenizer_id", "mean_e2el_ms", "date", "best_of")
+_E2E_ORDER = ("e2e_latency", "e2el", "e2e", "request_latency", "latency")
+# unit suffixes, best first: a statistic written twice (mean_ttft_ms and mean_ttft) is taken from the first
+_UNITS = {"_ms": (0, 1.0), "_s": (1, 1000.0), "": (2, 1.0)}
+_VLLM_MARKERS = ("model_id", "burstiness", "endpoint_type", "tokenizer_id", "mean_e2el_ms", "date", "best_of",
+                 "use_beam_search", "request_inthroughput", "request_goodput", "request_goodput:")
 _SGLANG_MARKERS = ("mean_e2e_latency_ms", "random_input_len", "sharegpt_output_len", "total_output_tokens_retokenized")
 _TIMING = ("ttfts", "itls")
+# counts, each in the spellings the clients and forks wrote, first present wins
+_COMPLETED = ("completed", "successful_requests", "completed_requests")
+_FAILED = ("failed", "failed_requests")
+_SENT = ("num_prompts", "total_requests")
+_DURATION = ("duration", "benchmark_duration", "duration_s", "benchmark_duration_s")
 # request formats (`backend`) that name the serving engine; generic ones (openai, openai-chat) do not
 ENGINE_OF_BACKEND = {
     "vllm": "vllm", "vllm-chat": "vllm", "sglang": "sglang", "sglang-native": "sglang", "sglang-oai": "sglang",
@@ -277,15 +289,18 @@ class RawRun:
     total_output_tokens: Optional[float] = None
     random_range_ratio: Optional[float] = None
     index: Optional[int] = None  # position in a JSON array of runs (the file's or line's), else None
+    # the chip the run itself records (e.g. `--metadata gpu=...`), normalized, and the key and text it came from
+    chip: Optional[str] = None
+    chip_source: Optional[tuple[str, str]] = None
 
 
 def detect_format(data: dict[str, Any]) -> Optional[str]:
     """Which client wrote this object, from its keys."""
     if any(k in data for k in _VLLM_MARKERS) or any(k.endswith("_e2el_ms") for k in data):
         return VLLM
-    if any(k in data for k in _SGLANG_MARKERS) or "completed" in data and "backend" in data:
+    if any(k in data for k in _SGLANG_MARKERS) or any(k in data for k in _COMPLETED) and "backend" in data:
         return SGLANG
-    if ("completed" in data or "successful_requests" in data) and any(_STAT_KEY.match(k) for k in data):
+    if any(k in data for k in _COMPLETED) and any(_stat_key(k) for k in data):
         return VLLM if any(k.endswith("_e2el_ms") for k in data) else SGLANG
     return None
 
@@ -312,6 +327,15 @@ def _int(data: dict[str, Any], key: str) -> Optional[int]:
     if value != int(value) or value < 0:
         raise RunError(f"{key}: expected a non-negative whole number, got {value:g}")
     return int(value)
+
+
+def _first_int(data: dict[str, Any], keys: tuple[str, ...]) -> Optional[int]:
+    """The first of keys that holds a whole number."""
+    for key in keys:
+        value = _int(data, key)
+        if value is not None:
+            return value
+    return None
 
 
 def _first_number(data: dict[str, Any], *keys: str) -> Optional[float]:
@@ -352,29 +376,47 @@ def _model_name(data: dict[str, Any]) -> Optional[str]:
     return None
 
 
-def _client_stats(data: dict[str, Any]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
-    """The client's statistics per metric: (home fields, other statistics)."""
+def _stat_key(key: str) -> Optional[tuple[str, str, str]]:
+    """(stat, metric, unit suffix) of a client statistic key, in any accepted spelling; None for other keys."""
+    match = _STAT_KEY.match(key)
+    if match:
+        return match.group(1), match.group(2), match.group(3) or ""
+    match = _STAT_KEY_AFTER.match(key)
+    if match:
+        return match.group(2), match.group(1), match.group(3) or ""
+    match = _PCT_KEY.match(key)
+    if match:
+        return f"p{match.group(2)}", match.group(1), match.group(3) or ""
+    return None
+
+
+def _client_stats(data: dict[str, Any], notes: Optional[list[str]] = None
+                  ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """The client's statistics per metric, in ms: (home fields, other statistics)."""
     stats: dict[str, dict[str, float]] = {}
     extra: dict[str, dict[str, float]] = {}
-    rank: dict[tuple[str, str], int] = {}
+    rank: dict[tuple[str, str], tuple[int, int]] = {}
+    unitless: list[str] = []
+    seconds: list[str] = []
     for key in data:
-        match = _STAT_KEY.match(key)
-        alt = None if match else _PCT_KEY.match(key)
-        if not match and not alt:
+        parts = _stat_key(key)
+        if parts is None:
             continue
         value = _number(data, key)
         if value is None:
             continue
-        if match:
-            stat_raw, metric_raw = match.group(1), match.group(2)
-        else:
-            assert alt is not None
-            stat_raw, metric_raw = f"p{alt.group(2)}", alt.group(1)
+        stat_raw, metric_raw, unit = parts
+        unit_rank, scale = _UNITS[unit]
+        value *= scale
         metric = _METRIC[metric_raw]
         stat = _STAT.get(stat_raw.replace("_", "."), None)
-        order = _E2E_ORDER.index(metric_raw) if metric_raw in _E2E_ORDER else 0
+        order = (unit_rank, _E2E_ORDER.index(metric_raw) if metric_raw in _E2E_ORDER else 0)
         if stat is None:
-            name = stat_raw.replace("_", ".")
+            name = {"avg": "mean", "average": "mean", "stdev": "std"}.get(stat_raw, stat_raw.replace("_", "."))
+            slot = (metric, "extra:" + name)
+            if slot in rank and rank[slot] <= order:
+                continue
+            rank[slot] = order
             extra.setdefault(metric, {})[name] = value
             continue
         slot = (metric, stat)
@@ -382,6 +424,17 @@ def _client_stats(data: dict[str, Any]) -> tuple[dict[str, dict[str, float]], di
             continue
         rank[slot] = order
         stats.setdefault(metric, {})[stat] = value
+        if unit == "":
+            unitless.append(key)
+        elif unit == "_s":
+            seconds.append(key)
+    if notes is not None and unitless:
+        notes.append(f"statistics without a unit in their key ({', '.join(sorted(unitless)[:6])}"
+                     f"{', …' if len(unitless) > 6 else ''}) read as milliseconds, the unit of every latency both "
+                     "clients print and write")
+    if notes is not None and seconds:
+        notes.append(f"statistics in seconds ({', '.join(sorted(seconds)[:6])}{', …' if len(seconds) > 6 else ''}) "
+                     "converted to milliseconds")
     return stats, extra
 
 
@@ -397,8 +450,8 @@ def _array(data: dict[str, Any], key: str, kind: type) -> np.ndarray:
     if arr.ndim != 1:
         raise RunError(f"{key}: expected a flat list of numbers")
     if kind is int:
-        if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.floor(arr)) or np.any(arr >= 2.0 ** 62):
-            raise RunError(f"{key}: expected non-negative whole numbers (token counts)")
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.floor(arr)):
+            raise RunError(f"{key}: expected non-negative whole numbers")
         return arr.astype(np.int64)
     return arr
 
@@ -524,10 +577,10 @@ def _concurrency(data: dict[str, Any], arrays: _Arrays, hints: NameHints, rate: 
         if concurrency < 1:
             raise RunError(f"max_concurrency must be at least 1, got {concurrency}")
         return concurrency
-    num_prompts = _int(data, "num_prompts")
+    num_prompts = _first_int(data, _SENT)
     sent = num_prompts
     if sent is None:
-        completed, failed = _int(data, "completed"), _int(data, "failed")
+        completed, failed = _first_int(data, _COMPLETED), _first_int(data, _FAILED)
         if arrays.n is not None:
             sent = arrays.n
         elif completed is not None:
@@ -599,6 +652,46 @@ def _lengths(data: dict[str, Any], arrays: _Arrays, hints: NameHints, options: R
         raise RunError(f"{which} length unknown: not in the run, the file name, per-request data or token totals "
                        f"(give --{which}-len)")
     return values["input"], values["output"], tuple(averaged)
+
+
+# keys under which a run records its chip (vllm's --metadata KEY=VALUE lands at the top level; some forks nest a
+# `metadata` object), best first
+CHIP_KEYS = ("chip", "gpu", "gpu_type", "gpu_name", "gpu_model", "accelerator", "accelerator_type", "device_name",
+             "hardware", "device")
+# values that name a kind of device, not a chip (vLLM's and sglang's `device` option): never read as a chip
+_GENERIC_DEVICES = {"cuda", "gpu", "gpus", "rocm", "hip", "npu", "xpu", "hpu", "tpu", "neuron", "auto", "mps", "", "none",
+                    "null", "n/a", "na", "unknown"}
+_DEVICE_COUNT = re.compile(r"^(?:\d+\s*[x×*]\s*|\d+_?x_?)", re.I)
+
+
+def normalize_chip(text: str) -> Optional[str]:
+    """A recorded chip name as a chip id: lower case, `_` between words, a device count (`8x`) left out;
+    the longest known chip (KNOWN_CHIPS) at its start wins, else the normalized text as it is. None for a
+    kind of device (`cuda`, `gpu` …)."""
+    value = _DEVICE_COUNT.sub("", text.strip())
+    value = re.sub(r"[^0-9a-z]+", "_", value.lower()).strip("_")
+    if value in _GENERIC_DEVICES:
+        return None
+    for chip in sorted(KNOWN_CHIPS, key=len, reverse=True):
+        if value == chip or value.startswith(chip + "_"):
+            return chip
+    return value[:64] or None
+
+
+def _recorded_chip(data: dict[str, Any]) -> tuple[Optional[str], Optional[tuple[str, str]]]:
+    """(chip id, (key, text)) from the run's own keys (top level, then a nested `metadata` object); never guessed."""
+    places: list[tuple[str, dict[str, Any]]] = [("", data)]
+    nested = data.get("metadata")
+    if isinstance(nested, dict):
+        places.append(("metadata.", nested))
+    for prefix, place in places:
+        for key in CHIP_KEYS:
+            value = place.get(key)
+            if isinstance(value, str) and value.strip():
+                chip = normalize_chip(value)
+                if chip is not None:
+                    return chip, (prefix + key, value.strip()[:200])
+    return None, None
 
 
 def _accept_length(data: dict[str, Any], fmt: str) -> Optional[float]:
@@ -695,15 +788,11 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     if isinstance(nested, dict) and any(isinstance(nested.get(k), list) for k in ("ttfts", "input_lens", "output_lens")):
         # forks keep the per-request arrays under "details"
         data = {**data, **{k: v for k, v in nested.items() if k not in data}}
-    completed = _int(data, "completed")
-    if completed is None:
-        completed = _int(data, "successful_requests")
+    completed = _first_int(data, _COMPLETED)
     arrays = _arrays(data, completed, notes)
     details = arrays.details
-    client_failed = _int(data, "failed")
-    if client_failed is None:
-        client_failed = _int(data, "failed_requests")
-    num_prompts = _int(data, "num_prompts")
+    client_failed = _first_int(data, _FAILED)
+    num_prompts = _first_int(data, _SENT)
     if arrays.success is not None:
         success = int(arrays.success.sum())
         failed = int(arrays.success.size - success)
@@ -736,8 +825,8 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     rate = _request_rate(data, notes)
     concurrency = _concurrency(data, arrays, hints, rate, notes)
     input_len, output_len, averaged = _lengths(data, arrays, hints, options, success, notes)
-    duration = _first_number(data, "duration", "benchmark_duration")
-    client, extra = _client_stats(data)
+    duration = _first_number(data, *_DURATION)
+    client, extra = _client_stats(data, notes)
     backend = data.get("backend") if isinstance(data.get("backend"), str) else None
     run = RawRun(
         format=fmt, line=line, concurrency=concurrency, input_len=input_len, output_len=output_len,
@@ -757,6 +846,13 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
         lengths_averaged=averaged,
     )
     _fix_e2e_swap(run, data, arrays)
+    run.chip, run.chip_source = _recorded_chip(data)
+    goodput = _first_number(data, "request_goodput", "request_goodput:")
+    if goodput is not None:
+        notes.append(f"the client's request goodput: {goodput:g} req/s (requests meeting its --goodput thresholds)")
+    burstiness = _number(data, "burstiness")
+    if burstiness is not None and burstiness != 1.0 and rate is not None:
+        notes.append(f"request arrivals: gamma process with burstiness {burstiness:g} (1 is Poisson)")
     total_input = _number(data, "total_input_tokens")
     total_output = _number(data, "total_output_tokens")
     run.total_input_tokens, run.total_output_tokens = total_input, total_output

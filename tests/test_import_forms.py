@@ -611,3 +611,123 @@ def test_a_bad_or_damaged_array_element_costs_that_element_only(tmp_path: Path) 
     assert "Traceback" not in result.output
     dry = run_import(raw, None, "--dry-run", "--chip", "h200")
     assert "import mixed.json:1[0]: engine vllm" in dry.output
+
+
+# ---------------------------------------------------------------- the chip a run records
+
+
+def test_the_chip_a_run_records_is_used_and_never_guessed(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    shape = {"random_input_len": 64, "random_output_len": 8}
+    write(raw / "meta_gpu.json", vllm_summary(gpu="4xNVIDIA_L40S", **shape))  # vllm --metadata gpu=4xNVIDIA_L40S
+    write(raw / "nested.json", vllm_summary(seed=1, metadata={"gpu_type": "NVIDIA H200 141GB HBM3e"}, **shape))
+    write(raw / "device_kind.json", vllm_summary(seed=2, device="cuda", **shape))  # a kind of device, not a chip
+    write(raw / "kunlun_p800_vllm_0312_4_64_8.json", vllm_summary(seed=3, hardware="8x NVIDIA H20", **shape))
+    result = run_import(raw, tmp_path / "out", "--chip", "h20")
+    assert result.exit_code == 0, result.output
+    runs = {load_run(p).metadata.chip: load_run(p) for p in (tmp_path / "out").iterdir()}
+    assert sorted(runs) == ["h20", "nvidia_h20", "nvidia_h200", "nvidia_l40s"]
+    assert runs["nvidia_l40s"].metadata.hardware == "4xNVIDIA_L40S"
+    (s,) = runs["nvidia_l40s"].scenarios
+    assert "chip nvidia_l40s from the run's own `gpu` key ('4xNVIDIA_L40S')" in s.notes
+    assert any("`metadata.gpu_type`" in n for n in runs["nvidia_h200"].scenarios[0].notes)
+    assert [Path(x.source.file).name for x in runs["h20"].scenarios] == ["device_kind.json"]  # the given chip
+    # the run's own record wins over the file name's chip prefix, and says so
+    assert "records chip nvidia_h20 (`hardware`: '8x NVIDIA H20') but the file name says kunlun_p800" in result.output
+    assert "the given chip is h20; imported under nvidia_l40s" in result.output
+
+
+# ---------------------------------------------------------------- early-2024 vLLM and other spellings
+
+
+def early_2024_vllm(n: int = 100, completed: int = 98) -> dict[str, Any]:
+    """benchmarks/benchmark_serving.py --save-result, early 2024: `request_inthroughput`, p99 only, no ITL/E2E."""
+    x = sample(completed, 7)
+    run: dict[str, Any] = {
+        "date": "20240301-101010", "backend": "vllm", "version": "N/A", "model_id": "org/old", "tokenizer_id": "org/old",
+        "best_of": 1, "use_beam_search": False, "num_prompts": n, "request_rate": "inf", "duration": 20.0,
+        "completed": completed, "total_input_tokens": 512 * completed + 3, "total_output_tokens": 128 * completed - 5,
+        "request_inthroughput": completed / 20.0, "input_throughput": (512 * completed + 3) / 20.0,
+        "output_throughput": (128 * completed - 5) / 20.0,
+    }
+    for metric in ("ttft", "tpot"):
+        run[f"mean_{metric}_ms"] = float(np.mean(x[metric]) * 1000)
+        run[f"median_{metric}_ms"] = float(np.median(x[metric]) * 1000)
+        run[f"p99_{metric}_ms"] = float(np.percentile(x[metric], 99) * 1000)
+    return run
+
+
+def test_early_2024_vllm_result_imports(tmp_path: Path) -> None:
+    data = early_2024_vllm()
+    write(tmp_path / "raw" / "vllm-infqps-old-20240301-101010.json", json.dumps(data, indent=4))
+    result = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    (s,) = imported(tmp_path / "out")
+    assert (s.success, s.failed, s.num_prompts) == (98, 2, 100)
+    assert s.concurrency == 100 and s.request_rate is None  # unlimited rate, no cap: all at once
+    assert (s.input_len, s.output_len) == (round(data["total_input_tokens"] / 98), round(data["total_output_tokens"] / 98))
+    assert s.reconstructed["input_len"] == "average"
+    assert assert_client_stats(s, data) >= 7
+    assert close(s.request_throughput, data["request_inthroughput"]) and close(s.input_token_throughput, data["input_throughput"])
+    assert s.latencies.e2e_ms.mean is None and s.latencies.itl_ms.mean is None  # not measured: null, not 0
+    assert s.timestamp is not None and s.timestamp.startswith("2024-03-01T10:10:10")
+    assert s.slo_status.overall == "❔"  # no TTFT P95 in the file
+
+
+def test_unitless_seconds_and_reordered_statistic_keys(tmp_path: Path) -> None:
+    n = 10
+    x = sample(n, 11)
+    run: dict[str, Any] = {
+        "backend": "vllm", "model_id": "m", "num_prompts": n, "request_rate": 2.0, "max_concurrency": 4,
+        "burstiness": 0.5, "request_goodput:": 1.5, "percentile_metrics": "ttft,tpot,itl,e2el",
+        "metric_percentiles": "25,75,99.9", "duration": 5.0, "completed": n, "total_input_tokens": 640,
+        "total_output_tokens": 80, "request_throughput": n / 5.0, "output_throughput": 16.0,
+        # unitless, as forks and parsers of the printed "(ms)" table write them
+        "mean_ttft": float(np.mean(x["ttft"]) * 1000), "median_ttft": float(np.median(x["ttft"]) * 1000),
+        "p75_ttft": float(np.percentile(x["ttft"], 75) * 1000),
+        "median_request_latency": float(np.median(x["e2e"]) * 1000),
+        "p90_request_latency": float(np.percentile(x["e2e"], 90) * 1000),
+        # seconds, and <metric>_<stat> order
+        "tpot_mean_s": float(np.mean(x["tpot"])), "itl_p95_ms": float(np.percentile(x["itl"], 95) * 1000),
+        "p999_itl_ms": 99.0,
+    }
+    write(tmp_path / "raw" / "fork.json", run)
+    result = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200", "--input-len", "64", "--output-len", "8")
+    assert result.exit_code == 0, result.output
+    (s,) = imported(tmp_path / "out")
+    lat = s.latencies
+    assert close(lat.ttft_ms.mean, run["mean_ttft"]) and close(lat.ttft_ms.p50, run["median_ttft"])
+    assert close(lat.ttft_ms.extra["p75"], run["p75_ttft"])
+    assert close(lat.e2e_ms.p50, run["median_request_latency"]) and close(lat.e2e_ms.p90, run["p90_request_latency"])
+    assert close(lat.tpot_ms.mean, run["tpot_mean_s"] * 1000) and close(lat.itl_ms.p95, run["itl_p95_ms"])
+    assert lat.itl_ms.extra["p999"] == 99.0
+    assert (s.concurrency, s.request_rate, s.success, s.failed) == (4, 2.0, n, 0)
+    assert any("read as milliseconds" in note and "mean_ttft" in note for note in s.notes)
+    assert any("converted to milliseconds" in note for note in s.notes)
+    assert any("request goodput: 1.5 req/s" in note for note in s.notes)
+    assert any("burstiness 0.5" in note for note in s.notes)
+
+
+def test_fork_count_and_duration_spellings(tmp_path: Path) -> None:
+    data = vllm_summary(n=40, completed=37, random_input_len=64, random_output_len=8)
+    for old, new in (("completed", "completed_requests"), ("num_prompts", "total_requests"), ("duration", "benchmark_duration")):
+        data[new] = data.pop(old)
+    del data["failed"]
+    write(tmp_path / "raw" / "f.json", data)
+    result = run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    (s,) = imported(tmp_path / "out")
+    assert (s.success, s.failed, s.num_prompts, s.duration_s) == (37, 3, 40, data["benchmark_duration"])
+
+
+def test_parse_sets_the_scenario_time_from_the_runs_date(tmp_path: Path) -> None:
+    from sskj_results.importer import parse_run_dir
+    from sskj_results.metadata import write_metadata
+
+    run = tmp_path / "run"
+    write_metadata(run, {"experiment": "e", "model": "m", "engine": "vllm", "chip": "cpu", "run_id": "r1"},
+                   {"server_args": "vllm serve m"}, detect=False)
+    write(run / "raw_outputs" / "cpu_vllm_0312_4_64_8.json", vllm_summary(random_input_len=64, random_output_len=8))
+    (s,) = parse_run_dir(run).results.scenarios
+    assert s.timestamp is not None
+    assert datetime.fromisoformat(s.timestamp).replace(tzinfo=None) == datetime(2025, 3, 12, 10, 15)
