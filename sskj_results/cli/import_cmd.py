@@ -99,11 +99,12 @@ def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Pa
                   slo_tpot_mean_ms: Optional[float], validity: tuple[str, ...] = ()) -> None:
     """Import RAW_DIR's *.jsonl|*.json (sglang.bench_serving, vllm bench serve, vllm bench sweep) into run directories.
 
-    One run directory per (engine, model, chip): the engine and chip come from
-    --engine/--chip/--platform, else the file names ({backend}_{MMDD}_{c}_{in}_{out},
-    {chip}_{engine}_{MMDD}_{c}_{in}_{out}, a chip prefix, --name-pattern), else the
-    runs' own keys; the model from --model, else the runs. Re-running replaces
-    the run directories of the previous import of RAW_DIR.
+    One run directory per (engine, model, chip): the engine comes from --engine,
+    else the file names ({backend}_{MMDD}_{c}_{in}_{out}, {chip}_{engine}_{MMDD}_{c}_{in}_{out},
+    --name-pattern), else the runs' backend; the chip from the run's own keys (gpu,
+    accelerator, hardware…; docs/METRICS.md), else the file name's chip prefix, else
+    --chip/--platform; the model from --model, else the runs. A file may also be one
+    JSON array of runs. Re-running replaces the run directories of the previous import of RAW_DIR.
     """
     from ..importer import Platform, check_import_dir, default_import_dir, import_legacy as run_import, read_platform_file
     from ..publish import report_text
