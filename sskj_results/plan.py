@@ -251,17 +251,20 @@ class Planner:
     raw_ext: str = "jsonl"
     session: Optional[Path] = None
 
-    def scenario(self, row: GridRow) -> Scenario:
+    def scenario(self, row: GridRow, repeat: Optional[int] = None) -> Scenario:
+        """The row's scenario; `repeat` n >= 2 names a further measurement (stem suffix `_r{n}`)."""
         stem = f"{self.chip}_{self.engine}_{self.mmdd}_{row.concurrency}_{row.input_len}_{row.output_len}"
+        if repeat is not None:
+            stem += f"_r{repeat}"
         return Scenario(row.concurrency, row.input_len, row.output_len, self.prompts.prompts(row), stem,
                         f"{stem}.{self.raw_ext}")
 
     def _results(self) -> Optional[Results]:
         return load_run(self.run_dir) if (self.run_dir / RESULTS_NAME).is_file() else None
 
-    def _propose(self, row: GridRow) -> Scenario:
-        note_session(self.session, row.name)
-        return self.scenario(row)
+    def _propose(self, row: GridRow, repeat: Optional[int] = None) -> Scenario:
+        note_session(self.session, row.name if repeat is None else f"{row.name}_r{repeat}")
+        return self.scenario(row, repeat)
 
     def next_in_grid(self, log: list[str]) -> Optional[Scenario]:
         """The first grid scenario not measured, not skipped and not proposed in this session.
@@ -290,13 +293,20 @@ class Planner:
         return None
 
     def next_in_slo_search(self, log: list[str], spec: Optional[SloSpec], lo: Optional[int], hi: Optional[int],
-                           max_steps: int, resolution: float = 0.1) -> Optional[Scenario]:
+                           max_steps: int, resolution: float = 0.1, remeasure: bool = True) -> Optional[Scenario]:
         """Per shape (grid order), the concurrency the SLO search measures next.
 
         Bounds default to the grid's smallest and largest concurrency of the
         shape. A shape stops when the search converged, when it proposes a
-        concurrency this session already ran without a result (the client
+        measurement this session already ran without a result (the client
         failed), or after max_steps measurements in this session.
+
+        With remeasure (the default), a concurrency whose only point is
+        invalid (docs/VALIDITY.md) is measured once more before the search
+        reads its verdict: with the prompts of `validity.remeasure_prompts`,
+        into a new raw file `<stem>_r2` beside the first one (kept). With two
+        points at that concurrency the search reads the latest, valid or not,
+        so a point is re-measured at most once.
         """
         tried = read_session(self.session)
         shapes: dict[tuple[int, int], list[int]] = {}
@@ -304,29 +314,46 @@ class Planner:
             shapes.setdefault(row.shape, []).append(row.concurrency)
         for (input_len, output_len), cs in shapes.items():
             low, high = lo or min(cs), hi or max(cs)
-            shape_tag = f"_i{input_len}_o{output_len}"
-            steps = sum(1 for name in tried if name.endswith(shape_tag))
+            steps = sum(1 for name in tried if _session_shape(name) == (input_len, output_len))
             results = self._results()
+            repeat: Optional[int] = None
             if results is None:
-                decision = None
                 proposal: Optional[int] = low
+                row = GridRow(low, input_len, output_len)
             else:
-                decision = next_concurrency(self.run_dir, input_len, output_len, low, high, resolution, spec=spec)
+                decision = next_concurrency(self.run_dir, input_len, output_len, low, high, resolution,
+                                            remeasure=remeasure, spec=spec)
                 proposal = decision.next_concurrency
+                row = GridRow(proposal or 0, input_len, output_len, decision.num_prompts)
+                if decision.num_prompts is not None:
+                    repeat = 1 + sum(1 for s in results.scenarios if (s.concurrency, s.input_len, s.output_len)
+                                     == (proposal, input_len, output_len))
             if proposal is None:
                 continue
-            row = GridRow(proposal, input_len, output_len)
-            if row.name in tried:
+            session_name = row.name if repeat is None else f"{row.name}_r{repeat}"
+            if session_name in tried:
                 log.append(f"SLO search {input_len}x{output_len}: c{proposal} was run in this session without a "
                            "result; stopping this shape")
                 continue
             if steps >= max_steps:
                 log.append(f"SLO search {input_len}x{output_len}: stopped after {max_steps} steps (SLO_MAX_STEPS)")
                 continue
-            log.append(f"SLO search {input_len}x{output_len}: trying concurrency {proposal}")
-            return self._propose(row)
+            if repeat is None:
+                log.append(f"SLO search {input_len}x{output_len}: trying concurrency {proposal}")
+            else:
+                log.append(f"SLO search {input_len}x{output_len}: the point at concurrency {proposal} is invalid; "
+                           f"measuring it once more with {row.num_prompts} prompts")
+            return self._propose(row, repeat)
         return None
 
+
+_SESSION_NAME = re.compile(r"^c[0-9]+_i([0-9]+)_o([0-9]+)(?:_r[0-9]+)?$")
+
+
+def _session_shape(name: str) -> Optional[tuple[int, int]]:
+    """(input, output) of a session line `c{c}_i{in}_o{out}[_r{n}]`."""
+    match = _SESSION_NAME.match(name)
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 # ---------------------------------------------------------------- phase specs

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from sskj_results.cli import main
 from sskj_results.errors import ConfigError
 from sskj_results.io import load_run, save_run
-from sskj_results.models import RawFile, Source
+from sskj_results.models import RawFile, Source, Validity, ValidityCheck
 from sskj_results.plan import GridRow, Planner, PromptsRule, load_grid, measured, record_skip
 from sskj_results.slo import resolve_slo, slo_status
 
@@ -160,6 +160,80 @@ def test_slo_search_stops_a_shape_whose_proposal_failed_in_this_session(tmp_path
     nxt = planner.next_in_slo_search(log, None, None, None, 32)
     assert nxt is not None and (nxt.concurrency, nxt.input_len) == (2, 32)
     assert any("c1 was run in this session without a result" in line for line in log)
+
+
+def _points_dir(run: Path, points: list[tuple[int, bool, bool, int, str]]) -> Path:
+    """results.json with scenarios of shape 16x8: (concurrency, meets the SLO, valid, prompts, stem suffix)."""
+    (run / "raw_outputs").mkdir(parents=True, exist_ok=True)
+    base = load_run(SEED)
+    scenarios, records = [], []
+    for c, ok, valid, prompts, suffix in points:
+        name = f"raw_outputs/cpu_vllm_0102_{c}_16_8{suffix}.jsonl"
+        (run / name).write_text('{"x": 1}\n')
+        s = base.scenarios[0].model_copy(deep=True)
+        s.name, s.concurrency, s.input_len, s.output_len, s.num_prompts = f"c{c}_i16_o8{suffix}", c, 16, 8, prompts
+        s.slo_status = slo_status(100.0 if ok else 9000.0, 10.0, resolve_slo())
+        check = ValidityCheck(name="prompts_per_slot", ok=valid, value=prompts / c, threshold=4.0, message="m")
+        s.validity = Validity(ok=valid, checks=[check])
+        s.source = Source(file=name, line=1, sha256="0" * 64, format="sglang")
+        scenarios.append(s)
+        records.append(RawFile(file=name, sha256="0" * 64, size=9, runs=1))
+    save_run(base.model_copy(update={"scenarios": scenarios, "raw_files": records, "skipped": [],
+                                     "slo_search": [], "validity_thresholds": None}), run)
+    return run
+
+
+def test_slo_search_measures_an_invalid_point_once_more_then_reads_it(tmp_path: Path) -> None:
+    run = _points_dir(tmp_path / "run", [(1, True, True, 8, ""), (2, True, False, 4, "")])
+    planner = _planner(run, [GridRow(1, 16, 8), GridRow(8, 16, 8)])
+    log: list[str] = []
+    again = planner.next_in_slo_search(log, None, None, None, 32)
+    # c2 passed the SLO but measured 4 prompts for 2 slots: measured again, twice the prompts,
+    # into a new raw file beside the first
+    assert again is not None
+    assert again.line() == "2 16 8 8 cpu_vllm_0102_2_16_8_r2 cpu_vllm_0102_2_16_8_r2.jsonl"
+    assert "the point at concurrency 2 is invalid; measuring it once more with 8 prompts" in log[-1]
+    # the second measurement is invalid too: recorded as it is, the search goes on (no third measurement)
+    _points_dir(run, [(1, True, True, 8, ""), (2, True, False, 4, ""), (2, True, False, 8, "_r2")])
+    nxt = planner.next_in_slo_search(log, None, None, None, 32)
+    assert nxt is not None and nxt.stem == "cpu_vllm_0102_4_16_8" and nxt.num_prompts == 16
+    search = load_run(run).slo_search[0]
+    assert [(st.concurrency, st.scenario, st.valid) for st in search.steps] == [
+        (1, "c1_i16_o8", True), (2, "c2_i16_o8_r2", False)]
+
+
+def test_slo_search_remeasure_that_failed_stops_the_shape(tmp_path: Path) -> None:
+    run = _points_dir(tmp_path / "run", [(1, True, False, 2, "")])
+    planner = _planner(run, [GridRow(1, 16, 8), GridRow(4, 16, 8)])
+    log: list[str] = []
+    first = planner.next_in_slo_search(log, None, None, None, 32)
+    assert first is not None and first.stem.endswith("_1_16_8_r2") and first.num_prompts == 4
+    # the client wrote nothing: the same re-measure is not proposed again in this session
+    assert planner.next_in_slo_search(log, None, None, None, 32) is None
+    assert "c1 was run in this session without a result; stopping this shape" in log[-1]
+    # without remeasure the invalid point is read as it is
+    plain = _planner(run, [GridRow(1, 16, 8), GridRow(4, 16, 8)], tmp_path / "plain.txt")
+    nxt = plain.next_in_slo_search([], None, None, None, 32, remeasure=False)
+    assert nxt is not None and nxt.stem == "cpu_vllm_0102_2_16_8"
+
+
+def test_slo_search_remeasures_count_as_steps(tmp_path: Path) -> None:
+    run = _points_dir(tmp_path / "run", [(1, True, False, 2, "")])
+    planner = _planner(run, [GridRow(1, 16, 8), GridRow(4, 16, 8)])
+    (run / "logs").mkdir()
+    (run / "logs" / "plan.txt").write_text("c1_i16_o8\nc1_i32_o4_r2\n")  # one step of this shape, one of another
+    log: list[str] = []
+    assert planner.next_in_slo_search(log, None, None, None, max_steps=1) is None
+    assert "stopped after 1 steps" in log[-1]
+
+
+def test_next_cli_slo_search_prints_the_remeasure_for_bash(tmp_path: Path) -> None:
+    run = _points_dir(tmp_path / "run", [(1, True, True, 8, ""), (2, True, False, 4, "")])
+    result = CliRunner().invoke(main, [
+        "next", str(run), "--chip", "cpu", "--engine", "vllm", "--mmdd", "0102",
+        "--concurrencies", "1 8", "--shapes", "16x8", "--slo-search", "--session", str(tmp_path / "s.txt")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["2 16 8 8 cpu_vllm_0102_2_16_8_r2 cpu_vllm_0102_2_16_8_r2.jsonl"]
 
 
 def test_next_cli_with_slo_tier_prints_a_line_bash_reads(tmp_path: Path) -> None:
