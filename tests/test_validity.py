@@ -319,3 +319,44 @@ def test_slo_search_remeasures_an_invalid_point_once_then_records_it(tmp_path: P
     result = CliRunner().invoke(main, ["slo-next", str(run), "--input-len", "128", "--output-len", "32",
                                        "--max-concurrency", "8", "--remeasure-invalid"])
     assert result.exit_code == 0 and result.stdout == "2 8\n"
+
+
+def _supervised(run: Path, case: Case, code: str) -> dict[str, Any]:
+    """Run `python -c code` through the real run-client supervisor under case's stem; its stats file."""
+    import sys
+
+    from sskj_results.plan import GridRow
+    from sskj_results.supervise import run_client
+
+    status, stats = run_client([sys.executable, "-c", code], run_dir=run, stem=case.stem,
+                               row=GridRow(case.concurrency, case.input_len, case.output_len), server_pid=None,
+                               server_log=None, log_offset=0, client_log=None, raw=None, poll_s=0.05)
+    assert status == 0 and stats.exit_code == 0
+    written: dict[str, Any] = json.loads((run / "client_stats" / f"{case.stem}.json").read_text())
+    return written
+
+
+# burns about 0.3 s of CPU, then sleeps 1 s: well below one core over its wall time
+_MOSTLY_IDLE = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\ntime.sleep(1.0)\n"
+
+
+def test_client_cpu_reads_what_the_real_supervisor_writes(tmp_path: Path) -> None:
+    """run-client's client_stats/<stem>.json, not a hand-written one, is what the client_cpu check reads."""
+    run = new_run(tmp_path / "run")
+    case = Case(client_cpu_s=None)
+    case.write(run)
+    written = _supervised(run, case, _MOSTLY_IDLE)
+    cpu = written["user_cpu_s"] + written["system_cpu_s"]
+    assert cpu >= 0.3 and written["wall_s"] >= 1.0  # wait4's times of the real child
+    parse_run_dir(run)
+    (scenario,) = load_run(run).scenarios
+    check = {c.name: c for c in scenario.validity.checks}["client_cpu"]
+    assert check.value == pytest.approx(cpu / written["wall_s"], abs=0.01)
+    assert check.ok is True and check.value < 0.9
+    assert f"over {written['wall_s']:.2f} s wall" in check.message
+    # the same measured stats against a limit below them: the check fails on the supervisor's numbers
+    outcome = parse_run_dir(run, validity=ValidityThresholds(max_client_cpu=check.value / 2))
+    assert not outcome.problems
+    (again,) = load_run(run).scenarios
+    assert states(again)["client_cpu"] is False
+    assert [name for name, ok in states(again).items() if ok is False] == ["client_cpu"]
