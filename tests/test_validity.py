@@ -360,3 +360,27 @@ def test_client_cpu_reads_what_the_real_supervisor_writes(tmp_path: Path) -> Non
     (again,) = load_run(run).scenarios
     assert states(again)["client_cpu"] is False
     assert [name for name, ok in states(again).items() if ok is False] == ["client_cpu"]
+
+
+def test_a_remeasure_raw_file_parses_as_the_latest_point_of_its_concurrency(tmp_path: Path) -> None:
+    """The SLO loop's `<stem>_r2` raw file beside the first: both kept, the repeat read as the latest."""
+    from sskj_results.slo_search import decide
+
+    run = new_run(tmp_path / "run")
+    first, again = Case(prompts=4), Case(prompts=8)
+    first.write(run)
+    again.write(run)  # side files of the second measurement under its own stem
+    for sub, ext in (("raw_outputs", "jsonl"), ("client_stats", "json")):
+        (run / sub / f"{first.stem}.{ext}").rename(run / sub / f"{first.stem}_r2.{ext}")
+    for when in ("before", "after"):
+        (run / "server_metrics" / f"{first.stem}.{when}.prom").rename(
+            run / "server_metrics" / f"{first.stem}_r2.{when}.prom")
+    first.write(run)
+    outcome = parse_run_dir(run)
+    assert not outcome.problems, outcome.problems
+    points = load_run(run).scenarios
+    assert [(s.name, s.num_prompts, s.validity.ok if s.validity else None) for s in points] == [
+        ("c2_i128_o32", 4, False), ("c2_i128_o32_r2", 8, True)]
+    d = decide(load_run(run), 128, 32, 2, 8, remeasure=True)
+    assert d.num_prompts is None and d.next_concurrency == 4
+    assert [(s.scenario, s.valid) for s in d.search.steps] == [("c2_i128_o32_r2", True)]
