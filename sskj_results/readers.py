@@ -705,22 +705,34 @@ def _accept_length(data: dict[str, Any], fmt: str) -> Optional[float]:
     return None
 
 
+# keys that hold when a run ran, first present wins: vLLM's `date`, then what forks and wrappers write
+_TIME_KEYS = ("date", "timestamp", "datetime", "start_time", "started_at")
+# an epoch in seconds is read only in this window (2015 … 2040): other numbers under these keys are not times
+_EPOCH_WINDOW = (1.42e9, 2.21e9)
+
+
 def _started(data: dict[str, Any], notes: list[str]) -> Optional[datetime]:
-    """The client's `date` key (vllm: `%Y%m%d-%H%M%S`; ISO-8601 accepted), naive local time or aware."""
-    value = data.get("date")
-    if not isinstance(value, str) or not value.strip():
-        return None
-    text = value.strip()
-    for fmt in ("%Y%m%d-%H%M%S", "%Y%m%d_%H%M%S", "%Y%m%d%H%M%S", "%Y-%m-%d %H:%M:%S", "%Y%m%d"):
+    """When the run ran, from its own keys (_TIME_KEYS): `%Y%m%d-%H%M%S` (vLLM) and other compact forms, ISO-8601,
+    or epoch seconds; naive local time or aware. None when no key holds a time."""
+    for key in _TIME_KEYS:
+        value = data.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if _EPOCH_WINDOW[0] <= value <= _EPOCH_WINDOW[1]:
+                return datetime.fromtimestamp(value).astimezone()
+            continue
+        if not isinstance(value, str) or not value.strip():
+            continue
+        text = value.strip()
+        for fmt in ("%Y%m%d-%H%M%S", "%Y%m%d_%H%M%S", "%Y%m%d%H%M%S", "%Y-%m-%d %H:%M:%S", "%Y%m%d"):
+            try:
+                return datetime.strptime(text, fmt)
+            except ValueError:
+                pass
         try:
-            return datetime.strptime(text, fmt)
+            return datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
-            pass
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        notes.append(f"date {value!r} not understood: run time taken from the file")
-        return None
+            notes.append(f"{key} {value!r} not understood as a time")
+    return None
 
 
 def _fix_e2e_swap(run: RawRun, data: dict[str, Any], arrays: _Arrays) -> None:
@@ -765,7 +777,8 @@ def _fix_e2e_swap(run: RawRun, data: dict[str, Any], arrays: _Arrays) -> None:
             elif straight < 0.5 * crossed:
                 return
     if reason is None:
-        if run.started is None or run.started >= E2E_SWAP_FIXED:
+        # compared as the wall-clock date the run recorded (an aware time in its own zone)
+        if run.started is None or run.started.replace(tzinfo=None) >= E2E_SWAP_FIXED:
             return
         reason = f"the run is dated {run.started:%Y-%m-%d}, before vLLM's fix (PR #9984)"
     e2e["mean"], e2e["p50"] = median, mean

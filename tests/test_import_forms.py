@@ -731,3 +731,21 @@ def test_parse_sets_the_scenario_time_from_the_runs_date(tmp_path: Path) -> None
     (s,) = parse_run_dir(run).results.scenarios
     assert s.timestamp is not None
     assert datetime.fromisoformat(s.timestamp).replace(tzinfo=None) == datetime(2025, 3, 12, 10, 15)
+
+
+def test_the_runs_time_from_other_time_keys(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    shape = {"random_input_len": 64, "random_output_len": 8}
+    base = vllm_summary(**shape)
+    del base["date"]
+    epoch = datetime(2024, 9, 20, 8, 30).timestamp()
+    write(raw / "epoch.json", _swapped(dict(base, timestamp=epoch)))  # an aware time inside the E2E swap window
+    write(raw / "iso.json", dict(base, started_at="2025-02-03T04:05:06+00:00"))
+    write(raw / "small.json", dict(base, start_time=12.5))  # a perf-counter value, not a time
+    result = run_import(raw, tmp_path / "out", "--chip", "h200")
+    assert result.exit_code == 0, result.output
+    by_file = {Path(s.source.file).name: s for s in imported(tmp_path / "out")}
+    assert datetime.fromisoformat(by_file["epoch.json"].timestamp).timestamp() == epoch
+    assert close(by_file["epoch.json"].latencies.e2e_ms.mean, base["mean_e2el_ms"])  # swapped back by its date
+    assert datetime.fromisoformat(by_file["iso.json"].timestamp) == datetime.fromisoformat("2025-02-03T04:05:06+00:00")
+    assert any("modification time" in n for n in by_file["small.json"].notes)
