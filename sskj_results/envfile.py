@@ -357,11 +357,16 @@ def parse_env_file(
     Raises ConfigError("file:line: ...") on the first bad line, or when the
     file cannot be read.
     """
+    from pathlib import Path
+
+    from .io import describe_os_error, display_name, read_checked  # lazy: keeps `env` light
+
     name = os.fspath(path)
     try:
-        with open(name, "rb") as f:
-            data = f.read()
+        # a FIFO, device, directory or looping link is refused, never read (no hang)
+        data = read_checked(Path(name), "config file")
     except OSError as exc:
-        raise ConfigError(f"cannot read config file {name}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot read config file {display_name(name)}: {describe_os_error(exc)}; "
+                          "give a readable KEY=VALUE file") from None
     text = data.decode("utf-8", errors="surrogateescape")
     return parse_env_text(text, name, environ, preset, protect)

@@ -388,7 +388,10 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
     Validity thresholds: the given ones, else the recorded ones, else the defaults.
     """
     file = run_dir / RESULTS_NAME
-    if not file.is_file():
+    if file.is_dir():
+        raise ResultsError(f"{file}: a directory, not a results.json; move it away, then create the run's "
+                           f"results.json with `sskj-results metadata {run_dir} --meta ...`")
+    if not file.is_file() and not (file.is_symlink() or file.exists()):  # a special file or bad link: load_run says what it is
         raise ResultsError(f"{file}: no results.json; create it first with `sskj-results metadata {run_dir} --meta ...`")
     listing = list_raw_dir(run_dir / "raw_outputs")
     paths = listing.files
@@ -663,6 +666,12 @@ def collect_raw_sources(raw_dir: Path, ignored: Optional[list[tuple[str, str]]] 
             if ignored is not None and not hidden_below and not (walked and not rel.name.startswith(".")):
                 why = "hidden, not read" if rel.name.startswith(".") else "not a raw output (*.jsonl or *.json), not read"
                 ignored.append((str(rel), why))
+            elif ignored is not None and not hidden_below and walked and path.suffix.lower() in RAW_SUFFIXES:
+                try:
+                    inside = "empty" if not any(path.iterdir()) else "the raw files inside it are read"
+                except OSError as exc:
+                    inside = f"cannot list it: {describe_os_error(exc)}"
+                ignored.append((str(rel), f"a directory named like a raw output, not a file: not read as one ({inside})"))
             continue
         paths.append(path)  # special files named like raw files are kept: reading them reports the refusal
     sweep_dirs = {p.parent for p in paths if _SWEEP_RUN.match(p.name)}

@@ -31,6 +31,7 @@ SIZE_LIMITS: dict[str, int] = {
     "server metrics": 64 * MiB,
     "accelerator log": 256 * MiB,
     "skipped-scenario list": 16 * MiB,
+    "config file": 16 * MiB,
     "text file": 64 * MiB,
 }
 

@@ -139,7 +139,10 @@ def write_metadata(
     if unknown:
         raise UsageError(f"unknown --meta key(s) {', '.join(unknown)}; known: {', '.join(META_KEYS)}")
     file = run_dir / RESULTS_NAME
-    existing = load_run(file) if file.exists() else None
+    if file.is_dir():
+        raise ResultsError(f"{file}: a directory, not a results.json; move it away")
+    # a broken or looping link is refused by load_run (not replaced by a new file)
+    existing = load_run(file) if file.exists() or file.is_symlink() else None
     meta_dict: dict[str, Any] = existing.metadata.model_dump() if existing else {}
     meta_dict.update({k: (v if v != "" else None) for k, v in meta.items()})
     for key in LIST_META_KEYS:  # given as comma-separated text

@@ -303,6 +303,11 @@ class FileScan:
                     digest.add(blob, background=False)
                 self.size = len(blob)
                 self.lines = blob.count(b"\n") + (1 if blob and not blob.endswith(b"\n") else 0)
+                if _damaged_first_line(blob) and _has_object_line(blob):
+                    # JSON Lines whose first line is a damaged object (cut short, or with bytes after
+                    # its end): it costs that line only, whatever a decoder makes of its first part
+                    yield from _each_line(blob)
+                    return
                 first = True
                 for whole_item in _whole(self.path, blob):
                     if first and isinstance(whole_item, LineError) and _has_object_line(blob):
@@ -411,6 +416,14 @@ def _loads_in_place(buf: bytearray, start: int, end: int, view: memoryview,
         for a, original in reversed(patches):
             buf[a:a + len(original)] = original
     return loads_lenient(bytes(view))
+
+
+def _damaged_first_line(blob: bytes) -> bool:
+    """The first line holds more than the opening `{` or `[` of a pretty-printed document: a whole
+    JSON Lines record that was damaged, not the start of one object spread over lines."""
+    first_end = blob.find(b"\n")
+    first = (blob if first_end < 0 else blob[:first_end]).strip()
+    return first.startswith(b"{") and first not in (b"{", b"[")
 
 
 def _has_object_line(blob: bytes) -> bool:

@@ -275,6 +275,8 @@ def write_run_set(
         raise UsageError(f"{run_set_dir}: no such directory")
     file = root / RESULTS_NAME
     previous: Optional[RunSet] = None
+    if os.path.lexists(file) and not file.is_file():
+        read_json_text(file)  # a FIFO, device, directory or bad link: raises its one-line reason, never replaced
     if file.is_file():
         data = read_json_text(file)
         if not is_run_set_data(data):

@@ -47,7 +47,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from .errors import ResultsError
-from .io import RESULTS_NAME, first_model_error, read_json_text
+from .io import RESULTS_NAME, first_model_error, read_checked, read_json_text
 from .models import Config, Metadata, Results, Scenario, SloSpec
 from .runset import is_index_file, load_run_set, phase_paths
 
@@ -265,7 +265,7 @@ def find_results_files(paths: Iterable[PathLike]) -> list[Path]:
 def _parse(file: Path) -> Any:
     """The parsed JSON of a results.json (orjson; on any problem io.read_json_text raises its one-line error)."""
     try:
-        raw = file.read_bytes()
+        raw = read_checked(file, "results.json")  # a FIFO, device or oversized file is refused, never read
         return orjson.loads(raw)
     except (OSError, orjson.JSONDecodeError):
         return read_json_text(file)  # raises ResultsError naming the file, line and column

@@ -583,3 +583,98 @@ def test_a_cut_first_line_costs_that_line_only(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert f"skipped: {raw}/{GOOD}:1: not valid JSON" in result.stderr
     assert len(load_run(next((tmp_path / "out").iterdir())).scenarios) == 2
+
+
+def test_a_first_line_with_bytes_after_its_object_costs_that_line_only(tmp_path: Path) -> None:
+    # a whole object followed by more bytes on the first line: a damaged JSON Lines record, not the
+    # start of one pretty-printed document; the good lines after it are imported
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    line = (RAW / GOOD).read_bytes().splitlines()[0]
+    (raw / GOOD).write_bytes(line[:-1] + b'}, "max_concurrency": "\\udc80"\n' + line + b"\n" + line + b"\n" + line)
+    result = import_dir(raw, tmp_path / "out")
+    assert_clean(result)
+    assert result.exit_code == 1
+    assert f"skipped: {raw}/{GOOD}:1: not valid JSON" in result.stderr
+    assert len(load_run(next((tmp_path / "out").iterdir())).scenarios) == 3
+
+
+def test_directories_named_like_raw_files_are_listed(tmp_path: Path) -> None:
+    raw = raw_with_good(tmp_path)
+    (raw / "x.jsonl").mkdir()
+    (raw / "y.JSON").mkdir()
+    (raw / "y.JSON" / "vllm_0705_5_64_16.jsonl").write_bytes((RAW / GOOD).read_bytes())
+    os.mkfifo(raw / "pipe.txt")
+    result = import_dir(raw, tmp_path / "out")
+    assert_clean(result)
+    assert result.exit_code == 0, result.output
+    assert ("warning: x.jsonl: a directory named like a raw output, not a file: not read as one (empty)\n"
+            in result.stderr)
+    assert ("warning: y.JSON: a directory named like a raw output, not a file: not read as one "
+            "(the raw files inside it are read)\n" in result.stderr)
+    assert "warning: pipe.txt: not a raw output (*.jsonl or *.json), not read\n" in result.stderr
+    assert imported(tmp_path / "out") == [GOOD, "vllm_0705_5_64_16.jsonl"]
+
+
+_REASONS = {"fifo": "FIFO (named pipe)", "dev": "a character device", "dir": "directory", "loop": "symbolic link loop",
+            "huge": "limit of a", "unreadable": "permission denied"}
+
+
+def _user_commands(tmp_path: Path, run: Path, file: Path) -> list[list[str]]:
+    raw = raw_with_good(tmp_path)
+    return [
+        ["validate", str(run)], ["validate", str(file)], ["report", str(run), "--no-plots"],
+        ["compare", str(run), str(RUNS / "vllm"), "--out", str(tmp_path / "c"), "--no-plots"], ["parse", str(run)],
+        ["reparse", str(run)], ["collect", str(run), "--out", str(tmp_path / "t.csv")], ["runset", str(run)],
+        ["metadata", str(run), "--meta", "experiment=x", "--no-detect"],
+        ["slo-next", str(run), "--input-len", "128", "--output-len", "32"], ["env", str(file)],
+        ["import-legacy", str(raw), "--out", str(tmp_path / "out"), "--platform", str(file)],
+    ]
+
+
+@pytest.mark.parametrize("kind", sorted(_REASONS))
+def test_every_command_refuses_a_special_user_path(tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A results.json or config file that is a FIFO, a device, a directory, a link loop, too big or
+    unreadable: every command that opens it says so in one line naming it — no hang, no traceback."""
+    run = tmp_path / "run"
+    shutil.copytree(RUNS / "vllm", run)
+    file = run / "results.json"
+    file.unlink()
+    before = None
+    if kind == "fifo":
+        os.mkfifo(file)
+    elif kind == "dev":
+        file.symlink_to("/dev/zero")
+    elif kind == "dir":
+        file.mkdir()
+    elif kind == "loop":
+        file.symlink_to(file)
+    else:
+        shutil.copy(RUNS / "vllm" / "results.json", file)
+        before = file.read_bytes()
+        if kind == "huge":
+            for what in ("results.json", "config file", "text file"):
+                monkeypatch.setitem(sio.SIZE_LIMITS, what, 100)
+        else:
+            real_open = os.open
+
+            def guarded(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+                if os.path.abspath(path) == str(file):  # root reads anything: a file of another user
+                    raise PermissionError(errno.EACCES, "Permission denied", str(path))
+                return real_open(path, flags, *args, **kwargs)
+
+            monkeypatch.setattr(sio.os, "open", guarded)
+    for args in _user_commands(tmp_path, run, file):
+        result = invoke(*args)
+        assert_clean(result)
+        assert result.exit_code in (1, 2), (args, result.output)
+        if result.exit_code == 2:  # click refused the path itself (a directory or link loop where a file is due)
+            assert kind in ("dir", "loop"), (args, result.output)
+            continue
+        # the file is named (collect, which searches a directory for files, names the directory it searched)
+        lines = [line for line in result.stderr.splitlines() + result.stdout.splitlines() if str(run) in line]
+        assert lines, (args, result.output)
+        assert any(_REASONS[kind] in line or "no results.json here or below" in line for line in lines), \
+            (args, result.output)
+        if before is not None:
+            assert file.read_bytes() == before, args
