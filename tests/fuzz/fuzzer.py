@@ -145,10 +145,34 @@ def _array_element_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+_NUMBER_VALUE = re.compile(r'("([A-Za-z0-9_]+)":\s*)(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?=\s*[,}\]])')
+
+
+def _absurd_numbers(rng: random.Random, text: str) -> tuple[str, int]:
+    """Numbers that keep their type but lose their sense: negative counts and times, zero durations,
+    a P99 below the median."""
+    count = 0
+
+    def change(m: "re.Match[str]") -> str:
+        nonlocal count
+        if rng.random() > 0.3:
+            return m.group(0)
+        count += 1
+        key, value = m.group(2), m.group(3)
+        is_int = re.fullmatch(r"-?\d+", value) is not None
+        if "p99" in key or "p95" in key:
+            new = "0" if is_int else "0.001"
+        else:
+            new = rng.choice(["-1", "0", "-" + value.lstrip("-"), "3" if is_int else "1e-9"])
+        return m.group(1) + new
+
+    return _NUMBER_VALUE.sub(change, text), count
+
+
 def mutate_text(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     """One mutation of a JSON (or JSON Lines) document, and its name."""
     choice = rng.choice(["truncate", "flip", "swap", "swap", "array", "deep", "huge", "utf8", "surrogate",
-                         "duplicate", "empty", "blank", "nul", "key"])
+                         "duplicate", "empty", "blank", "nul", "key", "encoding", "crlf", "dupkey", "absurd"])
     if choice == "truncate":
         return data[: rng.randrange(0, max(1, len(data)))], choice
     if choice == "flip":
@@ -168,10 +192,33 @@ def mutate_text(rng: random.Random, data: bytes) -> tuple[bytes, str]:
         return b"\n \n\t\n", choice
     if choice == "nul":
         return b"\x00" * rng.randint(1, 5000), choice
+    if choice == "encoding":  # a byte-order mark, UTF-16, or NUL bytes inside the text
+        how = rng.choice(["bom", "utf16", "nul-inside"])
+        if how == "bom":
+            return b"\xef\xbb\xbf" + data, "utf8-bom"
+        if how == "utf16":
+            return data.decode("utf-8", errors="replace").encode(rng.choice(["utf-16", "utf-16-le"])), "utf16"
+        buf = bytearray(data)
+        pos = rng.randrange(len(buf) + 1) if buf else 0
+        buf[pos:pos] = b"\x00" * rng.randint(1, 3)
+        return bytes(buf), "nul-inside"
+    if choice == "crlf":
+        return data.replace(b"\n", b"\r\n") if b"\n" in data else data + b"\r\n", choice
     if choice == "duplicate":
         lines = data.splitlines(keepends=True) or [data]
         return b"".join(lines * rng.randint(2, 3)), choice
     text = data.decode("utf-8", errors="replace")
+    if choice == "dupkey":  # a key written twice: JSON readers keep the last one
+        m = re.search(r'"([A-Za-z0-9_]+)":\s*', text)
+        if m:
+            dup = f'"{m.group(1)}": {_swap_value(rng)}, '
+            text = text[:m.start()] + dup + text[m.start():] if rng.random() < 0.5 else \
+                text[:m.start()] + text[m.start():].replace(m.group(0), m.group(0) + _swap_value(rng) + ", " + m.group(0), 1)
+            return text.encode("utf-8", errors="surrogatepass"), choice
+        return data, choice
+    if choice == "absurd":  # numbers of the right type but absurd: negative, zero, percentiles out of order
+        out, n = _absurd_numbers(rng, text)
+        return out.encode("utf-8", errors="surrogatepass"), f"absurd ({n} numbers)"
     if choice in ("swap", "huge", "surrogate", "deep", "key"):
         spans = _value_spans(text)
         if not spans:
