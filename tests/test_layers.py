@@ -20,7 +20,8 @@ LAYERS: dict[str, set[str]] = {
     "analysis": {"stats", "metrics", "slo", "slo_search", "rundata", "configdiff", "compare", "validate", "runtable", "validity"},
     "ingest": {"rawio", "readers", "sidecars", "metadata", "evidence", "importer"},
     "render": {"report", "plots", "html"},
-    "app": {"publish", "reparse", "newexp", "preflight", "collect", "slurm", "plan", "supervise"},
+    "app": {"publish", "reparse", "newexp", "preflight", "collect", "slurm", "plan", "supervise",
+            "setup_envs"},
     "cli": {"cli", "__main__"},
 }
 # what each layer may import (ingest and render are siblings: neither imports the other)

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "new-experiment": ("new_experiment_cmd", "new_experiment", "Create experiments/<platform>/<name>/ from TEMPLATE or another experiment."),
     "redact": ("redact_cmd", "redact", "Redact secrets from words or lines (the one redaction; used by the shell)."),
     "preflight": ("preflight_cmd", "preflight", "Check interpreters, model, port, accelerators, image and disk before a run."),
+    "setup-envs": ("setup_envs_cmd", "setup_envs", "Create the Python environments of a platform (cpu; used by setup_envs.sh)."),
     "check-names": ("redact_cmd", "check_names", "Check that names used as path segments are plain names."),
 }
 
