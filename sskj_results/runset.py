@@ -147,6 +147,22 @@ def expand(paths: Sequence[PathLike]) -> tuple[list[PathLike], list[RunSet]]:
     return out, sets
 
 
+def job_runs(dirs: Sequence[PathLike]) -> tuple[list[Path], list[Path]]:
+    """The runs of job run directories (a multi-phase run: each DIR/*/results.json, in name order; else DIR
+    itself when it holds results.json); and the directories that hold neither (the job recorded nothing)."""
+    runs: list[Path] = []
+    empty: list[Path] = []
+    for d in map(Path, dirs):
+        phases = sorted(f.parent for f in d.glob("*/results.json") if f.is_file())
+        if phases:
+            runs += phases
+        elif (d / "results.json").is_file():
+            runs.append(d)
+        else:
+            empty.append(d)
+    return runs, empty
+
+
 # --------------------------------------------------------------------------- building
 
 

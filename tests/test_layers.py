@@ -16,12 +16,12 @@ PKG = Path(__file__).resolve().parents[1] / "sskj_results"
 # layer -> modules (dotted names below sskj_results; a package counts for its modules)
 LAYERS: dict[str, set[str]] = {
     "contract": {"__init__", "errors", "models", "comparison_models", "schema", "io", "runset", "redact", "envfile", "names",
-                 "engines", "clients", "patches"},
+                 "engines", "clients", "patches", "launch"},
     "analysis": {"stats", "metrics", "slo", "slo_search", "rundata", "configdiff", "compare", "validate", "runtable", "validity"},
     "ingest": {"rawio", "readers", "sidecars", "metadata", "evidence", "importer"},
     "render": {"report", "plots", "html"},
     "app": {"publish", "reparse", "newexp", "preflight", "collect", "slurm", "plan", "supervise",
-            "setup_envs"},
+            "setup_envs", "platforms"},
     "cli": {"cli", "__main__"},
 }
 # what each layer may import (ingest and render are siblings: neither imports the other)

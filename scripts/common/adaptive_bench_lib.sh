@@ -235,64 +235,42 @@ bench::engine_flags() {
 }
 
 #######################################
-# Fill SERVER_CMD with the SGLang server command of the phase:
-#   <launcher> -m <launch module> --model-path MODEL_PATH --tp TP
-#   --trust-remote-code FLAG... --host SERVER_HOST --port PORT
-#   MULTINODE_ARGS (NNODES > 1, multinode.sh) SGLANG_EXTRA_ARGS (split on blanks)
-# Arguments: FLAG... the experiment's own flags (may be none)
-# Globals:   PHASE_ENGINE MODEL_PATH TP SERVER_HOST PORT SGLANG_EXTRA_ARGS
-#            (read); SERVER_CMD LIB_LAUNCHER (written)
-# Returns:   0 ok, 1 missing configuration
+# bench::sglang_server_cmd / bench::vllm_server_cmd: fill SERVER_CMD with the
+# phase's server command, bench::vllm_server_base with its start only
+# (launcher with the engine table's server environment, -m module); spelled
+# by `sskj-results server-cmd` (sskj_results/launch.py documents each: model,
+# TP, FLAG..., host, port, the multi-node flags of this rank, *_EXTRA_ARGS).
+# Arguments: FLAG... the experiment's own flags (vllm_server_base: KEY=VALUE...
+#            more server environment); may be none
+# Globals:   PHASE_ENGINE and the run's settings (read, from the environment);
+#            SERVER_CMD (written)
+# Returns:   0 ok, 1 missing configuration or unknown engine
 #######################################
 # shellcheck disable=SC2120  # FLAG... is optional
 bench::sglang_server_cmd() {
-  local -a extra=()
-  lib::require_env MODEL_PATH TP SERVER_HOST PORT || return 1
-  lib::engine_launcher "${PHASE_ENGINE}" || return 1
-  multinode::engine_args sglang || return 1
-  read -r -a extra <<<"${SGLANG_EXTRA_ARGS:-}"
-  SERVER_CMD=("${LIB_LAUNCHER[@]}" -m "${LIB_ENGINE_MODULE}"
-    --model-path "${MODEL_PATH}" --tp "${TP}" --trust-remote-code
-    "$@" --host "${SERVER_HOST}" --port "${PORT}" "${MULTINODE_ARGS[@]}" "${extra[@]}")
+  _bench::server_cmd sglang "$@"
 }
-
-#######################################
-# Fill SERVER_CMD with the start of the vLLM OpenAI server command of the
-# phase: <launcher> -m <launch module>, the launcher setting the engine
-# table's server environment (VLLM_SERVER_DEV_MODE=1: enables POST
-# /reset_prefix_cache, used between scenarios) and KEY=VALUE... more.
-# Arguments: KEY=VALUE... more environment of the server (may be none)
-# Globals:   PHASE_ENGINE (read); SERVER_CMD LIB_LAUNCHER (written)
-# Returns:   0 ok, 1 missing configuration, 2 bad KEY=VALUE or engine
-#######################################
-# shellcheck disable=SC2120  # KEY=VALUE... is optional
-bench::vllm_server_base() {
-  local -a env=()
-  lib::engine "${PHASE_ENGINE}" || return 2
-  [[ "${LIB_ENGINE_ENV}" == "-" ]] || IFS=',' read -r -a env <<<"${LIB_ENGINE_ENV}"
-  lib::engine_launcher "${PHASE_ENGINE}" "${env[@]}" "$@" || return
-  SERVER_CMD=("${LIB_LAUNCHER[@]}" -m "${LIB_ENGINE_MODULE}")
-}
-
-#######################################
-# Fill SERVER_CMD with the vLLM server command of the phase:
-#   <bench::vllm_server_base> --model MODEL_PATH --trust-remote-code
-#   --tensor-parallel-size TP FLAG... --host SERVER_HOST --port PORT
-#   MULTINODE_ARGS (NNODES > 1, multinode.sh) VLLM_EXTRA_ARGS (split on blanks)
-# Arguments: FLAG... the experiment's own flags (may be none)
-# Globals:   PHASE_ENGINE MODEL_PATH TP SERVER_HOST PORT VLLM_EXTRA_ARGS
-#            (read); SERVER_CMD LIB_LAUNCHER (written)
-# Returns:   0 ok, 1 missing configuration
-#######################################
 # shellcheck disable=SC2120  # FLAG... is optional
 bench::vllm_server_cmd() {
-  local -a extra=()
-  lib::require_env MODEL_PATH TP SERVER_HOST PORT || return 1
-  bench::vllm_server_base || return 1
-  multinode::engine_args vllm || return 1
-  read -r -a extra <<<"${VLLM_EXTRA_ARGS:-}"
-  SERVER_CMD+=(--model "${MODEL_PATH}" --trust-remote-code --tensor-parallel-size "${TP}"
-    "$@" --host "${SERVER_HOST}" --port "${PORT}" "${MULTINODE_ARGS[@]}" "${extra[@]}")
+  _bench::server_cmd vllm "$@"
+}
+# shellcheck disable=SC2120  # FLAG... is optional
+bench::vllm_server_base() {
+  _bench::server_cmd base "$@"
+}
+
+#######################################
+# Fill SERVER_CMD from `sskj-results server-cmd PHASE_ENGINE --kind KIND`.
+# Arguments: $1 kind (sglang, vllm, base); $2.. its words
+# Returns:   0 ok, 1 failed (sskj-results printed why)
+#######################################
+_bench::server_cmd() {
+  local kind="$1" rc=0
+  shift
+  lib::results_init || return 1
+  mapfile -d '' -t SERVER_CMD < <("${SSKJ_RESULTS_CMD[@]}" server-cmd "${PHASE_ENGINE}" --kind "${kind}" -- "$@")
+  wait "$!" || rc=$?
+  return "$((rc != 0))"
 }
 
 #######################################

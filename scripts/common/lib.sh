@@ -543,54 +543,23 @@ lib::engine_family() {
 }
 
 #######################################
-# Fill LIB_LAUNCHER with the prefix that runs the engine's Python: on docker
-# platforms `docker exec --env K=V... --env SSKJ_SERVER_TAG=sskj-<PORT>
-# CONTAINER_NAME CONTAINER_PYTHON`, natively `env K=V... <python>` where the
-# python is the engine table's variable (SGLANG_PYTHON, VLLM_PYTHON, ...),
-# falling back to ENGINE_PYTHON. With DEVICES set, the server environment
-# starts with DEVICES_ENV=DEVICES (e.g. CUDA_VISIBLE_DEVICES=0,1,2,3).
+# Fill LIB_LAUNCHER with the prefix that runs the engine's Python (natively
+# `env K=V... <python>` from the engine table's variable, e.g. SGLANG_PYTHON,
+# else ENGINE_PYTHON; on docker platforms `docker exec --env K=V...
+# CONTAINER_NAME CONTAINER_PYTHON`; DEVICES first), spelled by
+# `sskj-results server-cmd ENGINE --kind launcher` (sskj_results/launch.py).
 # Arguments: $1 engine; $2.. KEY=VALUE environment for the server
-# Globals:   RUNTIME, CONTAINER_NAME, CONTAINER_PYTHON, PORT, *_PYTHON,
-#            DEVICES, DEVICES_ENV (read);
+# Globals:   the run's settings (read, from the environment);
 #            LIB_LAUNCHER (written, array)
-# Returns:   0 ok, 1 no python configured, 2 misuse
+# Returns:   0 ok, 1 no python configured, unknown engine or bad KEY=VALUE
 #######################################
 lib::engine_launcher() {
-  local engine="${1:-}"
+  local engine="${1:-}" rc=0
   shift || true
-  local kv
-  for kv in "$@"; do
-    if [[ ! "${kv}" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; then
-      lib::err "lib::engine_launcher: expected KEY=VALUE, got '${kv}'"
-      return 2
-    fi
-  done
-  lib::engine "${engine}" || return 2
-  if [[ -n "${DEVICES:-}" ]]; then
-    # the devices the server may use (DEVICES_ENV: CUDA_VISIBLE_DEVICES, XPU_VISIBLE_DEVICES, ...)
-    set -- "${DEVICES_ENV:-CUDA_VISIBLE_DEVICES}=${DEVICES}" "$@"
-  fi
-  LIB_LAUNCHER=()
-  if [[ "${RUNTIME:-native}" == "docker" ]]; then
-    lib::require_env CONTAINER_NAME CONTAINER_PYTHON PORT || return 1
-    LIB_LAUNCHER=(docker exec)
-    for kv in "$@"; do
-      LIB_LAUNCHER+=(--env "${kv}")
-    done
-    LIB_LAUNCHER+=(--env "SSKJ_SERVER_TAG=sskj-${PORT}" "${CONTAINER_NAME}" "${CONTAINER_PYTHON}")
-    return 0
-  fi
-  local python="${!LIB_ENGINE_PYVAR:-${ENGINE_PYTHON:-}}"
-  if [[ -z "${python}" ]]; then
-    lib::err "no Python for engine ${engine}: set ${LIB_ENGINE_PYVAR} or ENGINE_PYTHON (platforms/<chip>.env or environment)"
-    return 1
-  fi
-  if (($# > 0)); then
-    LIB_LAUNCHER=(env "$@" "${python}")
-  else
-    LIB_LAUNCHER=("${python}")
-  fi
-  return 0
+  lib::results_init || return 1
+  mapfile -d '' -t LIB_LAUNCHER < <("${SSKJ_RESULTS_CMD[@]}" server-cmd "${engine}" --kind launcher -- "$@")
+  wait "$!" || rc=$?
+  return "$((rc != 0))"
 }
 
 #######################################
@@ -601,6 +570,7 @@ lib::engine_launcher() {
 # Returns:   0
 #######################################
 lib::engine_version() {
+  lib::engine "$1" 2>/dev/null || return 0
   lib::engine_launcher "$1" 2>/dev/null || return 0
   local -a cmd=("${LIB_LAUNCHER[@]}") dists=()
   if [[ "${RUNTIME:-native}" == "docker" ]]; then

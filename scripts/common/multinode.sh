@@ -7,7 +7,7 @@
 # multinode_rank.sh, which runs the experiment's start_server.sh with
 # NODE_RANK (= SLURM_NODEID) and DIST_INIT_ADDR (<head address>:DIST_INIT_PORT)
 # set; the shared command builders then add the engine's own multi-node
-# flags (multinode::engine_args):
+# flags (sskj_results/launch.py):
 #   SGLang: --nnodes N --node-rank R --dist-init-addr HEAD:PORT
 #   vLLM:   --nnodes N --node-rank R --master-addr HEAD --master-port PORT,
 #           and --headless on ranks > 0 (multiprocessing, no Ray)
@@ -23,37 +23,6 @@
 multinode::enabled() {
   local n="${NNODES:-1}"
   [[ "${n}" =~ ^[0-9]+$ ]] && ((n > 1))
-}
-
-#######################################
-# Fill MULTINODE_ARGS with the engine's multi-node flags for this rank
-# (empty on one node).
-# Arguments: $1 engine family (sglang or vllm)
-# Globals:   NNODES NODE_RANK DIST_INIT_ADDR (read); MULTINODE_ARGS (written)
-# Returns:   0 ok, 1 missing NODE_RANK/DIST_INIT_ADDR, 2 unknown family
-#######################################
-multinode::engine_args() {
-  MULTINODE_ARGS=()
-  multinode::enabled || return 0
-  local family="$1" rank="${NODE_RANK:-}" addr="${DIST_INIT_ADDR:-}" nnodes="${NNODES}"
-  if [[ ! "${rank}" =~ ^[0-9]+$ || ! "${addr}" =~ ^.+:[0-9]+$ ]]; then
-    lib::err "NNODES=${NNODES}: NODE_RANK and DIST_INIT_ADDR (host:port) must be set (they are, under srun, by multinode_rank.sh)"
-    return 1
-  fi
-  case "${family}" in
-    sglang) MULTINODE_ARGS=(--nnodes "${nnodes}" --node-rank "${rank}" --dist-init-addr "${addr}") ;;
-    vllm)
-      MULTINODE_ARGS=(--nnodes "${nnodes}" --node-rank "${rank}" --master-addr "${addr%:*}" --master-port "${addr##*:}")
-      if ((rank > 0)); then
-        MULTINODE_ARGS+=(--headless)
-      fi
-      ;;
-    *)
-      lib::err "no multi-node launch for engine family '${family}'"
-      return 2
-      ;;
-  esac
-  return 0
 }
 
 #######################################

@@ -19,91 +19,27 @@ if ! declare -F lib::load_env_file >/dev/null; then
 fi
 
 #######################################
-# Detect the platform of this machine.
-# nvidia-smi GPU name: *H200* -> nvidia_h200, *H20* -> nvidia_h20,
-# *RTX PRO 6000* / *6000D* -> nvidia_rtx6000d; working xpu-smi ->
-# kunlun_p800; otherwise cpu.
+# Detect the platform of this machine (`sskj-results platform detect`,
+# sskj_results/platforms.py: nvidia-smi GPU name *H200* -> nvidia_h200,
+# *H20* -> nvidia_h20, *RTX PRO 6000* / *6000D* -> nvidia_rtx6000d; working
+# xpu-smi -> kunlun_p800; otherwise cpu).
 # Outputs:   platform name on stdout; error on stderr for an unknown GPU
 # Returns:   0 detected, 1 an NVIDIA GPU of unknown kind
 #######################################
 platform::detect() {
-  local name=""
-  if command -v nvidia-smi >/dev/null 2>&1; then
-    name="$(timeout 30 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)" || name=""
-    name="${name%%$'\n'*}"
-  fi
-  if [[ -n "${name}" ]]; then
-    case "${name}" in
-      *H200*) printf 'nvidia_h200' ;;
-      *H20*) printf 'nvidia_h20' ;;
-      *"RTX PRO 6000"* | *6000D*) printf 'nvidia_rtx6000d' ;;
-      *)
-        lib::err "unknown NVIDIA GPU '${name}': set PLATFORM to one of $(platform::list | tr '\n' ' ')"
-        return 1
-        ;;
-    esac
-    return 0
-  fi
-  if command -v xpu-smi >/dev/null 2>&1 && timeout 30 xpu-smi >/dev/null 2>&1; then
-    printf 'kunlun_p800'
-    return 0
-  fi
-  printf 'cpu'
-  return 0
+  lib::results platform detect --repo "$(lib::repo_root)"
 }
 
 #######################################
-# List the platforms that have an .env file.
-# Outputs:   names, one per line
-# Returns:   0
-#######################################
-platform::list() {
-  local f
-  for f in "$(lib::repo_root)"/platforms/*.env; do
-    [[ -e "${f}" ]] || continue
-    f="${f##*/}"
-    printf '%s\n' "${f%.env}"
-  done
-  return 0
-}
-
-#######################################
-# Check the keys of the loaded platform; report every problem at once.
-# Globals:   CHIP ACCELERATOR HARDWARE ENGINE DEFAULT_PORT MODEL_ROOT RUNTIME
-#            DOCKER_IMAGE CONTAINER_NAME CONTAINER_PYTHON PATCH_ROOT (read)
+# Check the keys of the loaded platform, read from the environment
+# (`sskj-results platform check`): required keys (more with
+# RUNTIME=docker), RUNTIME, DEFAULT_PORT, ENGINE; every problem at once.
 # Arguments: $1 env file (for messages)
 # Outputs:   errors on stderr
 # Returns:   0 valid, 1 invalid
 #######################################
 platform::validate() {
-  local file="$1" key
-  local -a problems=() missing=()
-  local -a required=(CHIP ACCELERATOR HARDWARE ENGINE DEFAULT_PORT MODEL_ROOT)
-  case "${RUNTIME:-native}" in
-    docker) required+=(DOCKER_IMAGE CONTAINER_NAME CONTAINER_PYTHON PATCH_ROOT) ;;
-    native) ;;
-    *) problems+=("RUNTIME must be 'native' or 'docker', got '${RUNTIME}'") ;;
-  esac
-  for key in "${required[@]}"; do
-    [[ -n "${!key:-}" ]] || missing+=("${key}")
-  done
-  if ((${#missing[@]} > 0)); then
-    problems+=("missing keys: ${missing[*]}")
-  fi
-  if [[ -n "${DEFAULT_PORT:-}" && ! "${DEFAULT_PORT}" =~ ^[0-9]+$ ]]; then
-    problems+=("DEFAULT_PORT must be a number, got '${DEFAULT_PORT}'")
-  fi
-  if [[ -n "${ENGINE:-}" ]] && ! lib::engine_family "${ENGINE}" >/dev/null 2>&1; then
-    problems+=("unknown ENGINE '${ENGINE}'")
-  fi
-  if ((${#problems[@]} > 0)); then
-    local p
-    for p in "${problems[@]}"; do
-      lib::err "${file}: ${p}"
-    done
-    return 1
-  fi
-  return 0
+  lib::results platform check "$1"
 }
 
 #######################################
@@ -132,15 +68,8 @@ platform::load() {
     PLATFORM_DETECTED=1
     lib::info "detected platform ${name} (set PLATFORM to override)"
   fi
-  if [[ ! "${name}" =~ ^[a-z0-9_]+$ ]]; then
-    lib::err "invalid PLATFORM '${name}' (expected a name like nvidia_h200)"
-    return 1
-  fi
-  local file="${REPO_ROOT}/platforms/${name}.env"
-  if [[ ! -f "${file}" ]]; then
-    lib::err "unknown platform '${name}': no ${file} (known: $(platform::list | tr '\n' ' '))"
-    return 1
-  fi
+  local file
+  file="$(lib::results platform file "${name}" --repo "${REPO_ROOT}")" || return 1
   export PLATFORM="${name}"
   # Where environments and models live: one setting each, also read by
   # setup_envs.sh; platform files derive interpreter and model paths from them.

@@ -43,54 +43,19 @@ job::run() {
 }
 
 #######################################
-# Validate every run and compare all of them.
+# Validate every run and compare all of them (`sskj-results slurm-compare`).
 # Arguments: $1 output dir; $2.. run dirs (each holds results.json or
 #            phase*/results.json)
 # Outputs:   progress on stderr
-# Returns:   0 all valid and compared, 1 otherwise
+# Returns:   0 all valid and compared, 1 otherwise, 2 misuse
 #######################################
 job::compare() {
   if (($# < 2)); then
     lib::err "usage: slurm_job.sh compare OUT_DIR RUN_DIR..."
     return 2
   fi
-  local out="$1" dir file status=0
-  shift
-  local -a runs=()
-  mkdir -p "${out}" || return 1
-  for dir in "$@"; do
-    # A multi-phase run: its phases (the top-level results.json indexes them).
-    local found=0
-    for file in "${dir}"/*/results.json; do
-      [[ -f "${file}" ]] || continue
-      runs+=("${file%/results.json}")
-      found=1
-    done
-    if ((found == 0)) && [[ -f "${dir}/results.json" ]]; then
-      runs+=("${dir}")
-      found=1
-    fi
-    if ((found == 0)); then
-      lib::err "${dir}: no results.json (the job did not record anything; see its slurm-*.log)"
-      status=1
-    fi
-  done
-  if ((${#runs[@]} == 0)); then
-    lib::err "no run to compare"
-    return 1
-  fi
-  lib::info "validating ${#runs[@]} run(s)"
-  lib::results validate "${runs[@]}" >&2 || status=1
-  if ((${#runs[@]} < 2)); then
-    lib::warn "one run only: nothing to compare"
-    return "${status}"
-  fi
-  lib::results compare "${runs[@]}" --out "${out}" >&2 || {
-    lib::err "sskj-results compare failed"
-    return 1
-  }
-  lib::info "comparison: ${out}/comparison.md"
-  return "${status}"
+  mkdir -p "$1" || return 1
+  lib::results slurm-compare "$@" >&2
 }
 
 main() {
