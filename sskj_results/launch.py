@@ -108,3 +108,33 @@ def server_cmd(name: str, kind: str, words: list[str], settings: Mapping[str, st
                 "--tp", settings["TP"], "--trust-remote-code", *words, *tail, *_extra(settings, "SGLANG_EXTRA_ARGS")]
     return [*server_cmd(name, "base", [], settings), "--model", settings["MODEL_PATH"], "--trust-remote-code",
             "--tensor-parallel-size", settings["TP"], *words, *tail, *_extra(settings, "VLLM_EXTRA_ARGS")]
+
+
+# run-wide settings: name -> default when unset or empty (PORT: the platform's DEFAULT_PORT)
+RUN_DEFAULTS = (("SERVER_HOST", "127.0.0.1"), ("HEALTH_TIMEOUT_S", "1800"), ("STOP_GRACE_S", "30"),
+                ("WARMUP_REQUESTS", "2"), ("PROMPTS_PER_CONCURRENCY", "4"), ("MIN_PROMPTS", "8"), ("CLIENT", "sglang"),
+                ("OOM_PATTERN", "out of memory|OutOfMemoryError|OOM error"))
+_COUNTS = ("PORT", "HEALTH_TIMEOUT_S", "STOP_GRACE_S", "WARMUP_REQUESTS", "PROMPTS_PER_CONCURRENCY", "MIN_PROMPTS", "TP")
+
+
+def run_settings(settings: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The run-wide settings with their defaults (environment > config.env > platform file > default), and every problem.
+
+    TP: TP=, else one per device of DEVICES= (comma-separated), else the
+    platform's DEFAULT_TP, else 1. The counts must be non-negative integers,
+    CLIENT sglang or vllm, MODEL_PATH set.
+    """
+    out = {"PORT": _get(settings, "PORT") or _get(settings, "DEFAULT_PORT")}
+    out.update((key, _get(settings, key) or default) for key, default in RUN_DEFAULTS)
+    devices = _get(settings, "DEVICES").split("\n", 1)[0]
+    devices = devices[:-1] if devices.endswith(",") else devices  # as bash `IFS=, read -a` counts them
+    out["TP"] = _get(settings, "TP") or (str(len(devices.split(","))) if devices else "") \
+        or _get(settings, "DEFAULT_TP") or "1"
+    problems = [f"{key} must be a non-negative integer, got '{out[key]}'" for key in _COUNTS
+                if not (out[key].isascii() and out[key].isdigit())]
+    if out["CLIENT"] not in ("sglang", "vllm"):
+        problems.append("CLIENT must be 'sglang' (python -m sglang.bench_serving) or 'vllm' (vllm bench serve), "
+                        f"got '{out['CLIENT']}'")
+    if not _get(settings, "MODEL_PATH"):
+        problems.append("missing required variables: MODEL_PATH")
+    return out, problems

@@ -64,3 +64,17 @@ def test_cli_prints_nul_separated_argv_from_the_environment() -> None:
                                 env={"VLLM_PYTHON": "/p", "DEVICES": ""})
     assert result.exit_code == 0, result.output
     assert result.output == "env\0K=V\0/p\0"
+
+
+def test_run_settings_default_check_and_count_devices() -> None:
+    from sskj_results.launch import run_settings
+
+    values, problems = run_settings({"DEFAULT_PORT": "18000", "MODEL_PATH": "/m", "DEVICES": "0,1,", "DEFAULT_TP": "8"})
+    assert problems == []
+    assert values["PORT"] == "18000" and values["TP"] == "2" and values["SERVER_HOST"] == "127.0.0.1"
+    assert values["OOM_PATTERN"] == "out of memory|OutOfMemoryError|OOM error"
+    assert run_settings({"MODEL_PATH": "/m", "DEFAULT_PORT": "1", "DEFAULT_TP": "8"})[0]["TP"] == "8"
+    _, problems = run_settings({"PORT": "x", "TP": "-1", "CLIENT": "trt"})
+    assert problems == ["PORT must be a non-negative integer, got 'x'", "TP must be a non-negative integer, got '-1'",
+                        "CLIENT must be 'sglang' (python -m sglang.bench_serving) or 'vllm' (vllm bench serve), got 'trt'",
+                        "missing required variables: MODEL_PATH"]

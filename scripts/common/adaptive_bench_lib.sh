@@ -49,36 +49,10 @@ bench::load_config() {
     lib::load_env_file "${exp_dir}/config.env" || return 1
   fi
   export EXPERIMENT="${EXPERIMENT:-$(basename "${exp_dir}")}"
-  export PORT="${PORT:-${DEFAULT_PORT}}"
-  export SERVER_HOST="${SERVER_HOST:-127.0.0.1}"
-  export HEALTH_TIMEOUT_S="${HEALTH_TIMEOUT_S:-1800}"
-  export STOP_GRACE_S="${STOP_GRACE_S:-30}"
-  export WARMUP_REQUESTS="${WARMUP_REQUESTS:-2}"
-  export PROMPTS_PER_CONCURRENCY="${PROMPTS_PER_CONCURRENCY:-4}"
-  export MIN_PROMPTS="${MIN_PROMPTS:-8}"
-  export CLIENT="${CLIENT:-sglang}"
-  export OOM_PATTERN="${OOM_PATTERN:-out of memory|OutOfMemoryError|OOM error}"
-  # TP: TP= (environment or config.env), else one per device of DEVICES=,
-  # else the platform's DEFAULT_TP.
-  local -a devices=()
-  IFS=',' read -r -a devices <<<"${DEVICES:-}"
-  if ((${#devices[@]} > 0)); then
-    export TP="${TP:-${#devices[@]}}"
-  fi
-  export TP="${TP:-${DEFAULT_TP:-1}}"
-  local bad=0 var
-  for var in PORT HEALTH_TIMEOUT_S STOP_GRACE_S WARMUP_REQUESTS PROMPTS_PER_CONCURRENCY MIN_PROMPTS TP; do
-    if [[ ! "${!var}" =~ ^[0-9]+$ ]]; then
-      lib::err "${var} must be a non-negative integer, got '${!var}'"
-      bad=1
-    fi
-  done
-  if [[ "${CLIENT}" != "sglang" && "${CLIENT}" != "vllm" ]]; then
-    lib::err "CLIENT must be 'sglang' (python -m sglang.bench_serving) or 'vllm' (vllm bench serve), got '${CLIENT}'"
-    bad=1
-  fi
-  lib::require_env MODEL_PATH || bad=1
-  return "${bad}"
+  # PORT SERVER_HOST HEALTH_TIMEOUT_S STOP_GRACE_S WARMUP_REQUESTS
+  # PROMPTS_PER_CONCURRENCY MIN_PROMPTS CLIENT OOM_PATTERN TP, defaulted and
+  # checked by `sskj-results run-settings` (sskj_results/launch.py).
+  lib::export_records "sskj-results run-settings" "${SSKJ_RESULTS_CMD[@]}" run-settings
 }
 
 #######################################

@@ -137,7 +137,7 @@ lib::load_env_file() {
     lib::err "usage: lib::load_env_file FILE [--protect KEY...]"
     return 2
   fi
-  local file="$1" key kv rc=0
+  local file="$1" key
   local -a args=()
   shift
   (($# > 0)) && shift
@@ -152,20 +152,33 @@ lib::load_env_file() {
     lib::snapshot_env
   fi
   lib::results_init || return 1
+  lib::export_records "sskj-results env ${file}" env SSKJ_ENV_PRESET="${_LIB_ENV_PRESET}" \
+    SSKJ_QUIET_OVERRIDES="${SSKJ_QUIET_OVERRIDES:-}" "${SSKJ_RESULTS_CMD[@]}" env "${args[@]}" -- "${file}"
+}
+
+#######################################
+# Export the NUL-terminated KEY=VALUE records a command prints
+# (`sskj-results env`, `sskj-results run-settings`).
+# Arguments: $1 what to call the command in messages; $2.. the command
+# Globals:   the records' variables (written, exported)
+# Returns:   0 ok, 1 or 2 as the command (it printed why), 1 otherwise
+#######################################
+lib::export_records() {
+  local what="$1" kv key rc=0
+  shift
   while IFS= read -r -d '' kv; do
     key="${kv%%=*}"
     if [[ "${kv}" != *=* || ! "${key}" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
-      lib::err "sskj-results env ${file}: unexpected record '${kv}'"
+      lib::err "${what}: unexpected record '${kv}'"
       return 1
     fi
     declare -gx "${key}=${kv#*=}"
-  done < <(SSKJ_ENV_PRESET="${_LIB_ENV_PRESET}" SSKJ_QUIET_OVERRIDES="${SSKJ_QUIET_OVERRIDES:-}" \
-    "${SSKJ_RESULTS_CMD[@]}" env "${args[@]}" -- "${file}")
+  done < <("$@")
   wait "$!" || rc=$?
   case "${rc}" in
-    0 | 1 | 2) return "${rc}" ;; # sskj-results printed why
+    0 | 1 | 2) return "${rc}" ;;
     *)
-      lib::err "sskj-results env ${file} failed (exit ${rc})"
+      lib::err "${what} failed (exit ${rc})"
       return 1
       ;;
   esac

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "wait-health": ("run_client_cmd", "wait_health", "Wait until a server answers its health check (used by the shell)."),
     "server-cmd": ("server_cmd", "server_cmd", "One phase's server command (or launcher), NUL-separated (used by the shell)."),
     "platform": ("platform_cmd", "platform", "Detect the platform, find its file, check its keys (used by platform.sh)."),
+    "run-settings": ("run_settings_cmd", "run_settings", "The run-wide settings with their defaults, checked (used by the shell)."),
     "client-cmd": ("client_cmd", "client_cmd", "One scenario's bench client command, NUL-separated (used by the shell)."),
     "env": ("env_cmd", "env", "Read KEY=VALUE config files safely (used by the shell; nothing is executed)."),
     "new-experiment": ("new_experiment_cmd", "new_experiment", "Create experiments/<platform>/<name>/ from TEMPLATE or another experiment."),
