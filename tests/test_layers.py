@@ -21,7 +21,7 @@ LAYERS: dict[str, set[str]] = {
     "ingest": {"rawio", "readers", "sidecars", "metadata", "evidence", "importer"},
     "render": {"report", "plots", "html"},
     "app": {"publish", "reparse", "newexp", "preflight", "collect", "slurm", "plan", "supervise",
-            "setup_envs", "platforms"},
+            "setup_envs", "platforms", "allocation"},
     "cli": {"cli", "__main__"},
 }
 # what each layer may import (ingest and render are siblings: neither imports the other)

@@ -26,36 +26,6 @@ multinode::enabled() {
 }
 
 #######################################
-# Print the node names of the allocation, one per line (node-rank order).
-# Globals:   SLURM_JOB_NODELIST (read)
-# Outputs:   names on stdout
-# Returns:   0 ok, 1 not in an allocation or scontrol failed
-#######################################
-multinode::nodes() {
-  [[ -n "${SLURM_JOB_NODELIST:-}" ]] || return 1
-  scontrol show hostnames "${SLURM_JOB_NODELIST}"
-}
-
-#######################################
-# Print a field of a node from `scontrol show node` (e.g. NodeAddr).
-# Arguments: $1 node; $2 field
-# Outputs:   the value on stdout
-# Returns:   0 found, 1 not found
-#######################################
-multinode::node_field() {
-  local node="$1" field="$2" word
-  local -a words=()
-  read -r -a words < <(scontrol show node -o "${node}" 2>/dev/null) || true
-  for word in "${words[@]}"; do
-    if [[ "${word}" == "${field}="* ]]; then
-      printf '%s' "${word#*=}"
-      return 0
-    fi
-  done
-  return 1
-}
-
-#######################################
 # Fill BENCH_SERVER_CMD with the phase's server command: on one node the
 # experiment's command (bench::get_server_cmd); with NNODES > 1 the srun
 # launch of every rank, and MULTINODE_RECORD_ARGS with what to record: the
@@ -75,20 +45,22 @@ multinode::server_cmd() {
     bench::get_server_cmd "${exp_dir}" "${spec}"
     return
   fi
-  local head addr port="${DIST_INIT_PORT:-29500}" i line host
-  local -a nodes=() hostnames=()
-  if mapfile -t nodes < <(multinode::nodes 2>/dev/null) && ((${#nodes[@]} > 0)); then
-    if ((${#nodes[@]} < NNODES)); then
-      lib::err "NNODES=${NNODES} but the allocation has ${#nodes[@]} node(s) (${SLURM_JOB_NODELIST}); submit with --nodes ${NNODES}"
-      return 1
-    fi
-    nodes=("${nodes[@]:0:NNODES}")
-    head="$(multinode::node_field "${nodes[0]}" NodeAddr)" || head="${nodes[0]}"
+  local head addr port="${DIST_INIT_PORT:-29500}" i line
+  local -a found=() nodes=() hostnames=()
+  # head address, then name and host name of each node (sskj_results/allocation.py)
+  mapfile -d '' -t found < <(lib::results slurm-nodes "${NNODES}")
+  wait "$!" || return 1
+  if ((${#found[@]} > 0)); then
+    head="${found[0]}"
+    for ((i = 0; i < NNODES; i++)); do
+      nodes+=("${found[2 * i + 1]}")
+      hostnames+=("${found[2 * i + 2]}")
+    done
   elif lib::is_dry_run; then
     head="HEAD_NODE_ADDR"
-    nodes=()
     for ((i = 0; i < NNODES; i++)); do
       nodes+=("node${i}")
+      hostnames+=("node${i}")
     done
   else
     lib::err "NNODES=${NNODES} needs a Slurm allocation of ${NNODES} nodes: bash scripts/common/submit.sh --nodes ${NNODES} ${exp_dir}"
@@ -96,13 +68,11 @@ multinode::server_cmd() {
   fi
   addr="${MULTINODE_HEAD_ADDR:-${head}}:${port}"
   for ((i = 0; i < NNODES; i++)); do
-    host="$(multinode::node_field "${nodes[i]}" NodeHostname 2>/dev/null)" || host="${nodes[i]}"
-    hostnames+=("${host}")
     NODE_RANK="${i}" DIST_INIT_ADDR="${addr}" bench::get_server_cmd "${exp_dir}" "${spec}" || return 1
     line="$(lib::quote_cmd "${BENCH_SERVER_CMD[@]}")"
     MULTINODE_RECORD_ARGS+=(--config "rank${i}_server_args=${line}")
     if lib::is_dry_run; then
-      printf '# rank %s on %s (%s), dist-init %s:\n%s\n' "${i}" "${nodes[i]}" "${host}" "${addr}" "${line}"
+      printf '# rank %s on %s (%s), dist-init %s:\n%s\n' "${i}" "${nodes[i]}" "${hostnames[i]}" "${addr}" "${line}"
     fi
   done
   local names_csv hosts_csv

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "slo-next": ("slo_search_cmd", "slo_next", "Next concurrency of an SLO search (prints nothing when done)."),
     "slurm-plan": ("slurm_cmd", "slurm_plan", "Build the sbatch commands of a Slurm submission (used by submit.sh)."),
     "slurm-compare": ("slurm_compare_cmd", "slurm_compare", "Validate and compare the runs of Slurm jobs (the comparison job)."),
+    "slurm-nodes": ("slurm_nodes_cmd", "slurm_nodes", "The nodes of the job's allocation for a multi-node engine (used by multinode.sh)."),
     "next": ("next_cmd", "next_scenario", "Next scenario of a run's grid or SLO search (prints nothing when done)."),
     "run-client": ("run_client_cmd", "run_client", "Run the bench client while watching the server; record its CPU use."),
     "engine": ("engine_cmd", "engine", "One engine's launch facts for the shell (python variable, cache reset, metrics)."),

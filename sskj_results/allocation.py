@@ -1,0 +1,48 @@
+"""The nodes of the Slurm allocation a multi-node engine runs on (`sskj-results slurm-nodes`, multinode.sh).
+
+From SLURM_JOB_NODELIST (`scontrol show hostnames`), the first NNODES nodes in
+node-rank order; the head's address is its NodeAddr and each node's host name
+its NodeHostname (`scontrol show node -o`), the node name where scontrol does
+not say.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Callable, Optional
+
+from .errors import ConfigError
+
+Runner = Callable[[list[str]], Optional[str]]
+
+
+def _run(argv: list[str]) -> Optional[str]:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def node_field(node: str, field: str, run: Runner = _run) -> Optional[str]:
+    """A field of `scontrol show node -o NODE` (e.g. NodeAddr); None when not found."""
+    out = run(["scontrol", "show", "node", "-o", node]) or ""
+    for word in out.split("\n", 1)[0].split():
+        if word.startswith(f"{field}="):
+            return word[len(field) + 1:]
+    return None
+
+
+def allocation(nnodes: int, nodelist: str, run: Runner = _run) -> Optional[tuple[str, list[tuple[str, str]]]]:
+    """(head address, [(node name, host name)] of the first NNODES nodes); None outside an allocation."""
+    if not nodelist:
+        return None
+    names = (run(["scontrol", "show", "hostnames", nodelist]) or "").split()
+    if not names:
+        return None
+    if len(names) < nnodes:
+        raise ConfigError(f"NNODES={nnodes} but the allocation has {len(names)} node(s) ({nodelist}); "
+                          f"submit with --nodes {nnodes}")
+    names = names[:nnodes]
+    head = node_field(names[0], "NodeAddr", run) or names[0]
+    return head, [(name, node_field(name, "NodeHostname", run) or name) for name in names]
