@@ -25,11 +25,16 @@ def _run(argv: list[str]) -> Optional[str]:
 
 
 def node_field(node: str, field: str, run: Runner = _run) -> Optional[str]:
-    """A field of `scontrol show node -o NODE` (e.g. NodeAddr); None when not found."""
+    """A field of `scontrol show node -o NODE` (e.g. NodeAddr); None when not found.
+
+    The field name is matched without regard to case: slurm.conf spells it
+    NodeHostname, scontrol prints NodeHostName.
+    """
     out = run(["scontrol", "show", "node", "-o", node]) or ""
+    prefix = f"{field.lower()}="
     for word in out.split("\n", 1)[0].split():
-        if word.startswith(f"{field}="):
-            return word[len(field) + 1:]
+        if word.lower().startswith(prefix):
+            return word[len(prefix):]
     return None
 
 

@@ -9,8 +9,9 @@ import pytest
 from sskj_results.allocation import allocation
 from sskj_results.errors import ConfigError
 
+# scontrol prints NodeHostName; the field is matched without regard to case
 NODES = {"n1": "NodeName=n1 Arch=x86_64 NodeAddr=10.0.0.1 NodeHostname=host-a Version=23",
-         "n2": "NodeName=n2 NodeAddr=10.0.0.2 NodeHostname=host-b"}
+         "n2": "NodeName=n2 NodeAddr=10.0.0.2 NodeHostName=host-b"}
 
 
 def scontrol(argv: list[str]) -> Optional[str]:
