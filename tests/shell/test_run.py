@@ -255,7 +255,7 @@ def test_resume_does_not_rerun_recorded_failures(tmp_path, base_env, make_experi
 
 def test_slo_search_runs_what_slo_next_proposes(tmp_path, base_env, make_experiment, tag):
     exp = make_experiment(phases="vllm", config=OOM_CONFIG.replace('SHAPES="16x8 32x4"', 'SHAPES="16x8"'))
-    env = run_env(base_env, tmp_path, SLO_SEARCH="1", FAKE_SERVER_ARGS="--latency-ms 1")
+    env = run_env(base_env, tmp_path, SLO_SEARCH="1", SLO_TIER="S1", FAKE_SERVER_ARGS="--latency-ms 1")
     proc = run_script(exp / "run_bench.sh", env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     calls = client_calls(tmp_path)
@@ -268,6 +268,7 @@ def test_slo_search_runs_what_slo_next_proposes(tmp_path, base_env, make_experim
     assert "SLO search 16x8: trying concurrency" in proc.stderr
     results = load_json(Path(env["RESULT_ROOT"]) / "results.json")
     assert results["slo_search"], "the search is recorded by sskj-results slo-next"
+    assert results["slo"]["tier"] == "S1"  # SLO_TIER reached the planner and parse
 
 
 def test_nvidia_platform_samples_the_gpu_per_scenario(tmp_path, base_env, make_experiment, tag):
