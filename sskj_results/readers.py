@@ -452,6 +452,8 @@ def _array(data: dict[str, Any], key: str, kind: type) -> np.ndarray:
     if kind is int:
         if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.floor(arr)):
             raise RunError(f"{key}: expected non-negative whole numbers")
+        if np.any(arr >= 2.0 ** 63):
+            raise RunError(f"{key}: a token count of 2^63 or more is not a real count")
         return arr.astype(np.int64)
     return arr
 

@@ -150,7 +150,7 @@ def test_input_lens_above_2_63_is_refused_at_import(tmp_path: Path) -> None:
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)
     assert result.exit_code == 1
-    assert (f"skipped: {raw}/vllm_0705_5_64_16.jsonl:1: cannot be recorded: raw_requests[0].input_tokens: "
+    assert (f"skipped: {raw}/vllm_0705_5_64_16.jsonl:1: input_lens: a token count of 2^63 or more is not a real count"
             in result.stderr)
     assert imported(tmp_path / "out") == [GOOD]
 
