@@ -8,20 +8,16 @@ not say.
 
 from __future__ import annotations
 
-import subprocess
 from typing import Callable, Optional
 
 from .errors import ConfigError
+from .platforms import tool_stdout
 
 Runner = Callable[[list[str]], Optional[str]]
 
 
 def _run(argv: list[str]) -> Optional[str]:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout if done.returncode == 0 else None
+    return tool_stdout(argv, timeout_s=60.0)  # a busy slurmctld answers slowly
 
 
 def node_field(node: str, field: str, run: Runner = _run) -> Optional[str]:

@@ -66,26 +66,21 @@ def describe_os_error(exc: OSError) -> str:
     """Why a file could not be opened or read, in words (no errno numbers, no temp names)."""
     if isinstance(exc, RefusedFile):
         return str(exc.strerror)
-    code = exc.errno
-    if code == errno.ELOOP:
-        return "symbolic link loop; refused"
-    if code == errno.ENOENT:
-        return "no such file (a broken symbolic link?)"
-    if code == errno.ENXIO:
-        return "not a regular file (a socket or a device without a reader); refused"
-    if code in (errno.EACCES, errno.EPERM):
-        return "permission denied"
-    if code == errno.ENOSPC:
-        return "no space left on device (disk full)"
-    if code == errno.EDQUOT:
-        return "disk quota exceeded"
-    if code == errno.EROFS:
-        return "read-only file system"
-    if code == errno.EISDIR:
-        return "is a directory"
-    if code == errno.EIO:
-        return "input/output error (failing disk or network file system?)"
-    return exc.strerror or type(exc).__name__
+    return _OS_ERROR_WORDS.get(exc.errno or 0) or exc.strerror or type(exc).__name__
+
+
+_OS_ERROR_WORDS = {
+    errno.ELOOP: "symbolic link loop; refused",
+    errno.ENOENT: "no such file (a broken symbolic link?)",
+    errno.ENXIO: "not a regular file (a socket or a device without a reader); refused",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ENOSPC: "no space left on device (disk full)",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EISDIR: "is a directory",
+    errno.EIO: "input/output error (failing disk or network file system?)",
+}
 
 
 def open_checked(path: Path, kind: str = "raw output", limit: Optional[int] = None) -> FileIO:

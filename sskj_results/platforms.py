@@ -35,16 +35,17 @@ def known(repo: Path) -> list[str]:
     return sorted(p.stem for p in (repo / "platforms").glob("*.env"))
 
 
-def _run(argv: list[str]) -> Optional[str]:
-    """A tool's stdout, or None when it is missing, fails or hangs (30 s)."""
+def tool_stdout(argv: list[str], timeout_s: float = 30.0) -> Optional[str]:
+    """A tool's stdout, or None when it is missing, fails or hangs (timeout_s)."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False, stdin=subprocess.DEVNULL)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False,
+                              stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
 
 
-def detect(repo: Path, run: Runner = _run) -> str:
+def detect(repo: Path, run: Runner = tool_stdout) -> str:
     """This machine's platform (see the module docstring)."""
     out = run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
     name = out.split("\n", 1)[0] if out else ""

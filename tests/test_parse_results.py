@@ -74,6 +74,10 @@ def test_quick_start_parse_results_of_one_run(clone: Path):
     assert sorted((s["concurrency"], s["input_len"]) for s in data["scenarios"]) == [(2, 128), (4, 64)]
     assert "c2_i128_o32" in (run / "report.md").read_text()
     assert "c2_i128_o32" in (run / "report.html").read_text()  # the page is rewritten with the Markdown
+    (run / "report.html").unlink()
+    quiet = _run(clone, "experiments/p800/dsv4_p800_sglang/results/20260708-120000", "--no-plots", "--no-html")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "report.html" not in quiet.stdout and not (run / "report.html").exists()
 
 
 def test_quick_start_parse_results_of_a_run_set(clone: Path):
