@@ -201,13 +201,15 @@ def measured(run_dir: Path, results: Optional[Results]) -> set[tuple[int, int, i
         return set()
     done: set[tuple[int, int, int]] = set()
     verdicts: dict[str, Optional[str]] = {}
+    recorded = [rf.model_dump() for rf in results.raw_files]
     for s in results.scenarios:
         if s.source is None or s.concurrency is None:  # open-loop runs are not grid scenarios
             continue
         name = s.source.file
         if name not in verdicts:
             raw = name[len("raw_outputs/"):] if name.startswith("raw_outputs/") else None
-            verdicts[name] = "outside raw_outputs" if raw is None else raw_output_needs_measuring(run_dir, raw)
+            verdicts[name] = ("outside raw_outputs" if raw is None
+                              else raw_output_needs_measuring(run_dir, raw, recorded))
         if verdicts[name] is None:
             done.add((s.concurrency, s.input_len, s.output_len))
     return done

@@ -680,7 +680,8 @@ def count_lines(path: Path) -> int:
     return lines + (0 if last == b"\n" else 1)
 
 
-def raw_output_needs_measuring(run_dir: Union[str, "os.PathLike[str]"], raw_name: str) -> Optional[str]:
+def raw_output_needs_measuring(run_dir: Union[str, "os.PathLike[str]"], raw_name: str,
+                               recorded_files: Optional[list[Any]] = None) -> Optional[str]:
     """Why RESUME must measure again the scenario whose raw output is
     RUN_DIR/raw_outputs/<raw_name>, or None when that file is a finished measurement.
 
@@ -689,6 +690,9 @@ def raw_output_needs_measuring(run_dir: Union[str, "os.PathLike[str]"], raw_name
     parse has not recorded it as it is now, whose every non-blank line reads
     as a complete JSON object (a client killed mid-write leaves a truncated
     last line). A non-empty file is not enough.
+
+    recorded_files: results.json's `raw_files` as dicts, when the caller has
+    them already (results.json is then not read again).
     """
     run = Path(run_dir)
     raw = run / "raw_outputs" / raw_name
@@ -702,13 +706,14 @@ def raw_output_needs_measuring(run_dir: Union[str, "os.PathLike[str]"], raw_name
         return f"cannot read: {describe_os_error(exc)}"
     if st.st_size == 0:
         return "empty"
-    recorded = None
-    try:
-        data = read_json_text(run / RESULTS_NAME) if (run / RESULTS_NAME).is_file() else None
-    except ResultsError:
-        data = None
-    if isinstance(data, dict) and isinstance(data.get("raw_files"), list):
-        recorded = next((rf for rf in data["raw_files"] if isinstance(rf, dict) and rf.get("file") == label), None)
+    if recorded_files is None:
+        try:
+            data = read_json_text(run / RESULTS_NAME) if (run / RESULTS_NAME).is_file() else None
+        except ResultsError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("raw_files"), list):
+            recorded_files = data["raw_files"]
+    recorded = next((rf for rf in recorded_files or [] if isinstance(rf, dict) and rf.get("file") == label), None)
     if recorded is not None:
         if recorded.get("damaged"):
             return f"marked damaged in results.json: {recorded['damaged']}"
