@@ -99,7 +99,7 @@ def _child(phase: str, runs: Path, work: Path) -> dict[str, Any]:
         import pyarrow.parquet  # noqa: F401
 
         import sskj_results.cli.collect_cmd  # noqa: F401
-        import sskj_results.collect  # noqa: F401
+        import sskj_results.render.collect  # noqa: F401
     t1 = time.perf_counter()
     extra: dict[str, Any] = {}
     if phase == "floor":

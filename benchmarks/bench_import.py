@@ -107,17 +107,17 @@ def _preload(phase: str) -> None:
     import sskj_results.cli  # noqa: F401
     if phase in ("import", "reparse"):
         import sskj_results.cli.import_cmd  # noqa: F401
-        import sskj_results.importer  # noqa: F401
+        import sskj_results.ingest.legacy  # noqa: F401
     else:
         import sskj_results.cli.report_cmd  # noqa: F401
-        import sskj_results.compare  # noqa: F401
-        import sskj_results.stats  # noqa: F401
+        import sskj_results.analysis.compare  # noqa: F401
+        import sskj_results.analysis.stats  # noqa: F401
         if phase == "compare_plots":
             import matplotlib
 
             matplotlib.use("Agg")
             import matplotlib.pyplot  # noqa: F401
-            import sskj_results.plots  # noqa: F401
+            import sskj_results.render.plots  # noqa: F401
 
 
 def _cpu_s() -> float:
@@ -226,8 +226,9 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 def _setup(raw: Path, work: Path) -> None:
     """The two imported runs compared, and a run directory parsed once (for the re-parse)."""
-    from sskj_results.importer import Platform, import_legacy, parse_run_dir
-    from sskj_results.metadata import write_metadata
+    from sskj_results.ingest.legacy import Platform, import_legacy
+    from sskj_results.ingest.parse_run import parse_run_dir
+    from sskj_results.ingest.metadata import write_metadata
 
     shutil.rmtree(work / "setup_import", ignore_errors=True)
     import_legacy(raw, work / "setup_import", Platform(chip=CHIP))

@@ -17,12 +17,12 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "load_run", "load_runs", "save_run", "Results", "SskjError", "ResultsError"]
 
 _LAZY = {
-    "load_run": ("io", "load_run"),
-    "save_run": ("io", "save_run"),
-    "load_runs": ("runtable", "load_runs"),
-    "Results": ("models", "Results"),
-    "SskjError": ("errors", "SskjError"),
-    "ResultsError": ("errors", "ResultsError"),
+    "load_run": ("contract.io", "load_run"),
+    "save_run": ("contract.io", "save_run"),
+    "load_runs": ("analysis.runtable", "load_runs"),
+    "Results": ("contract.models", "Results"),
+    "SskjError": ("contract.errors", "SskjError"),
+    "ResultsError": ("contract.errors", "ResultsError"),
 }
 
 

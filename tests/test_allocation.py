@@ -1,4 +1,4 @@
-"""The nodes of a Slurm allocation (sskj_results/allocation.py)."""
+"""The nodes of a Slurm allocation (sskj_results/run/allocation.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Optional
 
 import pytest
 
-from sskj_results.allocation import allocation
-from sskj_results.errors import ConfigError
+from sskj_results.run.allocation import allocation
+from sskj_results.contract.errors import ConfigError
 
 # scontrol prints NodeHostName; the field is matched without regard to case
 NODES = {"n1": "NodeName=n1 Arch=x86_64 NodeAddr=10.0.0.1 NodeHostname=host-a Version=23",

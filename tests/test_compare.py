@@ -13,21 +13,14 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.compare import CompareOptions, build_comparison
-from sskj_results.comparison_models import ComparisonDoc
-from sskj_results.rundata import RequestSamples, RunData, run_data, run_labels
-from sskj_results.models import (
-    Config,
-    Latencies,
-    Metadata,
-    Percentiles,
-    RawRequest,
-    Results,
-    Scenario,
-    SloSpec,
+from sskj_results.analysis.compare import CompareOptions, build_comparison
+from sskj_results.contract.comparison_models import ComparisonDoc
+from sskj_results.analysis.rundata import RequestSamples, RunData, run_data, run_labels
+from sskj_results.contract.models import (
+    Config, Latencies, Metadata, Percentiles, RawRequest, Results, Scenario, SloSpec,
 )
-from sskj_results.report import SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, render_comparison, results_table
-from sskj_results.slo import overall_mark, resolve_slo, slo_status
+from sskj_results.render.report import SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, render_comparison, results_table
+from sskj_results.analysis.slo import overall_mark, resolve_slo, slo_status
 
 DATA = Path(__file__).parent / "data" / "compare"
 RUNS = DATA / "runs"

@@ -8,16 +8,11 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.envfile import (
-    ALLOW_KEY,
-    NEVER_ALLOWED,
-    PLATFORM_KEYS,
-    check_platform_keys,
-    parse_env_text,
-    startup_variable,
+from sskj_results.contract.envfile import (
+    ALLOW_KEY, NEVER_ALLOWED, PLATFORM_KEYS, check_platform_keys, parse_env_text, startup_variable,
 )
-from sskj_results.errors import ConfigError
-from sskj_results.names import check_names, name_problem
+from sskj_results.contract.errors import ConfigError
+from sskj_results.contract.names import check_names, name_problem
 
 REPO = Path(__file__).resolve().parents[1]
 REFUSED = ["BASH_ENV", "ENV", "PYTHONPATH", "PYTHONSTARTUP", "LD_PRELOAD", "LD_LIBRARY_PATH", "PATH", "IFS", "PS4",

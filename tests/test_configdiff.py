@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.compare import CompareOptions, build_comparison, display_names
-from sskj_results.configdiff import compared_axes, parse_flags, speculative_flags
-from sskj_results.models import Config
-from sskj_results.report import render_comparison
-from sskj_results.rundata import run_data, run_labels
+from sskj_results.analysis.compare import CompareOptions, build_comparison, display_names
+from sskj_results.analysis.configdiff import compared_axes, parse_flags, speculative_flags
+from sskj_results.contract.models import Config
+from sskj_results.render.report import render_comparison
+from sskj_results.analysis.rundata import run_data, run_labels
 
 from .test_compare import RUNS, latencies, parse_seed_table, results, scenario, seed_runs
 

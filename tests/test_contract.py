@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.errors import ResultsError
-from sskj_results.io import load_run, save_run, to_json_bytes
-from sskj_results.models import Results
-from sskj_results.schema import COMMITTED_SCHEMA, REGENERATE_COMMAND, schema_text
-from sskj_results.validate import validate_data
+from sskj_results.contract.errors import ResultsError
+from sskj_results.contract.io import load_run, save_run, to_json_bytes
+from sskj_results.contract.models import Results
+from sskj_results.contract.schema import COMMITTED_SCHEMA, REGENERATE_COMMAND, schema_text
+from sskj_results.analysis.validate import validate_data
 
 from .conftest import SEED
 
@@ -63,7 +63,7 @@ def test_save_is_atomic_when_serialization_fails(tmp_path: Path, monkeypatch: py
     def boom(*_a: Any, **_k: Any) -> None:
         raise OSError("disk full")
 
-    import sskj_results.io as io_mod
+    import sskj_results.contract.io as io_mod
 
     monkeypatch.setattr(io_mod.os, "replace", boom)
     with pytest.raises(OSError):

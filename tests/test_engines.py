@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sskj_results.engines import DERIVED_KEYS, config_from_server_args, engine, shell_row
-from sskj_results.errors import ConfigError
-from sskj_results.metadata import write_metadata
+from sskj_results.catalog.engines import DERIVED_KEYS, config_from_server_args, engine, shell_row
+from sskj_results.contract.errors import ConfigError
+from sskj_results.ingest.metadata import write_metadata
 
 
 def test_engine_rows_by_name_and_prefix() -> None:
@@ -68,7 +68,7 @@ def test_one_setting_in_each_engines_spelling() -> None:
 def test_client_commands() -> None:
     from pathlib import Path
 
-    from sskj_results.clients import ClientRequest, client_command
+    from sskj_results.catalog.clients import ClientRequest, client_command
 
     base = dict(python="py", backend="sglang", host="h", port=1, model="m", tokenizer="t", input_len=16,
                 output_len=8, num_prompts=4, concurrency=2, out=Path("/r/raw.jsonl"), extra="--a b")

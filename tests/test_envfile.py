@@ -1,4 +1,4 @@
-"""The KEY=VALUE config-file parser (sskj_results.envfile) and `sskj-results env`."""
+"""The KEY=VALUE config-file parser (sskj_results.contract.envfile) and `sskj-results env`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.envfile import EnvResult, Override, parse_env_file, parse_env_text
-from sskj_results.errors import ConfigError
+from sskj_results.contract.envfile import EnvResult, Override, parse_env_file, parse_env_text
+from sskj_results.contract.errors import ConfigError
 
 
 def load(text: str, environ: dict[str, str] | None = None, preset: set[str] | None = None,

@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from sskj_results import importer, io as sio, rawio
+from sskj_results.ingest import rawio, scenario as scenario_mod
+from sskj_results.contract import io as sio
 from sskj_results.cli import main
-from sskj_results.io import load_run
-from sskj_results.rawio import raw_output_needs_measuring
-from sskj_results.metadata import write_metadata
-from sskj_results.sidecars import accept_length_between, prometheus_counters
+from sskj_results.contract.io import load_run
+from sskj_results.ingest.resume import raw_output_needs_measuring
+from sskj_results.ingest.metadata import write_metadata
+from sskj_results.ingest.sidecars import accept_length_between, prometheus_counters
 
 from .conftest import RAW
 
@@ -69,14 +70,14 @@ def imported(out: Path) -> list[str]:
 def test_unexpected_exception_in_one_file_costs_that_file_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     raw = raw_with_good(tmp_path)
     shutil.copy(RAW / GOOD, raw / "vllm_0705_5_64_16.jsonl")
-    real = importer.read_run
+    real = scenario_mod.read_run
 
     def exploding(data: dict[str, Any], line: int, hints: Any = None, *rest: Any) -> Any:
         if hints is not None and hints.concurrency == 5:
             raise KeyError("surprise")
         return real(data, line, hints, *rest)
 
-    monkeypatch.setattr(importer, "read_run", exploding)
+    monkeypatch.setattr(scenario_mod, "read_run", exploding)
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)
     assert result.exit_code == 1
@@ -371,13 +372,13 @@ def test_size_limits_are_checked_before_reading(tmp_path: Path, monkeypatch: pyt
     raw = raw_with_good(tmp_path)
     big = raw / "vllm_0705_5_64_16.jsonl"
     shutil.copy(RAW / "vllm_0705_8_256_64.jsonl", big)
-    monkeypatch.setitem(rawio.SIZE_LIMITS, "raw output", 50000)
+    monkeypatch.setitem(sio.SIZE_LIMITS, "raw output", 50000)
     result = import_dir(raw, tmp_path / "out")
     assert result.exit_code == 1
     assert (f"skipped: {raw}/vllm_0705_5_64_16.jsonl: cannot read: {big.stat().st_size} bytes, more than the "
             "50000 bytes limit of a raw output; refused without reading it (see docs/INPUT_LIMITS.md)\n") in result.stderr
     assert imported(tmp_path / "out") == [GOOD]
-    monkeypatch.setitem(rawio.SIZE_LIMITS, "results.json", 100)
+    monkeypatch.setitem(sio.SIZE_LIMITS, "results.json", 100)
     run = next((tmp_path / "out").iterdir())
     result = invoke("validate", str(run))
     assert result.exit_code == 1

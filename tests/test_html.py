@@ -25,7 +25,9 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.html import CDF_POINTS, cdf_points, inline, markdown_blocks, plotly_js_gzip_base64, split_sections
+from sskj_results.render.figures import CDF_POINTS, cdf_points
+from sskj_results.render.markdown_html import inline, markdown_blocks, split_sections
+from sskj_results.render.html import plotly_js_gzip_base64
 
 RUNS = Path(__file__).parent / "data" / "compare" / "runs"
 CHROMIUM = Path("/usr/bin/chromium")

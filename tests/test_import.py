@@ -13,13 +13,15 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.importer import parse_run_dir
-from sskj_results.io import load_run
-from sskj_results.metadata import write_metadata
-from sskj_results.models import Scenario
-from sskj_results.rawio import loads_lenient
-from sskj_results.readers import RunError, name_hints, read_run
-from sskj_results.validate import validate_path
+from sskj_results.ingest.parse_run import parse_run_dir
+from sskj_results.contract.io import load_run
+from sskj_results.ingest.metadata import write_metadata
+from sskj_results.contract.models import Scenario
+from sskj_results.ingest.rawio import loads_lenient
+from sskj_results.ingest.rawkeys import RunError
+from sskj_results.ingest.filenames import name_hints
+from sskj_results.ingest.readers import read_run
+from sskj_results.analysis.validate import validate_path
 
 from .conftest import RAW
 

@@ -18,11 +18,11 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.compare import CompareOptions, build_comparison
-from sskj_results.io import load_run
-from sskj_results.models import Scenario
-from sskj_results.rundata import run_data
-from sskj_results.validate import validate_path
+from sskj_results.analysis.compare import CompareOptions, build_comparison
+from sskj_results.contract.io import load_run
+from sskj_results.contract.models import Scenario
+from sskj_results.analysis.rundata import run_data
+from sskj_results.analysis.validate import validate_path
 
 # the statistic keys of both clients, every spelling: <stat>_<metric>_ms
 KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2e_latency|e2el|latency)_ms$")
@@ -530,7 +530,7 @@ def test_free_form_names_with_tagged_tokens(tmp_path: Path) -> None:
 
 
 def test_slo_search_treats_an_unmeasured_probe_as_unknown(tmp_path: Path) -> None:
-    from sskj_results.slo_search import decide
+    from sskj_results.analysis.slo_search import decide
 
     raw = tmp_path / "raw"
     write(raw / "vllm_0101_1_128_16.json", vllm_summary(max_concurrency=1, random_input_len=128, random_output_len=16,
@@ -721,8 +721,8 @@ def test_fork_count_and_duration_spellings(tmp_path: Path) -> None:
 
 
 def test_parse_sets_the_scenario_time_from_the_runs_date(tmp_path: Path) -> None:
-    from sskj_results.importer import parse_run_dir
-    from sskj_results.metadata import write_metadata
+    from sskj_results.ingest.parse_run import parse_run_dir
+    from sskj_results.ingest.metadata import write_metadata
 
     run = tmp_path / "run"
     write_metadata(run, {"experiment": "e", "model": "m", "engine": "vllm", "chip": "cpu", "run_id": "r1"},

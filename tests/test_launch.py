@@ -1,4 +1,4 @@
-"""The server command of a phase (sskj_results/launch.py, `sskj-results server-cmd`)."""
+"""The server command of a phase (sskj_results/run/launch.py, `sskj-results server-cmd`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.errors import ConfigError, UsageError
-from sskj_results.launch import server_cmd
+from sskj_results.contract.errors import ConfigError, UsageError
+from sskj_results.run.launch import server_cmd
 
 BASE = {"MODEL_PATH": "/m", "TP": "2", "SERVER_HOST": "127.0.0.1", "PORT": "30000",
         "SGLANG_PYTHON": "/e/sg/python", "VLLM_PYTHON": "/e/vl/python"}
@@ -67,7 +67,7 @@ def test_cli_prints_nul_separated_argv_from_the_environment() -> None:
 
 
 def test_run_settings_default_check_and_count_devices() -> None:
-    from sskj_results.launch import run_settings
+    from sskj_results.run.launch import run_settings
 
     values, problems = run_settings({"DEFAULT_PORT": "18000", "MODEL_PATH": "/m", "DEVICES": "0,1,", "DEFAULT_TP": "8"})
     assert problems == []

@@ -13,26 +13,21 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "sskj_results"
 
-# layer -> modules (dotted names below sskj_results; a package counts for its modules)
-LAYERS: dict[str, set[str]] = {
-    "contract": {"__init__", "errors", "models", "comparison_models", "schema", "io", "runset", "redact", "envfile", "names",
-                 "engines", "clients", "patches", "launch"},
-    "analysis": {"stats", "metrics", "slo", "slo_search", "rundata", "configdiff", "compare", "validate", "runtable", "validity"},
-    "ingest": {"rawio", "readers", "sidecars", "metadata", "evidence", "importer"},
-    "render": {"report", "plots", "html"},
-    "app": {"publish", "reparse", "newexp", "preflight", "collect", "slurm", "plan", "supervise",
-            "setup_envs", "platforms", "allocation"},
-    "cli": {"cli", "__main__"},
-}
+# the layers are the package's folders, lowest first (docs/ARCHITECTURE.md)
+LAYERS = ("contract", "catalog", "analysis", "ingest", "render", "run", "cli")
 # what each layer may import (ingest and render are siblings: neither imports the other)
 ALLOWED: dict[str, set[str]] = {
     "contract": {"contract"},
-    "analysis": {"contract", "analysis"},
-    "ingest": {"contract", "analysis", "ingest"},
-    "render": {"contract", "analysis", "render"},
-    "app": {"contract", "analysis", "ingest", "render", "app"},
+    "catalog": {"contract", "catalog"},
+    "analysis": {"contract", "catalog", "analysis"},
+    "ingest": {"contract", "catalog", "analysis", "ingest"},
+    "render": {"contract", "catalog", "analysis", "render"},
+    "run": {"contract", "catalog", "analysis", "ingest", "render", "run"},
     "cli": set(LAYERS),
 }
+# the package root: the version and the lazy public API (`sskj_results.load_run`), `python -m sskj_results`
+ROOT_MODULES = {"__init__", "__main__"}
+MAX_LINES = 600
 
 
 def module_name(path: Path) -> str:
@@ -44,10 +39,11 @@ def module_name(path: Path) -> str:
 
 
 def layer_of(module: str) -> str | None:
-    for layer, members in LAYERS.items():
-        if module in members or module.split(".")[0] in members and module.split(".")[0] != "__init__":
-            return layer
-    return None
+    """The layer of a module: its top folder below sskj_results; "root" for the package's own two files."""
+    top = module.split(".")[0]
+    if module in ROOT_MODULES:
+        return "root"
+    return top if top in LAYERS else None
 
 
 def imports_of(path: Path) -> set[str]:
@@ -67,14 +63,11 @@ def imports_of(path: Path) -> set[str]:
                 target = node.module.split(".")[1:]
             else:
                 continue
-            if node.module is None or not target:
-                # `from . import x`: x is a module (or the package root's attribute)
-                for alias in node.names:
-                    name = ".".join(target + [alias.name]) if target else alias.name
-                    found.add(name if (PKG / (name.replace(".", "/") + ".py")).exists()
-                              or (PKG / name.replace(".", "/")).is_dir() else ".".join(target) or "__init__")
-            else:
-                found.add(".".join(target))
+            # `from .pkg import x`: x may be a module of pkg (or an attribute of pkg or of the root)
+            for alias in node.names:
+                name = ".".join(target + [alias.name])
+                found.add(name if (PKG / (name.replace(".", "/") + ".py")).exists()
+                          or (PKG / name.replace(".", "/")).is_dir() else ".".join(target) or "__init__")
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
@@ -89,8 +82,22 @@ def graph() -> dict[str, set[str]]:
 
 def test_every_module_has_a_layer():
     unplaced = sorted(m for m in graph() if layer_of(m) is None)
-    assert not unplaced, (f"modules with no layer: {unplaced}; add each to LAYERS in tests/test_layers.py "
-                          "and to the map in docs/ARCHITECTURE.md")
+    assert not unplaced, (f"modules outside the layer folders: {unplaced}; put each in one of {', '.join(LAYERS)} "
+                          "(docs/ARCHITECTURE.md says which)")
+
+
+def test_the_package_root_holds_only_the_layer_folders():
+    entries = {p.name for p in PKG.iterdir() if p.name != "__pycache__"}
+    expected = {f"{m}.py" for m in ROOT_MODULES} | {"py.typed"} | set(LAYERS)
+    assert entries == expected, f"unexpected in sskj_results/: {sorted(entries - expected)}; missing: {sorted(expected - entries)}"
+    for layer in LAYERS:
+        assert (PKG / layer / "__init__.py").is_file(), f"sskj_results/{layer}/ is not a package"
+
+
+def test_no_module_is_over_the_size_limit():
+    big = sorted(f"{p.relative_to(PKG)} ({n} lines)" for p in PKG.rglob("*.py")
+                 if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES)
+    assert not big, f"modules over {MAX_LINES} lines: {big}; split them by job"
 
 
 def test_imports_go_downward_only():
@@ -99,7 +106,9 @@ def test_imports_go_downward_only():
         src = layer_of(module)
         for target in sorted(targets):
             dst = layer_of(target)
-            if src is not None and dst is not None and dst not in ALLOWED[src]:
+            if src is None or dst is None or src == "root" or dst == "root":
+                continue  # the root's lazy API reaches every layer; every layer may read the version
+            if dst not in ALLOWED[src]:
                 wrong.append(f"{module} ({src}) imports {target} ({dst})")
     assert not wrong, "\n".join(wrong)
 
@@ -151,12 +160,13 @@ def test_the_library_does_not_read_sys_argv():
 
 
 @pytest.mark.parametrize("source, expected", [
-    ("from .report import x\n", {"report"}),
-    ("def f():\n    from . import plots\n", {"plots"}),
-    ("import sskj_results.compare\n", {"compare"}),
+    ("from .report import x\n", {"render.report"}),
+    ("def f():\n    from . import plots\n", {"render.plots"}),
+    ("def f():\n    from ..ingest import legacy\n", {"ingest.legacy"}),
+    ("import sskj_results.analysis.compare\n", {"analysis.compare"}),
 ])
 def test_the_checker_sees_eager_and_lazy_imports(source, expected):
-    fake = PKG / "_layers_probe.py"
+    fake = PKG / "render" / "_layers_probe.py"
     try:
         fake.write_text(source, encoding="utf-8")
         assert imports_of(fake) == expected

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.io import load_run, save_run
-from sskj_results.redact import redact
+from sskj_results.contract.io import load_run, save_run
+from sskj_results.contract.redact import redact
 
 from .conftest import SEED
 
@@ -93,7 +93,7 @@ def test_detects_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def test_hardware_auto_describes_the_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import re
 
-    import sskj_results.metadata as metadata_mod
+    import sskj_results.ingest.metadata as metadata_mod
 
     monkeypatch.setattr(metadata_mod, "_run", lambda cmd, cwd=None: None)  # no nvidia-smi, no xpu-smi, no git
     result = _meta(tmp_path / "r", "--meta", "experiment=e", "--meta", "model=m", "--meta", "hardware=auto",

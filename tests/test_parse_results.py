@@ -39,7 +39,7 @@ def _phase(run_dir: Path, phase: str, raw: list[str], spec: dict[str, str]) -> N
     args = ["metadata", str(run_dir), "--no-detect", "--meta", "experiment=dsv4_p800_sglang",
             "--meta", "run_id=20260708-120000", "--meta", "model=/data/models/DeepSeek-V4-Flash",
             "--meta", "engine=vllm", "--meta", "chip=cpu", "--meta", f"phase={phase}",
-            # the engine settings of config come from the server command (sskj_results/engines.py)
+            # the engine settings of config come from the server command (sskj_results/catalog/engines.py)
             "--config", "server_args=vllm serve /data/models/DeepSeek-V4-Flash --port 30000"
             + "".join(f" --{key.replace('_', '-')} {value}" for key, value in spec.items())]
     _sskj(*args)

@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.errors import ConfigError
-from sskj_results.io import load_run, save_run
-from sskj_results.models import RawFile, Source, Validity, ValidityCheck
-from sskj_results.plan import GridRow, Planner, PromptsRule, load_grid, measured, record_skip
-from sskj_results.slo import resolve_slo, slo_status
+from sskj_results.contract.errors import ConfigError
+from sskj_results.contract.io import load_run, save_run
+from sskj_results.contract.models import RawFile, Source, Validity, ValidityCheck
+from sskj_results.run.plan import GridRow, Planner, PromptsRule, load_grid, measured, record_skip
+from sskj_results.analysis.slo import resolve_slo, slo_status
 
 from .conftest import SEED
 
@@ -267,7 +267,7 @@ def test_slo_next_accepts_the_tier_the_shell_passes(tmp_path: Path) -> None:
 
 
 def test_phase_specs() -> None:
-    from sskj_results.plan import parse_phase_spec
+    from sskj_results.run.plan import parse_phase_spec
 
     assert parse_phase_spec("dspark_t3:vllm-dspark:SPEC_TOKENS=3").settings == ("SPEC_TOKENS=3",)
     assert parse_phase_spec("sglang").engine == "sglang"

@@ -1,4 +1,4 @@
-"""Platform detection, files and key checks (sskj_results/platforms.py)."""
+"""Platform detection, files and key checks (sskj_results/run/platforms.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Optional
 
 import pytest
 
-from sskj_results.errors import ConfigError
-from sskj_results.platforms import detect, known, platform_file, problems
+from sskj_results.contract.errors import ConfigError
+from sskj_results.run.platforms import detect, known, platform_file, problems
 
 REPO = Path(__file__).resolve().parents[1]
 

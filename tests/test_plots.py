@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from sskj_results import plots
+from sskj_results.render import plots
 from sskj_results.cli import main
-from sskj_results.plots import CdfLine, Curve, Point
+from sskj_results.render.plots import CdfLine, Curve, Point
 
 RUNS = Path(__file__).parent / "data" / "compare" / "runs"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -35,8 +35,8 @@ def curves() -> list[Curve]:
 
 
 def test_importing_the_library_loads_neither_matplotlib_nor_scipy():
-    code = ("import sys, sskj_results.compare, sskj_results.report, sskj_results.publish, sskj_results.stats, "
-            "sskj_results.plots, "
+    code = ("import sys, sskj_results.analysis.compare, sskj_results.render.report, sskj_results.render.publish, sskj_results.analysis.stats, "
+            "sskj_results.render.plots, "
             "sskj_results.cli.report_cmd; "
             "print(sorted(m for m in ('matplotlib', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,4 +1,4 @@
-"""The one redaction (sskj_results/redact.py): every secret form, through every Python writer."""
+"""The one redaction (sskj_results/contract/redact.py): every secret form, through every Python writer."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.envfile import Override
-from sskj_results.metadata import write_metadata
-from sskj_results.models import Config
-from sskj_results.redact import REDACTED, is_secret_name, is_secret_option, redact, redact_argv
+from sskj_results.contract.envfile import Override
+from sskj_results.ingest.metadata import write_metadata
+from sskj_results.contract.models import Config
+from sskj_results.contract.redact import REDACTED, is_secret_name, is_secret_option, redact, redact_argv
 
 REPO = Path(__file__).resolve().parents[1]
 

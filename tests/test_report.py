@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.publish import REPORT_MD, ReportOptions, write_report
-from sskj_results.report import REPORT_TABLE_ALIGN, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER
-from sskj_results.slo import overall_mark
-from sskj_results.validate import validate_path
+from sskj_results.render.publish import REPORT_MD, ReportOptions, write_report
+from sskj_results.render.report import REPORT_TABLE_ALIGN, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER
+from sskj_results.analysis.slo import overall_mark
+from sskj_results.analysis.validate import validate_path
 
 RUNS = Path(__file__).parent / "data" / "compare" / "runs"
 

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.errors import ResultsError
-from sskj_results.io import load_run
-from sskj_results.runset import RunSet, load_run_set, write_run_set
-from sskj_results.schema import COMMITTED_RUN_SET_SCHEMA, REGENERATE_RUN_SET_COMMAND, run_set_schema_text
+from sskj_results.contract.errors import ResultsError
+from sskj_results.contract.io import load_run
+from sskj_results.contract.runset import RunSet, load_run_set, write_run_set
+from sskj_results.contract.schema import COMMITTED_RUN_SET_SCHEMA, REGENERATE_RUN_SET_COMMAND, run_set_schema_text
 
 RUNS = Path(__file__).parent / "data" / "compare" / "runs"
 
@@ -201,7 +201,7 @@ def test_a_glob_over_results_finds_runs_and_indexes(run_set, tmp_path):
 
 
 def test_the_runs_table_reads_the_phases_of_a_run_set_not_its_index(run_set):
-    from sskj_results.runtable import find_results_files, load_runs
+    from sskj_results.analysis.runtable import find_results_files, load_runs
 
     write_run_set(run_set)
     phases = [run_set / d / "results.json" for d in ("phase1_sglang", "phase2_vllm", "phase3_vllm_ngram")]

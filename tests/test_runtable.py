@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 import sskj_results
 from sskj_results.cli import main
-from sskj_results.errors import ResultsError
-from sskj_results.models import Results
-from sskj_results.runtable import COLUMNS, UNPLACED_FIELDS, columns_markdown, load_runs
+from sskj_results.contract.errors import ResultsError
+from sskj_results.contract.models import Results
+from sskj_results.analysis.runtable import COLUMNS, UNPLACED_FIELDS, columns_markdown, load_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "tests" / "data" / "compare" / "runs"
@@ -84,7 +84,7 @@ def test_columns_are_pinned_and_documented():
     table = doc[doc.index("| column | dtype |"):]
     assert table == columns_markdown(), (
         "docs/RUNS_TABLE.md's column table differs from the models; regenerate it with\n"
-        "  .venv/bin/python -c 'from sskj_results.runtable import columns_markdown as c; print(c(), end=\"\")'"
+        "  .venv/bin/python -c 'from sskj_results.analysis.runtable import columns_markdown as c; print(c(), end=\"\")'"
         " and put it at the end of docs/RUNS_TABLE.md")
 
 

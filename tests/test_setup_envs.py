@@ -1,4 +1,4 @@
-"""The CPU setup (sskj_results/setup_envs.py): stamps, failures, usage."""
+"""The CPU setup (sskj_results/run/setup_envs.py): stamps, failures, usage."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.setup_envs import STAMP_NAME, SetupError, SetupPaths, _Setup, setup_cpu
+from sskj_results.run.setup_envs import STAMP_NAME, SetupError, SetupPaths, _Setup, setup_cpu
 
 
 def _paths(tmp_path: Path, python: str = sys.executable) -> SetupPaths:

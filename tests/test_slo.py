@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.io import load_run, save_run
-from sskj_results.models import Results
-from sskj_results.slo import TIERS, describe, overall_mark, resolve_slo, slo_status
-from sskj_results.slo_search import decide
+from sskj_results.contract.io import load_run, save_run
+from sskj_results.contract.models import Results
+from sskj_results.analysis.slo import TIERS, describe, overall_mark, resolve_slo, slo_status
+from sskj_results.analysis.slo_search import decide
 
 from .conftest import SEED
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.runset import job_runs
+from sskj_results.contract.runset import job_runs
 
 RUNS = Path(__file__).resolve().parent / "data" / "compare" / "runs"
 

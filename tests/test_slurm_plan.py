@@ -1,4 +1,4 @@
-"""Slurm submission plans (sskj_results.slurm) and submit.sh --dry-run: no cluster needed."""
+"""Slurm submission plans (sskj_results.run.slurm) and submit.sh --dry-run: no cluster needed."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sskj_results.errors import ConfigError, UsageError
-from sskj_results.slurm import SLURM_KEYS, plan_submission, platform_for
+from sskj_results.contract.errors import ConfigError, UsageError
+from sskj_results.run.slurm import SLURM_KEYS, plan_submission, platform_for
 
 REPO = Path(__file__).resolve().parents[1]
 SUBMIT = REPO / "scripts" / "common" / "submit.sh"

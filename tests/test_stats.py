@@ -1,4 +1,4 @@
-"""sskj_results.stats on synthetic data whose truth is known."""
+"""sskj_results.analysis.stats on synthetic data whose truth is known."""
 
 from __future__ import annotations
 
@@ -7,21 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from sskj_results import stats
-from sskj_results.stats import (
-    FASTER,
-    INSUFFICIENT,
-    NO_DIFFERENCE,
-    NOT_COMPARABLE,
-    SLOWER,
-    Outcome,
-    bootstrap_medians,
-    compare_latency,
-    compare_means_welch,
-    decide,
-    holm,
-    median_ratio_ci,
-    min_mann_whitney_p,
+from sskj_results.analysis import stats
+from sskj_results.analysis.stats import (
+    FASTER, INSUFFICIENT, NO_DIFFERENCE, NOT_COMPARABLE, SLOWER, Outcome, bootstrap_medians, compare_latency,
+    compare_means_welch, decide, holm, median_ratio_ci, min_mann_whitney_p,
 )
 
 ALPHA = 0.05

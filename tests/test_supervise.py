@@ -10,8 +10,8 @@ import threading
 import time
 from pathlib import Path
 
-from sskj_results.plan import GridRow
-from sskj_results.supervise import EXIT_CLIENT_FAILED, EXIT_OK, EXIT_SERVER_FAILED, run_client
+from sskj_results.run.plan import GridRow
+from sskj_results.run.supervise import EXIT_CLIENT_FAILED, EXIT_OK, EXIT_SERVER_FAILED, run_client
 
 
 def _client(tmp_path: Path, body: str) -> list[str]:

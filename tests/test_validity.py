@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.evidence import server_token_deltas
-from sskj_results.importer import parse_run_dir
-from sskj_results.io import load_run
-from sskj_results.metadata import write_metadata
-from sskj_results.models import Scenario, ValidityThresholds
-from sskj_results.validity import CHECK_ORDER, mark, parse_thresholds, remeasure_prompts
+from sskj_results.ingest.evidence import server_token_deltas
+from sskj_results.ingest.parse_run import parse_run_dir
+from sskj_results.contract.io import load_run
+from sskj_results.ingest.metadata import write_metadata
+from sskj_results.contract.models import Scenario, ValidityThresholds
+from sskj_results.analysis.validity import CHECK_ORDER, mark, parse_thresholds, remeasure_prompts
 
 DATA = Path(__file__).resolve().parent / "data" / "validity"
 STEM = "cpu_vllm_1130_{c}_{i}_{o}"
@@ -282,8 +282,8 @@ def test_remeasure_once_with_more_prompts(tmp_path: Path) -> None:
 
 def _search_run(tmp_path: Path, points: list[tuple[int, bool, bool]]) -> Path:
     """A run of shape i128_o32 with (concurrency, meets SLO, valid) points, in measuring order."""
-    from sskj_results.models import Validity, ValidityCheck
-    from sskj_results.slo import resolve_slo, slo_status
+    from sskj_results.contract.models import Validity, ValidityCheck
+    from sskj_results.analysis.slo import resolve_slo, slo_status
 
     run = new_run(tmp_path / "search")
     Case().write(run)
@@ -297,13 +297,13 @@ def _search_run(tmp_path: Path, points: list[tuple[int, bool, bool]]) -> Path:
         check = ValidityCheck(name="prompts_per_slot", ok=valid, value=4.0 if valid else 1.0, threshold=4.0, message="m")
         s.validity = Validity(ok=valid, checks=[check])
         scenarios.append(s)
-    from sskj_results.io import save_run
+    from sskj_results.contract.io import save_run
     save_run(load_run(run).model_copy(update={"scenarios": scenarios}), run / "results.json")
     return run
 
 
 def test_slo_search_remeasures_an_invalid_point_once_then_records_it(tmp_path: Path) -> None:
-    from sskj_results.slo_search import decide
+    from sskj_results.analysis.slo_search import decide
 
     run = _search_run(tmp_path, [(1, True, True), (2, True, False)])
     res = load_run(run)
@@ -325,8 +325,8 @@ def _supervised(run: Path, case: Case, code: str) -> dict[str, Any]:
     """Run `python -c code` through the real run-client supervisor under case's stem; its stats file."""
     import sys
 
-    from sskj_results.plan import GridRow
-    from sskj_results.supervise import run_client
+    from sskj_results.run.plan import GridRow
+    from sskj_results.run.supervise import run_client
 
     status, stats = run_client([sys.executable, "-c", code], run_dir=run, stem=case.stem,
                                row=GridRow(case.concurrency, case.input_len, case.output_len), server_pid=None,
@@ -364,7 +364,7 @@ def test_client_cpu_reads_what_the_real_supervisor_writes(tmp_path: Path) -> Non
 
 def test_a_remeasure_raw_file_parses_as_the_latest_point_of_its_concurrency(tmp_path: Path) -> None:
     """The SLO loop's `<stem>_r2` raw file beside the first: both kept, the repeat read as the latest."""
-    from sskj_results.slo_search import decide
+    from sskj_results.analysis.slo_search import decide
 
     run = new_run(tmp_path / "run")
     first, again = Case(prompts=4), Case(prompts=8)

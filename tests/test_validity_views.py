@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.comparison_models import ComparisonDoc
+from sskj_results.contract.comparison_models import ComparisonDoc
 
 DATA = Path(__file__).parent / "data" / "compare"
 RUNS = DATA / "runs"

@@ -51,7 +51,7 @@ bench::load_config() {
   export EXPERIMENT="${EXPERIMENT:-$(basename "${exp_dir}")}"
   # PORT SERVER_HOST HEALTH_TIMEOUT_S STOP_GRACE_S WARMUP_REQUESTS
   # PROMPTS_PER_CONCURRENCY MIN_PROMPTS CLIENT OOM_PATTERN TP, defaulted and
-  # checked by `sskj-results run-settings` (sskj_results/launch.py).
+  # checked by `sskj-results run-settings` (sskj_results/run/launch.py).
   lib::export_records "sskj-results run-settings" "${SSKJ_RESULTS_CMD[@]}" run-settings
 }
 
@@ -212,7 +212,7 @@ bench::engine_flags() {
 # bench::sglang_server_cmd / bench::vllm_server_cmd: fill SERVER_CMD with the
 # phase's server command, bench::vllm_server_base with its start only
 # (launcher with the engine table's server environment, -m module); spelled
-# by `sskj-results server-cmd` (sskj_results/launch.py documents each: model,
+# by `sskj-results server-cmd` (sskj_results/run/launch.py documents each: model,
 # TP, FLAG..., host, port, the multi-node flags of this rank, *_EXTRA_ARGS).
 # Arguments: FLAG... the experiment's own flags (vllm_server_base: KEY=VALUE...
 #            more server environment); may be none

@@ -14,7 +14,7 @@
 #
 # PATCH_ROOT/series lists the patches in order, one per line:
 #   <patch file in PATCH_ROOT> <python package it patches>
-# (read and recorded by `sskj-results patches`, sskj_results/patches.py).
+# (read and recorded by `sskj-results patches`, sskj_results/run/patches.py).
 # Each patch is a unified diff with paths relative to the directory that
 # contains the package (site-packages), applied with `patch -p1`. A patch
 # that is already applied (reverse dry run succeeds) is left as it is.

@@ -111,7 +111,7 @@ lib::snapshot_env() {
 
 #######################################
 # Load KEY=VALUE lines from a config file WITHOUT executing it. The file is
-# parsed by `sskj-results env` (sskj_results/envfile.py: comments, blank
+# parsed by `sskj-results env` (sskj_results/contract/envfile.py: comments, blank
 # lines, optional `export`, quoted values, ${VAR} references to exported
 # variables and to keys set earlier in the file; command substitution is an
 # error), which prints NUL-terminated KEY=VALUE records to export. A variable
@@ -186,7 +186,7 @@ lib::export_records() {
 
 #######################################
 # Copy an argument list with secret values replaced by '<redacted>'. The
-# rule is sskj_results/redact.py (the one redaction of the project; see its
+# rule is sskj_results/contract/redact.py (the one redaction of the project; see its
 # docstring), run through scripts/common/redact.py with the interpreter of
 # sskj-results (-I -S: no site, no PYTHONPATH; milliseconds). When it
 # cannot run, the command is not shown.
@@ -525,7 +525,7 @@ lib::stop_server() {
 }
 
 #######################################
-# Load the engine table row of an engine (sskj_results/engines.py, through
+# Load the engine table row of an engine (sskj_results/catalog/engines.py, through
 # `sskj-results engine`); the row of the last engine asked is cached.
 # Arguments: $1 engine (sglang, vllm, vllm-dspark, vllm-xpu, vllm-cpu, ...)
 # Globals:   LIB_ENGINE_* (written: NAME FAMILY PYVAR MODULE RESET METRICS
@@ -560,7 +560,7 @@ lib::engine_family() {
 # `env K=V... <python>` from the engine table's variable, e.g. SGLANG_PYTHON,
 # else ENGINE_PYTHON; on docker platforms `docker exec --env K=V...
 # CONTAINER_NAME CONTAINER_PYTHON`; DEVICES first), spelled by
-# `sskj-results server-cmd ENGINE --kind launcher` (sskj_results/launch.py).
+# `sskj-results server-cmd ENGINE --kind launcher` (sskj_results/run/launch.py).
 # Arguments: $1 engine; $2.. KEY=VALUE environment for the server
 # Globals:   the run's settings (read, from the environment);
 #            LIB_LAUNCHER (written, array)
@@ -651,7 +651,7 @@ lib::write_metadata() {
 
 #######################################
 # Fill LIB_CLIENT_CMD with one bench client invocation, spelled by
-# `sskj-results client-cmd` (sskj_results/clients.py): CLIENT=sglang
+# `sskj-results client-cmd` (sskj_results/catalog/clients.py): CLIENT=sglang
 # (default) `CLIENT_PYTHON -m sglang.bench_serving ...`, CLIENT=vllm
 # `CLIENT_PYTHON -m vllm.entrypoints.cli.main bench serve ...`.
 # Arguments: $1 output file; $2 concurrency; $3 input len; $4 output len;

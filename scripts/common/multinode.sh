@@ -7,7 +7,7 @@
 # multinode_rank.sh, which runs the experiment's start_server.sh with
 # NODE_RANK (= SLURM_NODEID) and DIST_INIT_ADDR (<head address>:DIST_INIT_PORT)
 # set; the shared command builders then add the engine's own multi-node
-# flags (sskj_results/launch.py):
+# flags (sskj_results/run/launch.py):
 #   SGLang: --nnodes N --node-rank R --dist-init-addr HEAD:PORT
 #   vLLM:   --nnodes N --node-rank R --master-addr HEAD --master-port PORT,
 #           and --headless on ranks > 0 (multiprocessing, no Ray)
@@ -47,7 +47,7 @@ multinode::server_cmd() {
   fi
   local head addr port="${DIST_INIT_PORT:-29500}" i line
   local -a found=() nodes=() hostnames=()
-  # head address, then name and host name of each node (sskj_results/allocation.py)
+  # head address, then name and host name of each node (sskj_results/run/allocation.py)
   mapfile -d '' -t found < <(lib::results slurm-nodes "${NNODES}")
   wait "$!" || return 1
   if ((${#found[@]} > 0)); then

@@ -20,7 +20,7 @@ fi
 
 #######################################
 # Detect the platform of this machine (`sskj-results platform detect`,
-# sskj_results/platforms.py: nvidia-smi GPU name *H200* -> nvidia_h200,
+# sskj_results/run/platforms.py: nvidia-smi GPU name *H200* -> nvidia_h200,
 # *H20* -> nvidia_h20, *RTX PRO 6000* / *6000D* -> nvidia_rtx6000d; working
 # xpu-smi -> kunlun_p800; otherwise cpu).
 # Outputs:   platform name on stdout; error on stderr for an unknown GPU

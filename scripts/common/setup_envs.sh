@@ -14,7 +14,7 @@
 # Idempotent: each venv holds a stamp file, written last, with the sha256 of
 # the requirement files it was installed from. A venv whose stamp is missing
 # (interrupted install) or differs (changed pins) is removed and reinstalled.
-# The steps are `sskj-results setup-envs` (sskj_results/setup_envs.py).
+# The steps are `sskj-results setup-envs` (sskj_results/run/setup_envs.py).
 #
 # Environment:
 #   SSKJ_ENVS_DIR    where the venvs live (default <repo>/envs)

@@ -3,7 +3,7 @@
 #
 # The batch script of the Slurm jobs that scripts/common/submit.sh submits.
 #
-# Usage (by sbatch, see sskj_results/slurm.py):
+# Usage (by sbatch, see sskj_results/run/slurm.py):
 #   slurm_job.sh run EXPERIMENT_DIR RUN_ID RUN_DIR PLATFORM NNODES
 #     Run the experiment with RESUME=1 into RUN_DIR: a first start finds
 #     nothing to resume; a requeued or restarted job continues at the next

@@ -13,7 +13,7 @@ import click
 
 from .. import __version__
 
-# name -> (module, attribute, one-line help shown by --help)
+# name -> (module, attribute, one-line help shown by --help); PLUMBING below names the run loop's own commands
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "validate": ("validate_cmd", "validate", "Check results.json files and run directories against the contract."),
     "schema": ("schema_cmd", "schema", "Print (or write) the JSON Schema of results.json."),
@@ -48,14 +48,24 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "check-names": ("redact_cmd", "check_names", "Check that names used as path segments are plain names."),
 }
 
+# commands the shell half calls (scripts/common/, platforms/, experiments/): not in `--help`, listed by
+# `sskj-results plumbing`, each contract-tested like the others (tests/shell/test_contract.py)
+PLUMBING = frozenset({
+    "slo-next", "slurm-plan", "slurm-compare", "slurm-nodes", "next", "run-client", "engine", "package-version",
+    "phase", "patches", "wait-health", "server-cmd", "platform", "run-settings", "client-cmd", "env", "redact",
+    "setup-envs", "check-names", "runset",
+})
+
 
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return sorted([*COMMANDS, "plumbing"])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
+        if cmd_name == "plumbing":
+            return plumbing
         if cmd_name not in COMMANDS:
             return None
         module_name, attr, _ = COMMANDS[cmd_name]
@@ -63,10 +73,30 @@ class LazyGroup(click.Group):
         command: click.Command = getattr(module, attr)
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        name = args[0] if args else ""
+        if args and name not in COMMANDS and name != "plumbing" and not name.startswith("-"):
+            import difflib
+
+            close = difflib.get_close_matches(name, [*COMMANDS, "plumbing"], n=1, cutoff=0.6)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise click.UsageError(f"No such command '{name}'.{hint} (`sskj-results --help` lists them)", ctx)
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: Any) -> None:
-        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS) if name not in PLUMBING]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+        with formatter.section("The run loop's own commands"):
+            formatter.write_text(f"{len(PLUMBING)} more, called by scripts/common/: `sskj-results plumbing` lists them.")
+
+
+@click.command(name="plumbing")
+def plumbing() -> None:
+    """List the commands the shell half calls (scripts/common/): not for everyday use."""
+    width = max(len(name) for name in PLUMBING)
+    for name in sorted(PLUMBING):
+        click.echo(f"{name.ljust(width)}  {COMMANDS[name][2]}")
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -33,8 +33,8 @@ def client_cmd(client: str, python: str, backend: str, host: str, port: int, mod
                input_len: int, output_len: int, num_prompts: int, concurrency: int, out: Path, dataset_name: str,
                dataset_path: str, range_ratio: str, seed: str, warmup_requests: Optional[str], extra: str) -> None:
     """Print the bench client command of one scenario, NUL-separated (read by the shell with mapfile -d '')."""
-    from ..clients import ClientRequest, client_command
-    from ..errors import ConfigError
+    from ..catalog.clients import ClientRequest, client_command
+    from ..contract.errors import ConfigError
 
     try:
         words = client_command(ClientRequest(

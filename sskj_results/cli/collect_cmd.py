@@ -25,7 +25,7 @@ def collect(paths: tuple[Path, ...], out: Path, no_cache: bool) -> None:
     size and modification time) are taken from a cache beside --out.
     Columns: docs/RUNS_TABLE.md.
     """
-    from ..collect import collect as collect_runs
+    from ..render.collect import collect as collect_runs
 
     result = collect_runs(paths, out, use_cache=not no_cache)
     for skip in result.skipped:

@@ -11,8 +11,8 @@ from typing import Any, Callable, Optional, ParamSpec, TypeVar
 
 import click
 
-from ..errors import SskjError, UsageError
-from ..io import describe_os_error, display_name, one_line
+from ..contract.errors import SskjError, UsageError
+from ..contract.io import describe_os_error, display_name, one_line
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = ParamSpec("P")

@@ -17,12 +17,12 @@ def engine(name: str, command: str | None, settings: tuple[str, ...]) -> None:
     """Print the engine table row of NAME (sglang, vllm, vllm-dspark, vllm-xpu, or a name starting with one).
 
     One line: FAMILY PYTHON_VAR LAUNCH_MODULE RESET_PATH METRICS(0|1)
-    HEALTH_PATH SERVER_ENV DIST... (see sskj_results/engines.py).
+    HEALTH_PATH SERVER_ENV DIST... (see sskj_results/catalog/engines.py).
     """
     import json
 
-    from ..engines import config_from_server_args, engine as engine_row, shell_row
-    from ..metadata import parse_assignments
+    from ..catalog.engines import config_from_server_args, engine as engine_row, shell_row
+    from ..ingest.metadata import parse_assignments
 
     if settings:
         pairs = [(key, value) for key, value in parse_assignments(settings, "--flags").items()]
@@ -41,7 +41,7 @@ def engine(name: str, command: str | None, settings: tuple[str, ...]) -> None:
 @handle_errors
 def package_version(dists: tuple[str, ...], python: tuple[str, ...]) -> None:
     """Print the version of the first installed --dist package of the interpreter PYTHON... (after --); nothing when unknown."""
-    from ..engines import package_version as ask
+    from ..catalog.engines import package_version as ask
 
     version = ask(list(python), list(dists))
     if version:

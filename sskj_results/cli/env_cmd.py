@@ -44,8 +44,8 @@ def env(file: str, protect: tuple[str, ...], platform: bool | None) -> None:
     file's ENGINE_STARTUP_VARS are added to SSKJ_STARTUP_VARS
     ("KEY=VALUE" words), which the run records.
     """
-    from ..envfile import check_platform_keys, parse_env_file
-    from ..errors import UsageError
+    from ..contract.envfile import check_platform_keys, parse_env_file
+    from ..contract.errors import UsageError
 
     for key in protect:
         if not _NAME.fullmatch(key):

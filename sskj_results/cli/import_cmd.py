@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Optional
 import click
 
 if TYPE_CHECKING:
-    from ..models import SloSpec
+    from ..contract.models import SloSpec
 
-from ..io import display_name
+from ..contract.io import display_name
 from .common import ExitError, echo, handle_errors, slo_options
 
 
@@ -19,7 +19,7 @@ VALIDITY_HELP = ("Validity threshold NAME=VALUE, repeatable (docs/VALIDITY.md), 
 
 
 def _slo(tier: Optional[str], ttft: Optional[float], tpot: Optional[float]) -> Optional[SloSpec]:
-    from ..slo import resolve_slo
+    from ..analysis.slo import resolve_slo
 
     if tier is None and ttft is None and tpot is None:
         return None
@@ -42,9 +42,9 @@ def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], sl
     (accept length), gpu_logs/ (accelerator usage), skipped_after_oom.csv.
     Exit 1 when a raw run could not be imported (each one is listed).
     """
-    from ..importer import parse_run_dir
-    from ..io import load_run
-    from ..validity import parse_thresholds
+    from ..ingest.parse_run import parse_run_dir
+    from ..contract.io import load_run
+    from ..analysis.validity import parse_thresholds
 
     recorded = load_run(run_dir).validity_thresholds if validity and (run_dir / "results.json").is_file() else None
     outcome = parse_run_dir(run_dir, _slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), name_format=name_format,
@@ -106,9 +106,11 @@ def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Pa
     --chip/--platform; the model from --model, else the runs. A file may also be one
     JSON array of runs. Re-running replaces the run directories of the previous import of RAW_DIR.
     """
-    from ..importer import Platform, check_import_dir, default_import_dir, import_legacy as run_import, read_platform_file
-    from ..publish import report_text
-    from ..validity import parse_thresholds
+    from ..ingest.legacy import (
+        Platform, check_import_dir, default_import_dir, import_legacy as run_import, read_platform_file,
+    )
+    from ..render.publish import report_text
+    from ..analysis.validity import parse_thresholds
 
     if platform_file is not None:
         platform = read_platform_file(platform_file)

@@ -30,8 +30,8 @@ def metadata(run_dir: Path, meta: tuple[str, ...], config: tuple[str, ...], chip
     Unset timestamp, host and git_commit are filled in on creation; so are
     hardware, driver and runtime versions that nvidia-smi / xpu-smi / the CPU report.
     """
-    from ..metadata import parse_assignments, write_metadata
-    from ..slo import resolve_slo
+    from ..ingest.metadata import parse_assignments, write_metadata
+    from ..analysis.slo import resolve_slo
 
     shortcuts = tuple(f"{key}={value}" for key, value in
                       (("chip", chip), ("accelerator", accelerator), ("hardware", hardware)) if value)

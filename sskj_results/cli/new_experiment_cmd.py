@@ -24,7 +24,7 @@ def new_experiment(platform: str, name: str, source: Optional[str], repo: Option
     in config.env and its name and paths in README.md; results/ is never
     copied; an existing directory is never overwritten.
     """
-    from ..newexp import create_experiment
+    from ..run.newexp import create_experiment
 
     root = (repo or Path(__file__).resolve().parents[2]).resolve()
     made = create_experiment(root, platform, name, source)

@@ -56,8 +56,8 @@ def next_scenario(run_dir: Path, chip: str, engine: str, run_id: Optional[str], 
     there as skipped. With --slo-search the SLO search (see `slo-next`)
     chooses the concurrency per shape. Progress goes to stderr.
     """
-    from ..plan import Planner, PromptsRule, load_grid, stem_date
-    from ..slo import resolve_slo
+    from ..run.plan import Planner, PromptsRule, load_grid, stem_date
+    from ..analysis.slo import resolve_slo
 
     mmdd = mmdd or stem_date(run_dir, run_id)
     if not re.match(r"^[0-9]{4}$", mmdd):
@@ -88,7 +88,7 @@ def next_scenario(run_dir: Path, chip: str, engine: str, run_id: Optional[str], 
 @handle_errors
 def phase(spec: str) -> None:
     """Print a phase spec NAME[:ENGINE][:KEY=VALUE]... as NUL-separated NAME, ENGINE, KEY=VALUE... (ENGINE defaults to NAME)."""
-    from ..plan import parse_phase_spec
+    from ..run.plan import parse_phase_spec
 
     parsed = parse_phase_spec(spec)
     click.echo("".join(f"{w}\0" for w in (parsed.name, parsed.engine, *parsed.settings)), nl=False)

@@ -17,9 +17,9 @@ from .common import handle_errors
 @handle_errors
 def patches(patch_root: Path, run_dir: Optional[Path], outcomes: tuple[str, ...]) -> None:
     """List PATCH_ROOT/series as `FILE PACKAGE SHA256` lines, or record what was applied (used by apply_patches.sh)."""
-    from ..errors import UsageError
-    from ..metadata import write_metadata
-    from ..patches import patches_record, read_series
+    from ..contract.errors import UsageError
+    from ..ingest.metadata import write_metadata
+    from ..run.patches import patches_record, read_series
 
     series = read_series(patch_root)
     if run_dir is None:

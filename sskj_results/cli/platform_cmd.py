@@ -17,14 +17,14 @@ from .common import handle_errors
               help="The repository (its platforms/ directory).")
 @handle_errors
 def platform(action: str, arg: Optional[str], repo: Path) -> None:
-    """Platform facts for scripts/common/platform.sh (sskj_results/platforms.py).
+    """Platform facts for scripts/common/platform.sh (sskj_results/run/platforms.py).
 
     detect: print this machine's platform. file NAME: print platforms/NAME.env
     (a plain name of an existing file). check FILE: report every problem of the
     loaded platform's keys, read from the environment (FILE names it in messages).
     """
-    from ..errors import UsageError
-    from ..platforms import detect, platform_file, problems
+    from ..contract.errors import UsageError
+    from ..run.platforms import detect, platform_file, problems
 
     if action == "detect":
         click.echo(detect(repo), nl=False)

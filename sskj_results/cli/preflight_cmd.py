@@ -47,8 +47,8 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
     platform choice that contradicts the experiment's directory or HARDWARE=auto that cannot be
     queried: errors unless PLATFORM was given).
     """
-    from ..errors import UsageError
-    from ..preflight import Spec, engine_python_var, expected_platform, run_preflight
+    from ..contract.errors import UsageError
+    from ..run.preflight import Spec, engine_python_var, expected_platform, run_preflight
 
     kind, _, count = accelerators.partition(":")
     if kind not in ("none", "nvidia", "xpu") or (count and not count.isdigit()):

@@ -14,10 +14,10 @@ from .common import handle_errors
 def redact(lines: bool, words: tuple[str, ...]) -> None:
     """Print WORDS with secret values replaced by <redacted>, NUL-terminated (or stdin lines with --lines).
 
-    The rules are those of sskj_results/redact.py, the one redaction used by
+    The rules are those of sskj_results/contract/redact.py, the one redaction used by
     every writer and by the shell for every command line it prints or logs.
     """
-    from ..redact import main
+    from ..contract.redact import main
 
     sys.exit(main(["--lines"] if lines else ["--", *words]))
 
@@ -30,8 +30,8 @@ def check_names(pairs: tuple[str, ...]) -> None:
 
     One error line per bad name (exit 1); nothing printed when all are fine.
     """
-    from ..errors import UsageError
-    from ..names import check_names as check
+    from ..contract.errors import UsageError
+    from ..contract.names import check_names as check
 
     parsed = []
     for pair in pairs:

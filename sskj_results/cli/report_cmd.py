@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 import click
 
 if TYPE_CHECKING:
-    from ..models import SloSpec
+    from ..contract.models import SloSpec
 
 from .common import PositiveFloat, handle_errors, slo_options
 
@@ -34,7 +34,7 @@ class CdfCount(click.ParamType):
 
 
 def _slo(slo_tier: Optional[str], ttft: Optional[float], tpot: Optional[float]) -> Optional[SloSpec]:
-    from ..slo import resolve_slo
+    from ..analysis.slo import resolve_slo
 
     if slo_tier is None and ttft is None and tpot is None:
         return None
@@ -58,7 +58,7 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], html: bool, slo_ti
     The SLO marks are the recorded ones; --slo-tier (or explicit thresholds)
     recomputes them against another SLO.
     """
-    from ..publish import ReportOptions, write_reports
+    from ..render.publish import ReportOptions, write_reports
 
     outs = write_reports(run_dir, ReportOptions(slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
                                                 plots=not no_plots, cdf=cdf, html=html))
@@ -103,8 +103,8 @@ def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path,
     matched by (concurrency, input_len, output_len); see docs/COMPARE.md for
     how to read the verdicts.
     """
-    from ..compare import CompareOptions
-    from ..publish import write_comparison
+    from ..analysis.compare import CompareOptions
+    from ..render.publish import write_comparison
 
     options = CompareOptions(alpha=alpha, min_change=min_change, plots=not no_plots, cdf=cdf, title=title,
                              matrix=matrix, slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms))

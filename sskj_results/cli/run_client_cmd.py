@@ -39,8 +39,8 @@ def run_client(run_dir: Path, stem: str, concurrency: int, input_len: int, outpu
     skipped_after_oom.csv with the server log excerpt. The client's CPU and
     wall time go to RUN_DIR/client_stats/<stem>.json (BENCHMARK_WORKFLOW.md).
     """
-    from ..plan import GridRow
-    from ..supervise import DEFAULT_OOM_PATTERN, EXIT_SERVER_FAILED, run_client as supervise
+    from ..run.plan import GridRow
+    from ..run.supervise import DEFAULT_OOM_PATTERN, EXIT_SERVER_FAILED, run_client as supervise
 
     status, stats = supervise(
         list(argv), run_dir=run_dir, stem=stem, row=GridRow(concurrency, input_len, output_len),
@@ -64,7 +64,7 @@ def run_client(run_dir: Path, stem: str, concurrency: int, input_len: int, outpu
 @handle_errors
 def wait_health(url: str, pid: int, timeout_s: float, log: Optional[Path], tail: int) -> None:
     """Wait until GET URL answers 2xx (exit 0); exit 1 when the server process dies or TIMEOUT passes."""
-    from ..supervise import wait_for_health
+    from ..run.supervise import wait_for_health
 
     healthy, message = wait_for_health(url, pid, timeout_s)
     if healthy:

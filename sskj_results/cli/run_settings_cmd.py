@@ -12,9 +12,9 @@ from .common import handle_errors
 @handle_errors
 def run_settings() -> None:
     """Print the run-wide settings (PORT, SERVER_HOST, TP, ...) with their defaults, NUL-terminated KEY=VALUE records
-    to export (used by the shell; read from the environment; sskj_results/launch.py). Every problem is an error line, exit 1.
+    to export (used by the shell; read from the environment; sskj_results/run/launch.py). Every problem is an error line, exit 1.
     """
-    from ..launch import run_settings as settings_of
+    from ..run.launch import run_settings as settings_of
 
     values, problems = settings_of(os.environ)
     for problem in problems:

@@ -29,7 +29,7 @@ def runset(run_set_dir: Path, phase_dirs: tuple[Path, ...], baseline: Optional[s
     safe to run after every phase. Nothing is written while no phase exists, nor
     when RUN_SET_DIR/results.json is a run (a single-phase run needs no index).
     """
-    from ..runset import write_run_set
+    from ..contract.runset import write_run_set
 
     file, run_set = write_run_set(run_set_dir, list(phase_dirs), baseline, title, matrix)
     if file is None:
@@ -58,8 +58,8 @@ def reparse(path: Path, no_plots: bool, no_html: bool, slo_tier: Optional[str], 
     every phase, the index and the comparison of the phases (PATH/comparison.md
     and comparison.html) are rewritten. What `experiments/<platform>/<name>/parse_results.py` runs.
     """
-    from ..reparse import reparse as run_reparse
-    from ..slo import resolve_slo
+    from ..run.reparse import reparse as run_reparse
+    from ..analysis.slo import resolve_slo
 
     slo = None
     if slo_tier is not None or slo_ttft_p95_ms is not None or slo_tpot_mean_ms is not None:

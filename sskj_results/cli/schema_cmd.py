@@ -16,8 +16,8 @@ from .common import handle_errors
 @handle_errors
 def schema(out: Optional[Path], run_set: bool) -> None:
     """Print the JSON Schema of results.json (draft 2020-12), generated from the models."""
-    from ..io import atomic_write_text
-    from ..schema import run_set_schema_text, schema_text
+    from ..contract.io import atomic_write_text
+    from ..contract.schema import run_set_schema_text, schema_text
 
     text = run_set_schema_text() if run_set else schema_text()
     if out is None:

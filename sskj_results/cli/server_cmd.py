@@ -11,7 +11,7 @@ from .common import handle_errors
 @click.argument("name")
 @click.option("--kind", type=click.Choice(["launcher", "base", "sglang", "vllm"]), required=True,
               help="launcher: the engine's Python prefix; base: launcher -m MODULE; sglang/vllm: the whole "
-                   "server command (sskj_results/launch.py).")
+                   "server command (sskj_results/run/launch.py).")
 @click.argument("words", nargs=-1, type=click.UNPROCESSED)
 @handle_errors
 def server_cmd(name: str, kind: str, words: tuple[str, ...]) -> None:
@@ -21,7 +21,7 @@ def server_cmd(name: str, kind: str, words: tuple[str, ...]) -> None:
     experiment's own flags for sglang and vllm. The settings (RUNTIME,
     MODEL_PATH, TP, PORT, DEVICES, NNODES, ...) are read from the environment.
     """
-    from ..launch import server_cmd as build
+    from ..run.launch import server_cmd as build
 
     argv = build(name, kind, list(words), os.environ)
     click.echo("".join(f"{w}\0" for w in argv), nl=False)

@@ -22,8 +22,8 @@ def setup_envs(repo: Path, platform: str) -> None:
     tiny model in ${SSKJ_MODELS_DIR:-<repo>/models}/tiny-llama; SSKJ_PYTHON
     (default python3) creates the venvs. Exit 0 ready, 1 a step failed, 2 usage.
     """
-    from ..errors import UsageError
-    from ..setup_envs import SetupError, SetupPaths, setup_cpu
+    from ..contract.errors import UsageError
+    from ..run.setup_envs import SetupError, SetupPaths, setup_cpu
 
     if platform != "cpu":
         raise UsageError(f"platform '{platform}': only 'cpu' is installed by this script; environments for GPU "

@@ -33,9 +33,9 @@ def slo_next(run_dir: Path, input_len: int, output_len: int, min_concurrency: in
     is recorded in results.json (slo_search) on every call; run
     `sskj-results parse` after each measurement.
     """
-    from ..slo_search import next_concurrency
+    from ..analysis.slo_search import next_concurrency
 
-    from ..slo import resolve_slo
+    from ..analysis.slo import resolve_slo
 
     spec = None  # --slo-tier / thresholds: judge by that SLO instead of the one recorded in results.json
     if slo_tier or slo_ttft_p95_ms is not None or slo_tpot_mean_ms is not None:

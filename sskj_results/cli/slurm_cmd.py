@@ -31,7 +31,7 @@ def slurm_plan(experiments: tuple[Path, ...], run_id: str, repo_root: Path, plat
     comparison directory, argument count, the sbatch arguments of the
     comparison job (its --dependency is added by the caller).
     """
-    from ..slurm import plan_submission
+    from ..run.slurm import plan_submission
 
     plan = plan_submission(list(experiments), repo_root=repo_root, run_id=run_id, platform=platform, nodes=nodes,
                            partition=partition, time_limit=time_limit, results_root=results_root)

@@ -20,7 +20,7 @@ def slurm_compare(ctx: click.Context, out_dir: Path, run_dirs: tuple[Path, ...])
     phases. Exit 0 when every run is valid and compared (one run: nothing to
     compare), 1 otherwise.
     """
-    from ..runset import job_runs
+    from ..contract.runset import job_runs
     from .report_cmd import compare
     from .validate_cmd import validate
 

@@ -14,7 +14,7 @@ def slurm_nodes(nnodes: int) -> None:
     """Print the head address, then each node's name and host name, of the first NNODES nodes of the job's
     allocation (SLURM_JOB_NODELIST), NUL-terminated; nothing outside an allocation (used by multinode.sh).
     """
-    from ..allocation import allocation
+    from ..run.allocation import allocation
 
     found = allocation(nnodes, os.environ.get("SLURM_JOB_NODELIST", ""))
     if found is not None:

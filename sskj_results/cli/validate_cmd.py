@@ -22,7 +22,7 @@ def validate(paths: tuple[Path, ...], fmt: str, quiet: bool, strict: bool = Fals
     Exit 0 when everything is valid (warnings are printed), 1 when anything is invalid.
     Invalid points are warnings; with --strict they are errors.
     """
-    from ..validate import ERROR, strict_validity, validate_paths
+    from ..analysis.validate import ERROR, strict_validity, validate_paths
 
     reports = validate_paths(paths)
     if strict:

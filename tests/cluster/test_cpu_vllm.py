@@ -16,7 +16,7 @@ import pytest
 
 from shellkit import free_port, port_listening, tagged_pids
 from slurmkit import REPO, SUBMIT, LocalSlurm
-from sskj_results.io import load_run
+from sskj_results.contract.io import load_run
 
 pytestmark = pytest.mark.e2e
 

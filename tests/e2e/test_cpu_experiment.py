@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sskj_results.io import load_run
-from sskj_results.rawio import loads_lenient
+from sskj_results.contract.io import load_run
+from sskj_results.ingest.rawio import loads_lenient
 
 pytestmark = pytest.mark.e2e
 

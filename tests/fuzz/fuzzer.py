@@ -39,9 +39,9 @@ from typing import Any, Callable, Optional
 from click.testing import CliRunner
 
 from sskj_results.cli import main
-from sskj_results.io import load_run
-from sskj_results.metadata import write_metadata
-from sskj_results.rawio import display_name
+from sskj_results.contract.io import load_run
+from sskj_results.ingest.metadata import write_metadata
+from sskj_results.contract.io import display_name
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RAW = DATA / "raw"

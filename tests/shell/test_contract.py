@@ -20,7 +20,7 @@ EXPERIMENTS = sorted(p.parent for p in REPO.glob("experiments/*/*/run_bench.sh")
 CASES = [(exp, plat) for exp in EXPERIMENTS for plat in PLATFORMS[exp.parent.name]]
 
 # Spellings of each config key on any engine's command line, written here
-# independently of sskj_results/engines.py.
+# independently of sskj_results/catalog/engines.py.
 SPELLINGS = {
     "tp": ("--tp", "--tp-size", "--tensor-parallel-size"),
     "kv_cache_dtype": ("--kv-cache-dtype",),

@@ -353,7 +353,7 @@ def test_dry_run_dspark_phases_record_their_spec_tokens(tmp_path, base_env, tag)
 
 @needs_results
 def test_long_context_runs_the_21_seed_scenarios_and_the_full_matrix_on_request(tmp_path, base_env, tag):
-    from sskj_results.plan import load_grid
+    from sskj_results.run.plan import load_grid
 
     exp = REPO / "experiments" / "h200" / "dsv4_h200_long_context"
     default = {r.name for r in load_grid(exp / "scenarios.tsv", None, None)}

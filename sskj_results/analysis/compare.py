@@ -1,0 +1,370 @@
+"""Comparison of runs: scenario matching and statistical verdicts. Pure: no I/O.
+
+`build_comparison` takes loaded runs (`rundata.RunData`) and returns the
+`comparison_models.ComparisonDoc`; the maths lives in `stats`, the Markdown
+in `report`, the figures in `plots`, and `publish.write_comparison` writes
+the files.
+
+Scenarios are matched by (concurrency, input_len, output_len). The first run
+(or the explicit baseline) is the baseline; every other run is compared with
+it on the per-request TTFT, TPOT and E2E of successful requests, and on the
+output token throughput of repeated runs (see docs/COMPARE.md).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from . import stats
+from .configdiff import (
+    config_differences, is_speculative, one_model_with_speculative_variant, server_command, speculative_flags,
+)
+from ..contract.comparison_models import (
+    LATENCY_METRICS, THROUGHPUT_METRIC, ComparisonDoc, MetricName, RunInfo, ScenarioComparison, Settings, StatTest,
+    Unmatched,
+)
+from ..contract.errors import UsageError
+from ..contract.models import Scenario, SloSpec
+from .rundata import RunData, reference_slo, run_labels, same_thresholds, scenario_status, table_row
+
+PathLike = Union[str, "os.PathLike[str]"]
+DEFAULT_CDF_SCENARIOS = 4
+Key = tuple[int, int, int, float]  # (concurrency or 0, input, output, open-loop request rate or inf)
+
+
+# --------------------------------------------------------------------------- options
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """Options of a comparison (the CLI's flags)."""
+
+    alpha: float = 0.05
+    min_change: float = 0.05
+    slo: Optional[SloSpec] = None
+    plots: bool = True
+    cdf: Optional[int] = DEFAULT_CDF_SCENARIOS
+    title: Optional[str] = None
+    matrix: Optional[str] = None
+    n_resamples: int = stats.DEFAULT_RESAMPLES
+    confidence: float = stats.DEFAULT_CONFIDENCE
+    seed: int = stats.DEFAULT_SEED
+
+    def check(self) -> None:
+        if not 0 < self.alpha < 1:
+            raise UsageError(f"--alpha {self.alpha:g}: must be between 0 and 1 (exclusive), e.g. 0.05")
+        if self.min_change < 0:
+            raise UsageError(f"--min-change {self.min_change:g}: must be >= 0, e.g. 0.05 for 5 %")
+        if self.cdf is not None and self.cdf < 0:
+            raise UsageError(f"--cdf {self.cdf}: give `all` or a number of scenarios >= 0")
+        if not 0 < self.confidence < 1:
+            raise UsageError(f"confidence {self.confidence:g}: must be between 0 and 1")
+        if self.n_resamples < 100:
+            raise UsageError(f"bootstrap resamples {self.n_resamples}: use at least 100")
+
+
+# --------------------------------------------------------------------------- labels, SLO, matching
+
+
+def shape_key(scenario: Scenario) -> Key:
+    """Closed-loop runs match by concurrency; open-loop runs (no concurrency) by their request rate."""
+    if scenario.concurrency is None:
+        rate = scenario.request_rate if scenario.request_rate is not None else math.inf
+        return (0, scenario.input_len, scenario.output_len, rate)
+    return (scenario.concurrency, scenario.input_len, scenario.output_len, math.inf)
+
+
+def canonical_name(key: Key) -> str:
+    if key[0] == 0:
+        return f"r{key[3]:g}_i{key[1]}_o{key[2]}"
+    return f"c{key[0]}_i{key[1]}_o{key[2]}"
+
+
+@dataclass(frozen=True)
+class Group:
+    """A shape present in every run: per run, the indices of its scenarios (repeats in order)."""
+
+    name: str
+    key: Key
+    members: tuple[tuple[int, ...], ...]
+
+
+def _by_shape(run: RunData) -> dict[Key, list[int]]:
+    out: dict[Key, list[int]] = {}
+    for i, s in enumerate(run.results.scenarios):
+        out.setdefault(shape_key(s), []).append(i)
+    for idx in out.values():
+        idx.sort(key=lambda i: (run.results.scenarios[i].repeat or 0, run.results.scenarios[i].name))
+    return out
+
+
+def match_scenarios(runs: Sequence[RunData], labels: Sequence[str]) -> tuple[list[Group], list[Unmatched]]:
+    """Shapes in every run (sorted by name, as the team's reports are) and the scenarios of the others."""
+    shapes = [_by_shape(r) for r in runs]
+    all_keys = sorted({k for s in shapes for k in s})
+    groups: list[Group] = []
+    unmatched: list[Unmatched] = []
+    for key in all_keys:
+        present = [i for i, s in enumerate(shapes) if key in s]
+        names = {runs[i].results.scenarios[j].name for i in present for j in shapes[i][key]}
+        name = names.pop() if len(names) == 1 else canonical_name(key)
+        if len(present) == len(runs):
+            groups.append(Group(name, key, tuple(tuple(s[key]) for s in shapes)))
+            continue
+        missing = [labels[i] for i in range(len(runs)) if i not in present]
+        skipped = {}
+        for i in range(len(runs)):
+            if i in present:
+                continue
+            for sk in runs[i].results.skipped:
+                if (sk.concurrency, sk.input_len, sk.output_len) == key[:3]:
+                    skipped[labels[i]] = sk.reason
+        for i in present:
+            for j in shapes[i][key]:
+                s = runs[i].results.scenarios[j]
+                unmatched.append(Unmatched(run=labels[i], scenario=s.name, concurrency=key[0] or None, input_len=key[1],
+                                           output_len=key[2], missing_in=missing, skipped=skipped))
+    groups.sort(key=lambda g: g.name)
+    order = {label: i for i, label in enumerate(labels)}
+    unmatched.sort(key=lambda u: (u.scenario, order[u.run]))
+    return groups, unmatched
+
+
+# --------------------------------------------------------------------------- building
+
+
+def _parameter_difference(base: list[Scenario], cand: list[Scenario]) -> Optional[str]:
+    """Why two matched scenario groups were not measured the same way, if they were not."""
+
+    def rate(s: Scenario) -> str:
+        return "inf" if s.request_rate is None or math.isinf(s.request_rate) else f"{s.request_rate:g}"
+
+    base_rates = {rate(s) for s in base}
+    cand_rates = {rate(s) for s in cand}
+    if base_rates != cand_rates:
+        return f"request rate differs: {', '.join(sorted(base_rates))} vs {', '.join(sorted(cand_rates))} req/s"
+    base_data = {s.dataset_name for s in base if s.dataset_name}
+    cand_data = {s.dataset_name for s in cand if s.dataset_name}
+    if base_data and cand_data and base_data != cand_data:
+        return f"dataset differs: {', '.join(sorted(base_data))} vs {', '.join(sorted(cand_data))}"
+    return None
+
+
+def pool(run: RunData, members: Sequence[int], metric: str) -> np.ndarray:
+    arrays = [run.samples[j].metric(metric) for j in members]
+    return np.concatenate(arrays) if arrays else np.empty(0)
+
+
+def _finite(value: Optional[float]) -> Optional[float]:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _invalid(base: Sequence[Scenario], cand: Sequence[Scenario]) -> tuple[tuple[str, ...], Optional[str]]:
+    """Failed validity checks of either side's points (docs/VALIDITY.md), and a reason naming the points."""
+    checks: list[str] = []
+    parts = []
+    for side, scenarios in (("baseline", base), ("this run", cand)):
+        for s in scenarios:
+            failing = s.validity.failing if s.validity is not None else []
+            if failing:
+                checks.extend(c for c in failing if c not in checks)
+                parts.append(f"{side} {s.name} failed {', '.join(failing)}")
+    return tuple(checks), ("invalid point: " + "; ".join(parts)) if parts else None
+
+
+def invalid_verdict(checks: Sequence[str]) -> str:
+    """`not comparable (invalid: <checks>)`."""
+    return f"not comparable (invalid: {', '.join(checks)})"
+
+
+def _stat_test(label: str, metric: MetricName, outcome: stats.Outcome, caveat: Optional[str],
+               invalid: Sequence[str] = ()) -> StatTest:
+    if outcome.verdict is None:
+        raise ValueError(f"{label} {metric}: outcome has no verdict (not decided)")
+    reason = outcome.reason
+    if caveat:
+        reason = f"{reason}; {caveat}" if reason else caveat
+    return StatTest(
+        run=label, metric=metric, test=outcome.test, verdict=invalid_verdict(invalid) if invalid else outcome.verdict,
+        p_value=outcome.p_adjusted, p_raw=outcome.p_raw, ratio=_finite(outcome.ratio),
+        ci_low=_finite(outcome.ci_low), ci_high=_finite(outcome.ci_high),
+        n_baseline=outcome.n_baseline, n_candidate=outcome.n_candidate,
+        baseline_value=outcome.baseline_value, candidate_value=outcome.candidate_value, reason=reason,
+    )
+
+
+Pending = tuple[int, MetricName, stats.Outcome, Optional[str], tuple[str, ...]]
+
+
+def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptions) -> list[Pending]:
+    """Undecided outcomes of one group: (candidate run index, metric, outcome, caveat, failed validity checks).
+
+    A point of either side that failed a validity check makes the group's tests not comparable.
+    """
+    base_run = runs[0]
+    base_members = group.members[0]
+    base_scen = [base_run.results.scenarios[j] for j in base_members]
+    out: list[Pending] = []
+    for ci in range(1, len(runs)):
+        cand_run = runs[ci]
+        cand_members = group.members[ci]
+        cand_scen = [cand_run.results.scenarios[j] for j in cand_members]
+        difference = _parameter_difference(base_scen, cand_scen)
+        invalid, why = _invalid(base_scen, cand_scen)
+        if why:
+            difference = why
+        capped = any(base_run.samples[j].capped for j in base_members) or any(
+            cand_run.samples[j].capped for j in cand_members)
+        caveat = "per-request data capped (first requests only)" if capped else None
+        for metric in LATENCY_METRICS:
+            if difference:
+                outcome = stats.not_comparable(stats.MANN_WHITNEY, difference)
+            else:
+                outcome = stats.compare_latency(
+                    pool(base_run, base_members, metric), pool(cand_run, cand_members, metric),
+                    alpha=options.alpha, n_resamples=options.n_resamples,
+                    confidence=options.confidence, seed=options.seed,
+                )
+            out.append((ci, metric, outcome, caveat, invalid))
+        if len(base_members) > 1 or len(cand_members) > 1:
+            if difference:
+                outcome = stats.not_comparable(stats.WELCH, difference)
+            else:
+                outcome = stats.compare_means_welch(
+                    np.array([s.output_token_throughput for s in base_scen if s.output_token_throughput is not None]),
+                    np.array([s.output_token_throughput for s in cand_scen if s.output_token_throughput is not None]),
+                    confidence=options.confidence,
+                )
+            out.append((ci, THROUGHPUT_METRIC, outcome, None, invalid))
+    return out
+
+
+PRETTY = {"sglang": "SGLang", "vllm": "vLLM", "dspark": "DSpark", "xpu": "XPU", "eagle": "EAGLE", "eagle3": "EAGLE3",
+          "mtp": "MTP", "trtllm": "TensorRT-LLM"}
+CONFIGURATIONS_DIFFER = "(configurations differ)"
+
+
+def pretty(name: str) -> str:
+    """`vllm-dspark` -> `vLLM-DSpark`: known engine and method words in their usual spelling."""
+    return "-".join(PRETTY.get(part.lower(), part) for part in name.split("-"))
+
+
+def display_names(runs: Sequence[RunData], labels: Sequence[str]) -> list[str]:
+    """Seed-002 names (`SGLang`, `vLLM`; `DSpark` for an engine named after its method, `vllm-dspark`;
+    a speculative run whose engine does not name its method gets ` + <method>`) when the runs are one model with and without a speculative variant and the names
+    tell the runs apart; else the labels."""
+    if not one_model_with_speculative_variant(runs):
+        return list(labels)
+    names = []
+    for run, label in zip(runs, labels):
+        name = pretty(label.split(" (")[0])
+        method = run.results.config.spec_method
+        engine_words = run.engine.lower().split("-")
+        if is_speculative(run) and method and method.lower() not in engine_words:
+            name += f" + {pretty(method)}"
+        elif is_speculative(run) and method and len(engine_words) > 1 and label.split(" (")[0] == run.engine:
+            name = pretty(method)  # vllm-dspark running dspark: the team says "DSpark"
+        names.append(name)
+    return names if len(set(names)) == len(names) else list(labels)
+
+
+def default_title(runs: Sequence[RunData], labels: Sequence[str], matrix: Optional[str] = None) -> str:
+    """`<A> vs <B> vs <C> [<matrix name>] (<hardware>)`, the hardware when every run records the same."""
+    hardware = {r.results.metadata.hardware for r in runs}
+    title = " vs ".join(display_names(runs, labels))
+    if matrix:
+        title += f" {matrix}"
+    if len(hardware) == 1 and None not in hardware:
+        title += f" ({hardware.pop()})"
+    return title
+
+
+def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareOptions()) -> ComparisonDoc:
+    """The whole comparison as data; runs[0] is the baseline. Pure: no I/O."""
+    options.check()
+    if len(runs) < 2:
+        raise UsageError("compare needs at least two runs (a baseline and one to compare with it)")
+    labels = run_labels(runs)
+    spec = reference_slo(runs, options.slo)
+    recompute = [options.slo is not None or not same_thresholds(r.results.slo, spec) for r in runs]
+    groups, unmatched = match_scenarios(runs, labels)
+
+    pending: list[tuple[int, int, MetricName, stats.Outcome, Optional[str], tuple[str, ...]]] = []
+    for gi, group in enumerate(groups):
+        for ci, metric, outcome, caveat, invalid in _group_outcomes(runs, group, options):
+            pending.append((gi, ci, metric, outcome, caveat, invalid))
+    decided = stats.decide(
+        [p[3] for p in pending], [p[2] == THROUGHPUT_METRIC for p in pending],
+        alpha=options.alpha, min_change=options.min_change,
+    )
+    tests_by_group: dict[int, list[StatTest]] = {}
+    for (gi, ci, metric, _, caveat, invalid), outcome in zip(pending, decided):
+        tests_by_group.setdefault(gi, []).append(_stat_test(labels[ci], metric, outcome, caveat, invalid))
+
+    scenarios = []
+    for gi, group in enumerate(groups):
+        rows = [
+            table_row(run, labels[ri], run.results.scenarios[j],
+                 scenario_status(run.results.scenarios[j], spec, recompute[ri]))
+            for ri, run in enumerate(runs) for j in group.members[ri]
+        ]
+        scenarios.append(ScenarioComparison(
+            name=group.name, concurrency=group.key[0] or None, input_len=group.key[1], output_len=group.key[2],
+            rows=rows, tests=tests_by_group.get(gi, []),
+        ))
+
+    infos = []
+    names = display_names(runs, labels)
+    for i, (run, label) in enumerate(zip(runs, labels)):
+        meta, config = run.results.metadata, run.results.config
+        infos.append(RunInfo(
+            label=label, path=run.path, baseline=i == 0, engine=run.engine, chip=run.chip, hardware=meta.hardware,
+            model=meta.model, experiment=meta.experiment, run_id=meta.run_id, phase=meta.phase, client=meta.client,
+            git_commit=meta.git_commit, spec_method=config.spec_method, spec_tokens=config.spec_tokens,
+            recorded_slo=run.results.slo, slo_recomputed=recompute[i], display_name=names[i],
+            speculative_flags=speculative_flags(server_command(config), meta.model) if is_speculative(run) else None,
+        ))
+    compared, differences = config_differences(runs, labels)
+    differ = any(not d.expected for d in differences)
+    title = options.title or default_title(runs, labels, options.matrix)
+    return ComparisonDoc(
+        title=f"{title} {CONFIGURATIONS_DIFFER}" if differ else title,
+        compared=compared, config_differences=differences, configurations_differ=differ,
+        baseline=labels[0], runs=infos, slo=spec,
+        settings=Settings(
+            alpha=options.alpha, min_change=options.min_change, confidence=options.confidence,
+            bootstrap_resamples=options.n_resamples, seed=options.seed,
+            family_size=sum(o.p_raw is not None for o in decided),
+        ),
+        scenarios=scenarios, unmatched=unmatched,
+    )
+
+
+# --------------------------------------------------------------------------- run order
+
+
+def order_runs(paths: Sequence[PathLike], baseline: Optional[PathLike]) -> list[PathLike]:
+    """Baseline first: the explicit one (added when not among the paths), else the first path."""
+    if not paths and baseline is None:
+        raise UsageError("give at least two run directories to compare")
+    ordered = list(paths)
+    resolved = [Path(p).resolve() for p in ordered]
+    for i, r in enumerate(resolved):
+        if r in resolved[:i]:
+            raise UsageError(f"{ordered[i]}: given twice; each run can appear once")
+    if baseline is not None:
+        b = Path(baseline).resolve()
+        if b in resolved:
+            i = resolved.index(b)
+            ordered.insert(0, ordered.pop(i))
+        else:
+            ordered.insert(0, baseline)
+    return ordered
+
+

@@ -1,0 +1,145 @@
+"""A loaded run as the analysis and rendering layers see it.
+
+`RunData` holds a run's results (per-request lists released) and per scenario
+the arrays of its successful requests; plus the helpers every view of runs
+shares: labels, the reference SLO, marks, and a table row per scenario.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from ..contract.comparison_models import Row
+from ..contract.errors import ResultsError
+from ..contract.io import load_run
+from ..contract.models import Results, Scenario, SloSpec, SloStatus
+from .slo import resolve_slo, slo_status
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class RequestSamples:
+    """Per-request latencies of the successful requests of one scenario, ms."""
+
+    ttft_ms: np.ndarray
+    tpot_ms: np.ndarray
+    e2e_ms: np.ndarray
+    recorded: int = 0
+    failed: int = 0
+    capped: bool = False
+    first_error: Optional[str] = None
+
+    def metric(self, name: str) -> np.ndarray:
+        return getattr(self, name)
+
+def request_samples(scenario: Scenario) -> RequestSamples:
+    """Arrays of the successful requests' TTFT, TPOT and E2E (missing values dropped per metric)."""
+    ok = [r for r in scenario.raw_requests if r.success]
+    first_error = next((r.error or "(no error text)" for r in scenario.raw_requests if not r.success), None)
+
+    def column(attr: str) -> np.ndarray:
+        return np.fromiter((v for r in ok if (v := getattr(r, attr)) is not None), dtype=float)
+
+    return RequestSamples(
+        ttft_ms=column("ttft_ms"), tpot_ms=column("tpot_ms"), e2e_ms=column("e2e_ms"),
+        recorded=len(scenario.raw_requests), failed=len(scenario.raw_requests) - len(ok),
+        capped=scenario.raw_requests_capped, first_error=first_error,
+    )
+
+@dataclass
+class RunData:
+    """A loaded run: its results (per-request lists dropped) and per-scenario arrays."""
+
+    path: str
+    results: Results
+    samples: list[RequestSamples] = field(default_factory=list)
+
+    @property
+    def engine(self) -> str:
+        meta = self.results.metadata
+        return meta.engine or meta.backend or "unknown"
+
+    @property
+    def chip(self) -> Optional[str]:
+        meta = self.results.metadata
+        return meta.chip or meta.accelerator
+
+    @property
+    def dir_name(self) -> str:
+        p = Path(self.path)
+        if p.suffix == ".json":
+            p = p.parent
+        return p.name or p.resolve().name
+
+def run_data(results: Results, path: PathLike) -> RunData:
+    """Turn Results into RunData: per-request arrays extracted, raw request objects released."""
+    samples = [request_samples(s) for s in results.scenarios]
+    light = results.model_copy(update={"scenarios": [s.model_copy(update={"raw_requests": []}) for s in results.scenarios]})
+    return RunData(path=str(path), results=light, samples=samples)
+
+def load_run_data(path: PathLike) -> RunData:
+    """Load one run directory (or results.json) for a comparison or a report."""
+    p = Path(path)
+    if not p.exists():
+        raise ResultsError(f"{path}: no such run directory")
+    return run_data(load_run(p), path)
+
+def run_labels(runs: Sequence[RunData]) -> list[str]:
+    """Unique labels: engine; `@ chip` when chips differ; then phase or directory name for duplicates."""
+    chips_differ = len({r.chip for r in runs}) > 1
+    labels = [r.engine + (f" @ {r.chip or 'unknown chip'}" if chips_differ else "") for r in runs]
+
+    def dups(values: list[str]) -> set[int]:
+        return {i for i, v in enumerate(values) if values.count(v) > 1}
+
+    for qualifier in (lambda r: r.results.metadata.phase, lambda r: r.dir_name, lambda r: r.path):
+        clash = dups(labels)
+        if not clash:
+            break
+        for i in clash:
+            q = qualifier(runs[i])
+            if q:
+                base = labels[i].split(" (")[0]
+                labels[i] = f"{base} ({q})"
+    for i in sorted(dups(labels)):
+        labels[i] = f"{labels[i]} #{i + 1}"
+    return labels
+
+def reference_slo(runs: Sequence[RunData], override: Optional[SloSpec]) -> SloSpec:
+    """--slo-* when given; else the baseline's recorded SLO; else the first recorded one; else the default tier."""
+    if override is not None:
+        return override
+    for run in runs:
+        if run.results.slo is not None:
+            return run.results.slo
+    return resolve_slo()
+
+def same_thresholds(a: Optional[SloSpec], b: SloSpec) -> bool:
+    return a is not None and a.ttft_p95_ms == b.ttft_p95_ms and a.tpot_mean_ms == b.tpot_mean_ms
+
+def scenario_status(scenario: Scenario, spec: SloSpec, recompute: bool) -> SloStatus:
+    """The recorded mark, or the mark recomputed from TTFT P95 and TPOT mean."""
+    if not recompute:
+        return scenario.slo_status
+    return slo_status(scenario.latencies.ttft_ms.p95, scenario.latencies.tpot_ms.mean, spec)
+
+def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus) -> Row:
+    lat = scenario.latencies
+    return Row(
+        run=label, engine=run.engine, chip=run.chip, scenario=scenario.name, repeat=scenario.repeat,
+        concurrency=scenario.concurrency, input_len=scenario.input_len, output_len=scenario.output_len,
+        request_throughput=scenario.request_throughput, output_token_throughput=scenario.output_token_throughput,
+        ttft_p95_ms=lat.ttft_ms.p95, ttft_p99_ms=lat.ttft_ms.p99, tpot_mean_ms=lat.tpot_ms.mean,
+        tpot_p95_ms=lat.tpot_ms.p95, tpot_p99_ms=lat.tpot_ms.p99, e2e_p99_ms=lat.e2e_ms.p99, slo_status=status,
+        validity=scenario.validity,
+    )
+
+def mean_known(values: Sequence[Optional[float]]) -> Optional[float]:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None

@@ -1,0 +1,301 @@
+"""Validity of a measured point: did it measure the engine? Pure: no I/O (docs/VALIDITY.md).
+
+A latency is only as good as the run behind it. Each check below compares one
+recorded value with a limit of `models.ValidityThresholds`; a check whose
+inputs were not recorded (or that does not apply to the run) is unknown
+(`ok` null), never failed.
+
+| check | value | passes when |
+|---|---|---|
+| prompts_per_slot | num_prompts / concurrency | >= min_prompts_per_slot (4) |
+| achieved_concurrency | sum of request latencies / duration (Little's law) | >= min_concurrency_fraction (0.8) x concurrency |
+| output_length | share of successes with fewer output tokens than requested | <= max_short_output_share (1 %) |
+| zero_token_successes | successes with no output token | <= max_zero_token_successes (0) |
+| output_token_parity | (client - server) / server output tokens | abs <= max_token_mismatch (1 %) |
+| prompt_token_parity | (client - server) / server prompt tokens | abs <= max_token_mismatch (1 %) |
+| client_cpu | client (user + system CPU) / wall, cores | < max_client_cpu (0.9) |
+| completeness | failed / all requests | <= max_failed_share (0) |
+
+The block is false when any check failed, true when every check passed, and
+null otherwise. `remeasure_prompts` is the SLO search's rule for an invalid
+point: measure it once more, with more prompts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+from ..contract.errors import UsageError
+from ..contract.models import CheckName, Scenario, Validity, ValidityCheck, ValidityThresholds
+
+CHECK_ORDER: tuple[CheckName, ...] = (
+    "prompts_per_slot", "achieved_concurrency", "output_length", "zero_token_successes",
+    "output_token_parity", "prompt_token_parity", "client_cpu", "completeness",
+)
+DEFAULT_THRESHOLDS = ValidityThresholds()
+RANDOM_DATASETS = ("random", "random-ids")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one scenario recorded that the checks read. None = not recorded.
+
+    * ``output_lens``: per-request output tokens of the successful requests (as the client counted them);
+    * ``latencies_s``: per-request end-to-end latency of the successful requests, seconds;
+    * ``fixed_length``: the prompts asked for exactly ``output_len`` tokens each (random dataset, no length range);
+    * ``client_*_tokens``: the client's totals over successful requests;
+    * ``server_*_tokens``: the change of the server's /metrics token counters over the scenario;
+    * ``client_cpu_s`` / ``client_wall_s``: the client process's user + system CPU time and wall time.
+    """
+
+    concurrency: Optional[int]  # None: open loop (a request rate, no concurrency limit)
+    output_len: int
+    success: int
+    failed: int
+    num_prompts: Optional[int] = None
+    rate_limited: bool = False
+    duration_s: Optional[float] = None
+    latencies_s: Optional[np.ndarray] = None
+    output_lens: Optional[np.ndarray] = None
+    fixed_length: Optional[bool] = None
+    client_output_tokens: Optional[float] = None
+    client_prompt_tokens: Optional[float] = None
+    server_output_tokens: Optional[float] = None
+    server_prompt_tokens: Optional[float] = None
+    client_cpu_s: Optional[float] = None
+    client_wall_s: Optional[float] = None
+    unknown_reasons: tuple[tuple[str, str], ...] = ()
+
+    def why(self, check: str, default: str) -> str:
+        """Why a check's inputs are missing: a reason given for it by the reader, else default."""
+        for name, reason in self.unknown_reasons:
+            if name == check:
+                return reason
+        return default
+
+
+def _check(name: CheckName, ok: Optional[bool], value: Optional[float], threshold: Optional[float],
+           message: str) -> ValidityCheck:
+    if value is not None and not math.isfinite(value):
+        value = None
+    return ValidityCheck(name=name, ok=ok, value=value, threshold=threshold, message=message)
+
+
+def _unknown(name: CheckName, threshold: Optional[float], message: str) -> ValidityCheck:
+    return _check(name, None, None, threshold, message)
+
+
+def prompts_per_slot(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    limit = t.min_prompts_per_slot
+    if ev.concurrency is None:
+        return _unknown("prompts_per_slot", limit, "not applicable: open-loop run (a request rate, no concurrency limit)")
+    if ev.num_prompts is None:
+        return _unknown("prompts_per_slot", limit, "number of prompts not recorded")
+    value = ev.num_prompts / ev.concurrency
+    ok = value >= limit
+    verb = "at least" if ok else "below"
+    hint = "" if ok else f": the run never reached steady state; send at least {math.ceil(limit * ev.concurrency)} prompts"
+    return _check("prompts_per_slot", ok, value, limit,
+                  f"{ev.num_prompts} prompts / concurrency {ev.concurrency} = {value:.2f}, {verb} {limit:g}{hint}")
+
+
+def achieved_concurrency(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    if ev.concurrency is None or ev.rate_limited:
+        return _unknown("achieved_concurrency", None,
+                        "not applicable: a request rate, not the concurrency limit, set the load")
+    need = t.min_concurrency_fraction * ev.concurrency
+    if ev.latencies_s is None or ev.duration_s is None or ev.duration_s <= 0:
+        what = "per-request latencies" if ev.latencies_s is None else "the benchmark duration"
+        return _unknown("achieved_concurrency", need, ev.why("achieved_concurrency", f"{what} not recorded"))
+    achieved = float(np.sum(ev.latencies_s)) / ev.duration_s
+    ok: Optional[bool] = achieved >= need
+    text = (f"achieved concurrency {achieved:.2f} (sum of request latencies / duration {ev.duration_s:.3g} s), "
+            f"{'at least' if ok else 'below'} {t.min_concurrency_fraction:g} x {ev.concurrency} = {need:.2f}")
+    if not ok and ev.failed:
+        # failed requests held a slot for a time nobody recorded: the true value may be higher
+        ok = None
+        text += f"; unknown: {ev.failed} failed request(s) held slots for unrecorded times"
+    elif not ok:
+        text += ": the client did not keep the requested number of requests in flight"
+    return _check("achieved_concurrency", ok, achieved, need, text)
+
+
+def output_length(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    limit = t.max_short_output_share
+    if ev.fixed_length is None:
+        return _unknown("output_length", limit, ev.why("output_length", "requested length per request not recorded"))
+    if not ev.fixed_length:
+        return _unknown("output_length", limit,
+                        "not applicable: requests asked for different output lengths (length range or non-random dataset)")
+    if ev.output_lens is None:
+        return _unknown("output_length", limit, "per-request output lengths not recorded (run the client with details)")
+    n = int(ev.output_lens.size)
+    if n == 0:
+        return _unknown("output_length", limit, "no successful request")
+    short = int(np.count_nonzero(ev.output_lens < ev.output_len))
+    share = short / n
+    ok = share <= limit
+    text = (f"{short} of {n} successful requests returned fewer than {ev.output_len} output tokens "
+            f"({share:.1%}), {'at most' if ok else 'above'} {limit:.1%}")
+    if not ok:
+        text += ": TPOT and throughput were measured on shorter outputs than asked (EOS not ignored?)"
+    return _check("output_length", ok, share, limit, text)
+
+
+def zero_token_successes(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    limit = float(t.max_zero_token_successes)
+    if ev.output_len == 0:
+        return _unknown("zero_token_successes", limit, "not applicable: no output tokens were requested")
+    if ev.output_lens is None:
+        return _unknown("zero_token_successes", limit, "per-request output lengths not recorded (run the client with details)")
+    zero = int(np.count_nonzero(ev.output_lens == 0))
+    ok = zero <= limit
+    text = f"{zero} successful request(s) with no output token, {'at most' if ok else 'above'} {limit:g}"
+    if not ok:
+        text += ": they count as successes but measured no decoding"
+    return _check("zero_token_successes", ok, float(zero), limit, text)
+
+
+def _parity(name: CheckName, what: str, client: Optional[float], server: Optional[float], ev: Evidence,
+            t: ValidityThresholds) -> ValidityCheck:
+    limit = t.max_token_mismatch
+    if client is None:
+        return _unknown(name, limit, ev.why(name, f"client {what} tokens not recorded"))
+    if server is None:
+        return _unknown(name, limit, ev.why(name, f"server {what}-token counters not recorded (server_metrics/)"))
+    if ev.failed:
+        return _unknown(name, limit, f"unknown: {ev.failed} failed request(s) count on the server but not in the client's totals")
+    if server <= 0:
+        return _unknown(name, limit, f"the server counted no {what} tokens over the scenario (counter missing or reset?)")
+    diff = (client - server) / server
+    ok = abs(diff) <= limit
+    text = (f"client {client:.0f} vs server {server:.0f} {what} tokens ({diff:+.2%}), "
+            f"{'within' if ok else 'beyond'} {limit:.1%}")
+    if not ok:
+        text += ": client and server did not count the same tokens"
+    return _check(name, ok, diff, limit, text)
+
+
+def output_token_parity(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    return _parity("output_token_parity", "output", ev.client_output_tokens, ev.server_output_tokens, ev, t)
+
+
+def prompt_token_parity(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    return _parity("prompt_token_parity", "prompt", ev.client_prompt_tokens, ev.server_prompt_tokens, ev, t)
+
+
+def client_cpu(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    limit = t.max_client_cpu
+    if ev.client_cpu_s is None or ev.client_wall_s is None or ev.client_wall_s <= 0:
+        return _unknown("client_cpu", limit, ev.why("client_cpu", "client CPU times not recorded (client_stats/)"))
+    cores = ev.client_cpu_s / ev.client_wall_s
+    ok = cores < limit
+    text = (f"client used {cores:.2f} core(s) (user + system {ev.client_cpu_s:.2f} s over {ev.client_wall_s:.2f} s wall), "
+            f"{'below' if ok else 'not below'} {limit:g}")
+    if not ok:
+        text += ": the client, not the engine, may have set the pace"
+    return _check("client_cpu", ok, cores, limit, text)
+
+
+def completeness(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    limit = t.max_failed_share
+    total = ev.success + ev.failed
+    if total == 0:
+        return _unknown("completeness", limit, "no requests recorded")
+    share = ev.failed / total
+    ok = share <= limit
+    return _check("completeness", ok, share, limit,
+                  f"{ev.failed} of {total} requests failed ({share:.1%}), {'at most' if ok else 'above'} {limit:.1%}")
+
+
+CHECKS = (prompts_per_slot, achieved_concurrency, output_length, zero_token_successes,
+          output_token_parity, prompt_token_parity, client_cpu, completeness)
+
+
+def overall(checks: Sequence[ValidityCheck]) -> Optional[bool]:
+    """False when any check failed, true when all passed, else null."""
+    if any(c.ok is False for c in checks):
+        return False
+    if checks and all(c.ok is True for c in checks):
+        return True
+    return None
+
+
+def judge(ev: Evidence, thresholds: Optional[ValidityThresholds] = None) -> Validity:
+    """Every check of one scenario, in CHECK_ORDER."""
+    t = thresholds or DEFAULT_THRESHOLDS
+    checks = [check(ev, t) for check in CHECKS]
+    return Validity(ok=overall(checks), checks=checks)
+
+
+# --------------------------------------------------------------------------- thresholds from the command line
+
+
+def parse_thresholds(items: Iterable[str], base: Optional[ValidityThresholds] = None) -> Optional[ValidityThresholds]:
+    """`NAME=VALUE` settings (ValidityThresholds field names) over base; None when there are none and no base."""
+    items = list(items)
+    if not items:
+        return base
+    values = (base or DEFAULT_THRESHOLDS).model_dump()
+    fields = ValidityThresholds.model_fields
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or name not in fields:
+            raise UsageError(f"--validity {item!r}: expected NAME=VALUE with NAME one of {', '.join(fields)}")
+        try:
+            values[name] = float(text)
+        except ValueError:
+            raise UsageError(f"--validity {item!r}: {text!r} is not a number") from None
+        if name == "max_zero_token_successes":
+            if values[name] != int(values[name]):
+                raise UsageError(f"--validity {item!r}: a whole number of requests")
+            values[name] = int(values[name])
+    try:
+        return ValidityThresholds(**values)
+    except ValueError as exc:
+        first = str(exc).splitlines()
+        raise UsageError(f"--validity: {first[-1].strip() if first else exc}") from None
+
+
+# --------------------------------------------------------------------------- views
+
+
+def invalid_checks(scenario: Scenario) -> list[str]:
+    """Failed check names of a scenario ([] when valid or never judged)."""
+    return scenario.validity.failing if scenario.validity is not None else []
+
+
+def mark(validity: Optional[Validity]) -> str:
+    """`✔`, `✖ name, name` or "" (unknown / never judged): the report's Valid cell."""
+    if validity is None or validity.ok is None:
+        return ""
+    if validity.ok:
+        return "✔"
+    return "✖ " + ", ".join(validity.failing)
+
+
+# --------------------------------------------------------------------------- SLO search
+
+
+def remeasure_prompts(measurements: Sequence[Scenario], thresholds: Optional[ValidityThresholds] = None) -> Optional[int]:
+    """Prompts for one more measurement of a concurrency whose point is invalid, or None.
+
+    `measurements` are every scenario measured at one concurrency and shape,
+    in order. An invalid point is measured once more, with more prompts:
+    twice as many, and at least enough for prompts_per_slot. Then the latest
+    point is recorded whatever it says (None: no re-measure).
+    """
+    if len(measurements) != 1:
+        return None
+    point = measurements[0]
+    if point.validity is None or point.validity.ok is not False:
+        return None
+    t = thresholds or DEFAULT_THRESHOLDS
+    sent = point.num_prompts if point.num_prompts is not None else point.success + point.failed
+    steady = math.ceil(t.min_prompts_per_slot * point.concurrency) if point.concurrency is not None else 0
+    return max(2 * sent, steady, 1)

@@ -1,0 +1,137 @@
+"""What a raw run and its side files recorded that the validity checks read (docs/VALIDITY.md).
+
+* the raw run (`readers.RawRun`): prompts, concurrency, request rate, duration,
+  per-request latencies and output lengths, the client's token totals, its
+  random-length spread;
+* ``server_metrics/<stem>.before.prom`` / ``.after.prom``: the change of the
+  server's own token counters over the scenario (``vllm:prompt_tokens_total``,
+  ``vllm:generation_tokens_total``; SGLang's ``sglang:`` ones likewise);
+* ``client_stats/<stem>.json``: the client process's CPU and wall time, written
+  by ``sskj-results run-client`` (keys ``user_cpu_s``, ``system_cpu_s``, ``wall_s``).
+
+Side files describe one scenario: a raw file with several runs gets none of them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from ..analysis.metrics import itl_sums
+from ..contract.models import Validity, ValidityThresholds
+from .rawkeys import SGLANG, VLLM
+from .readers import RawRun
+from .sidecars import prometheus_counters
+from ..analysis.validity import RANDOM_DATASETS, Evidence, judge
+
+PROMPT_COUNTERS = ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total")
+GENERATION_COUNTERS = ("vllm:generation_tokens_total", "sglang:generation_tokens_total")
+CLIENT_STATS_DIR = "client_stats"
+
+
+def server_token_deltas(before: str, after: str) -> tuple[Optional[float], Optional[float]]:
+    """(prompt, generation) tokens the server counted between two /metrics texts; None when a counter is absent."""
+    b, a = prometheus_counters(before), prometheus_counters(after)
+
+    def delta(names: tuple[str, ...]) -> Optional[float]:
+        for name in names:
+            if name in a:
+                change = a[name] - b.get(name, 0.0)
+                return change if change >= 0 else None  # counter reset: the server restarted
+        return None
+
+    return delta(PROMPT_COUNTERS), delta(GENERATION_COUNTERS)
+
+
+def read_client_stats(path: Path) -> tuple[Optional[float], Optional[float], Optional[str]]:
+    """(user + system CPU s, wall s, why unknown) from client_stats/<stem>.json."""
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return None, None, f"{CLIENT_STATS_DIR}/{path.name}: unreadable ({exc})"
+    if not isinstance(data, dict):
+        return None, None, f"{CLIENT_STATS_DIR}/{path.name}: expected a JSON object"
+
+    def number(key: str) -> Optional[float]:
+        value = data.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            return None
+        return float(value)
+
+    user, system, wall = number("user_cpu_s"), number("system_cpu_s"), number("wall_s")
+    if user is None or system is None or wall is None:
+        return None, None, f"{CLIENT_STATS_DIR}/{path.name}: no user_cpu_s, system_cpu_s and wall_s numbers"
+    return user + system, wall, None
+
+
+def _fixed_length(run: RawRun) -> tuple[Optional[bool], Optional[str]]:
+    """Did every request ask for exactly output_len tokens? From the client's range ratio, else the prompts."""
+    if run.dataset_name is not None and run.dataset_name not in RANDOM_DATASETS:
+        return False, None
+    ratio = run.random_range_ratio
+    if ratio is not None and run.format == SGLANG:
+        return ratio == 1.0, None  # sglang draws lengths from [len * ratio, len]
+    if ratio is not None and run.format == VLLM:
+        return ratio == 0.0, None  # vllm draws them from [len * (1 - ratio), len * (1 + ratio)]
+    details = run.details
+    if details is not None and details.input_lens.size and bool(np.all(details.input_lens == run.input_len)):
+        return True, None  # every prompt has the requested length: no length range was used
+    return None, "the client recorded no random range ratio and the prompt lengths vary"
+
+
+def evidence(run: RawRun, run_dir: Optional[Path] = None, stem: Optional[str] = None,
+             runs_in_file: int = 1) -> Evidence:
+    """Everything the checks read about one run; side files only under run_dir and for one run per file."""
+    reasons: list[tuple[str, str]] = []
+    details = run.details
+    latencies = output_lens = None
+    client_out, client_in = run.total_output_tokens, run.total_input_tokens
+    if details is not None:
+        ok = details.success
+        e2e = details.latencies if details.latencies is not None else details.ttfts + itl_sums(details.itl_flat, details.itl_counts)
+        latencies = e2e[ok]
+        output_lens = details.output_lens[ok]
+        client_out = float(output_lens.sum())
+        client_in = float(details.input_lens[ok].sum())
+    fixed, why = _fixed_length(run)
+    if why:
+        reasons.append(("output_length", why))
+    server_in = server_out = cpu = wall = None
+    if run_dir is None:
+        for name in ("output_token_parity", "prompt_token_parity"):
+            reasons.append((name, "server token counters not recorded (imported from raw files only)"))
+        reasons.append(("client_cpu", "client CPU times not recorded (imported from raw files only)"))
+    elif runs_in_file != 1:
+        for name in ("output_token_parity", "prompt_token_parity", "client_cpu"):
+            reasons.append((name, f"{runs_in_file} runs in one raw file: its side files describe one scenario only"))
+    else:
+        before = run_dir / "server_metrics" / f"{stem}.before.prom"
+        after = run_dir / "server_metrics" / f"{stem}.after.prom"
+        if before.is_file() and after.is_file():
+            server_in, server_out = server_token_deltas(before.read_text(errors="replace"), after.read_text(errors="replace"))
+            for name, value, what in (("prompt_token_parity", server_in, "prompt"), ("output_token_parity", server_out, "generation")):
+                if value is None:
+                    reasons.append((name, f"server_metrics/{stem}.*.prom: no {what}-token counter, or it went backwards"))
+        stats = run_dir / CLIENT_STATS_DIR / f"{stem}.json"
+        if stats.is_file():
+            cpu, wall, why = read_client_stats(stats)
+            if why:
+                reasons.append(("client_cpu", why))
+    return Evidence(
+        concurrency=run.concurrency, output_len=run.output_len, success=run.success, failed=run.failed,
+        num_prompts=run.num_prompts, rate_limited=run.request_rate is not None, duration_s=run.duration_s,
+        latencies_s=latencies, output_lens=output_lens, fixed_length=fixed,
+        client_output_tokens=client_out, client_prompt_tokens=client_in,
+        server_output_tokens=server_out, server_prompt_tokens=server_in,
+        client_cpu_s=cpu, client_wall_s=wall, unknown_reasons=tuple(reasons),
+    )
+
+
+def judge_run(run: RawRun, run_dir: Optional[Path] = None, stem: Optional[str] = None, runs_in_file: int = 1,
+              thresholds: Optional[ValidityThresholds] = None) -> Validity:
+    """The validity block of one raw run (parse: with its run directory; import-legacy: without)."""
+    return judge(evidence(run, run_dir, stem, runs_in_file), thresholds)

@@ -1,0 +1,157 @@
+"""What a raw file's name says about its run: chip, engine, date, concurrency and lengths (NameHints).
+
+The name is a hint, never the truth: a run's own keys win (readers). `--name-pattern` compiles a
+user's own naming rule; the default rules are sglang's and sskj's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from ..catalog.chips import KNOWN_CHIPS
+
+
+@dataclass(frozen=True)
+class NameHints:
+    """What a file name following a convention says about its run."""
+
+    engine: Optional[str] = None
+    chip: Optional[str] = None
+    mmdd: Optional[str] = None
+    # the number in the first slot of `{prefix}_{MMDD}_{N}_{in}_{out}`: the concurrency in the
+    # team's convention, num_prompts in sglang.bench_serving's default name (decided per run)
+    concurrency: Optional[int] = None
+    input_len: Optional[int] = None
+    output_len: Optional[int] = None
+    convention: Optional[str] = None  # "legacy" | "new" | "pattern" | None
+    request_rate: Optional[float] = None
+    num_prompts: Optional[int] = None
+    model: Optional[str] = None
+    # the chip is one of KNOWN_CHIPS (or given by --name-pattern), not just the first part of `{chip}_{engine}`
+    chip_known: bool = False
+
+
+_NAME = re.compile(r"^(?P<prefix>.+?)_(?P<mmdd>\d{4})_(?P<c>\d+)_(?P<i>\d+)_(?P<o>\d+)(?:_r\d+)?$")
+# sglang.bench_serving's default name for other datasets: {backend}_{MMDD}_{num_prompts}_{dataset}
+_NAME_DATASET = re.compile(
+    r"^(?P<prefix>[A-Za-z][\w.-]*?)_(?P<mmdd>\d{4})_(?P<n>\d+)_(?P<dataset>sharegpt|random(?:-ids|-image)?|"
+    r"generated-shared-prefix|mmmu|image|sonnet|hf|custom|burstgpt|mooncake)$"
+)
+_PLACEHOLDERS = {
+    "engine": r"(?P<engine>[A-Za-z][\w.-]*?)", "backend": r"(?P<engine>[A-Za-z][\w.-]*?)",
+    "chip": r"(?P<chip>[A-Za-z][\w.-]*?)", "model": r"(?P<model>[\w.-]+?)",
+    "mmdd": r"(?P<mmdd>\d{4})", "MMDD": r"(?P<mmdd>\d{4})",
+    "concurrency": r"(?P<concurrency>\d+)", "c": r"(?P<concurrency>\d+)",
+    "rate": r"(?P<rate>\d+(?:\.\d+)?)", "request_rate": r"(?P<rate>\d+(?:\.\d+)?)",
+    "num_prompts": r"(?P<num_prompts>\d+)", "n": r"(?P<num_prompts>\d+)",
+    "input_len": r"(?P<input_len>\d+)", "in": r"(?P<input_len>\d+)", "i": r"(?P<input_len>\d+)",
+    "output_len": r"(?P<output_len>\d+)", "out": r"(?P<output_len>\d+)", "o": r"(?P<output_len>\d+)",
+    "*": r".*?", "any": r".*?",
+}
+
+
+def compile_name_pattern(pattern: str) -> re.Pattern[str]:
+    """A --name-pattern: `{chip}_{engine}_c{concurrency}_{input_len}_{output_len}` placeholders, or a regular
+    expression with the same named groups (when it contains `(?P<`). Matched against the file name without suffix."""
+    if "(?P<" in pattern:
+        try:
+            return re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"name pattern {pattern!r} is not a valid regular expression ({exc})") from None
+    out, pos, used = [], 0, set()
+    for m in re.finditer(r"\{([^{}]*)\}", pattern):
+        out.append(re.escape(pattern[pos:m.start()]))
+        key = m.group(1)
+        if key not in _PLACEHOLDERS:
+            known = ", ".join("{" + k + "}" for k in _PLACEHOLDERS if len(k) > 2)
+            raise ValueError(f"name pattern {pattern!r}: unknown placeholder {{{key}}}; use {known}")
+        group = _PLACEHOLDERS[key]
+        name = re.search(r"\?P<(\w+)>", group)
+        if name and name.group(1) in used:
+            raise ValueError(f"name pattern {pattern!r}: {{{key}}} given twice")
+        if name:
+            used.add(name.group(1))
+        out.append(group)
+        pos = m.end()
+    out.append(re.escape(pattern[pos:]))
+    return re.compile("^" + "".join(out) + "$")
+
+
+def _chip_split(prefix: str) -> tuple[Optional[str], Optional[str]]:
+    """(chip, rest) when prefix starts with a known chip."""
+    low = prefix.lower()
+    for chip in sorted(KNOWN_CHIPS, key=len, reverse=True):
+        if low == chip:
+            return prefix, None
+        if low.startswith(chip + "_") or low.startswith(chip + "-"):
+            return prefix[:len(chip)], prefix[len(chip) + 1:] or None
+    return None, prefix
+
+
+def name_hints(stem: str, pattern: Optional[re.Pattern[str]] = None) -> NameHints:
+    """What the file name says: a --name-pattern first, then `{backend}_{MMDD}_{c}_{in}_{out}` (legacy),
+    `{chip}_{engine}_{MMDD}_{c}_{in}_{out}` (new), sglang's `{backend}_{MMDD}_{n}_{dataset}`, a chip prefix."""
+    if pattern is not None:
+        match = pattern.match(stem)
+        if match:
+            groups = {k: v for k, v in match.groupdict().items() if v}
+
+            def num(key: str) -> Optional[int]:
+                return int(groups[key]) if key in groups else None
+
+            return NameHints(
+                engine=groups.get("engine"), chip=groups.get("chip"), mmdd=groups.get("mmdd"),
+                concurrency=num("concurrency"), input_len=num("input_len"), output_len=num("output_len"),
+                convention="pattern", request_rate=float(groups["rate"]) if "rate" in groups else None,
+                num_prompts=num("num_prompts"), model=groups.get("model"), chip_known="chip" in groups,
+            )
+    match = _NAME.match(stem)
+    if match:
+        prefix = match.group("prefix")
+        mmdd, concurrency = match.group("mmdd"), int(match.group("c"))
+        input_len, output_len = int(match.group("i")), int(match.group("o"))
+        chip, rest = _chip_split(prefix)
+        known = chip is not None
+        if chip is None and "_" in prefix:
+            chip, rest = prefix.rsplit("_", 1)
+        return NameHints(engine=rest, chip=chip, mmdd=mmdd, concurrency=concurrency, input_len=input_len,
+                         output_len=output_len, convention="new" if chip else "legacy", chip_known=known)
+    match = _NAME_DATASET.match(stem)
+    if match:
+        chip, rest = _chip_split(match.group("prefix"))
+        return NameHints(engine=rest, chip=chip, mmdd=match.group("mmdd"), num_prompts=int(match.group("n")),
+                         chip_known=chip is not None)
+    chip, _ = _chip_split(stem)
+    return _token_hints(stem, chip)
+
+
+# tagged tokens of free-form names, e.g. results_concurrency32_numprompt320, bench-c8-in1024-out128,
+# vllm's default {backend}-{rate}qps-concurrency{N}-{model}-{date}
+_TOKENS = (
+    ("concurrency", re.compile(r"^(?:c|conc|concurrency|max[_-]?concurrency)(\d+)$", re.I)),
+    ("input_len", re.compile(r"^(?:in|isl|input|inlen|input[_-]?len)(\d+)$", re.I)),
+    ("output_len", re.compile(r"^(?:out|osl|output|outlen|output[_-]?len)(\d+)$", re.I)),
+    ("num_prompts", re.compile(r"^(?:np|numprompts?|num[_-]?prompts?|prompts)(\d+)$", re.I)),
+)
+_RATE_TOKEN = re.compile(r"^(?:(?:qps|rps|rate)(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)(?:qps|rps))$", re.I)
+
+
+def _token_hints(stem: str, chip: Optional[str]) -> NameHints:
+    found: dict[str, int] = {}
+    rate = None
+    for token in re.split(r"[_\-]", stem):
+        for key, pattern in _TOKENS:
+            m = pattern.match(token)
+            if m and key not in found:
+                found[key] = int(m.group(1))
+        m = _RATE_TOKEN.match(token)
+        if m and rate is None:
+            rate = float(m.group(1) or m.group(2))
+    if not found and rate is None:
+        return NameHints(chip=chip, chip_known=chip is not None)
+    return NameHints(chip=chip, chip_known=chip is not None, concurrency=found.get("concurrency"), input_len=found.get("input_len"),
+                     output_len=found.get("output_len"), num_prompts=found.get("num_prompts"), request_rate=rate,
+                     convention="tokens")
+

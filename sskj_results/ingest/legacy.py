@@ -1,0 +1,462 @@
+"""Raw client outputs -> results.json scenarios: `sskj-results parse` and `import-legacy`.
+
+Fidelity rule: where the raw run carries the client's own value of a
+statistic, results.json reports exactly that value. Statistics the file lacks
+are computed from the per-request arrays and listed in Scenario.reconstructed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Optional
+
+from .. import __version__
+from ..analysis.slo import resolve_slo
+from ..contract.errors import ConfigError, RawFormatError, UsageError
+from ..contract.io import check_writable, describe_os_error, display_name, read_checked
+from ..contract.models import (
+    Config,
+    Metadata,
+    RawFile,
+    Results,
+    Scenario,
+    SkippedScenario,
+    SloSpec,
+    Source,
+    ValidityThresholds,
+)
+from .evidence import judge_run
+from .filenames import NameHints, compile_name_pattern, name_hints
+from .naming import format_rate, name_scenarios
+from .rawkeys import ENGINE_OF_BACKEND
+from .readers import RawRun, ReadOptions
+from .run_dir import UNKNOWN, ReportRenderer, _client_of, _own_previous, _safe, _unique_dir, _write_run_dir_atomically
+from .scenario import (
+    RAW_REQUESTS_CAP,
+    RAW_SUFFIXES,
+    Problem,
+    _bulk,
+    _local,
+    _skip_entry,
+    build_scenario,
+    read_raw_file,
+    unexpected,
+)
+
+# ---------------------------------------------------------------- import-legacy
+
+@dataclass
+class Platform:
+    chip: str
+    accelerator: Optional[str] = None
+    hardware: Optional[str] = None
+    engine: Optional[str] = None
+    name: Optional[str] = None
+    chip_given: bool = True  # False: no --chip/--platform, chip is 'unknown'
+
+
+def read_platform_file(path: Path) -> Platform:
+    """KEY=VALUE lines of platforms/<chip>.env (quotes stripped; nothing is executed)."""
+    values: dict[str, str] = {}
+    try:
+        lines = read_checked(path, "text file").decode("utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"{display_name(path)}: cannot read platform file: {describe_os_error(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{display_name(path)}: not UTF-8 text (byte {exc.start}); is this a platforms/<chip>.env file?") from None
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        try:
+            parts = shlex.split(value, comments=True)
+        except ValueError:
+            parts = [value]
+        values[key.strip()] = parts[0] if parts else ""
+    if not values.get("CHIP"):
+        raise ConfigError(f"{path}: no CHIP=... line; is this a platforms/<chip>.env file?")
+    return Platform(chip=values["CHIP"], accelerator=values.get("ACCELERATOR") or None,
+                    hardware=values.get("HARDWARE") or None, engine=values.get("ENGINE") or None, name=path.stem)
+
+
+@dataclass
+class ImportOutcome:
+    run_dirs: list[Path]
+    problems: list[Problem]
+    warnings: list[str]
+    # --dry-run: one line per file and run, what would be imported or skipped and why
+    plan: list[str] = field(default_factory=list)
+    replaced: list[Path] = field(default_factory=list)
+NOT_RECORDED = "not recorded: imported from raw client outputs by sskj-results import-legacy"
+
+
+def default_import_dir(raw_dir: Path) -> Path:
+    """`imported/` beside RAW_DIR (never inside it)."""
+    return raw_dir.resolve().parent / "imported"
+
+
+def check_import_dir(raw_dir: Path, out: Path) -> None:
+    """The output directory must not lie inside RAW_DIR: a second import would read the first one's files."""
+    raw, target = raw_dir.resolve(), out.resolve()
+    if target == raw or raw in target.parents:
+        raise UsageError(f"--out {out} is inside RAW_DIR {raw_dir}; the next import would read its own output. "
+                         f"Choose a directory outside it (default: {default_import_dir(raw_dir)})")
+
+
+@dataclass(frozen=True)
+class RawSource:
+    """A raw file to import, or one to leave out and why (sweep summaries, warm-ups, failure records)."""
+
+    path: Path
+    label: str
+    skip: Optional[str] = None
+
+
+_SWEEP_RUN = re.compile(r"^run=\d+\.json$")
+
+
+def collect_raw_sources(raw_dir: Path, ignored: Optional[list[tuple[str, str]]] = None) -> list[RawSource]:
+    """Every *.jsonl/*.json under raw_dir (subdirectories too, hidden ones left out), in a stable order.
+
+    In a `vllm bench sweep serve` directory (`run=N.json` files), `summary.json` repeats the runs and
+    `warmup.json` is the unmeasured warm-up: both are left out; `summary.json` alone is imported.
+    """
+    sources: list[RawSource] = []
+    root = raw_dir
+    paths: list[Path] = []
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        walked = path.is_dir() and not path.is_symlink()  # rglob walks it
+        if any(part.startswith(".") for part in rel.parts) or walked or path.suffix.lower() not in RAW_SUFFIXES:
+            # listed, never silently skipped (a hidden directory once, not each file in it)
+            hidden_below = any(part.startswith(".") for part in rel.parts[:-1])
+            if ignored is not None and not hidden_below and not (walked and not rel.name.startswith(".")):
+                why = "hidden, not read" if rel.name.startswith(".") else "not a raw output (*.jsonl or *.json), not read"
+                ignored.append((str(rel), why))
+            elif ignored is not None and not hidden_below and walked and path.suffix.lower() in RAW_SUFFIXES:
+                try:
+                    inside = "empty" if not any(path.iterdir()) else "the raw files inside it are read"
+                except OSError as exc:
+                    inside = f"cannot list it: {describe_os_error(exc)}"
+                ignored.append((str(rel), f"a directory named like a raw output, not a file: not read as one ({inside})"))
+            continue
+        paths.append(path)  # special files named like raw files are kept: reading them reports the refusal
+    sweep_dirs = {p.parent for p in paths if _SWEEP_RUN.match(p.name)}
+    for path in paths:
+        label = str(path.relative_to(root))
+        siblings_runs = path.parent in sweep_dirs
+        if path.name == "summary.json" and siblings_runs:
+            sources.append(RawSource(path, label, "sweep summary: repeats the run=N.json files beside it, each imported once"))
+        elif path.name == "warmup.json" and siblings_runs:
+            sources.append(RawSource(path, label, "sweep warm-up run: not measured"))
+        elif path.name.endswith(".failure.json"):
+            sources.append(RawSource(path, label, _failure_reason(path)))
+        else:
+            sources.append(RawSource(path, label))
+    return sources
+
+
+def _failure_reason(path: Path) -> str:
+    """The error a `vllm bench sweep` failure record keeps."""
+    try:
+        data = json.loads(read_checked(path, "raw output").decode("utf-8", errors="replace"))
+    except (OSError, ValueError, RecursionError):
+        return "sweep failure record: the benchmark did not produce results"
+    if isinstance(data, dict) and data.get("error"):
+        kind = f"{data.get('error_type')}: " if data.get("error_type") else ""
+        return f"benchmark failed ({kind}{str(data['error']).strip().splitlines()[0][:300]})"
+    return "sweep failure record: the benchmark did not produce results"
+
+
+def run_time(run: RawRun, hints: NameHints, mtime: float) -> tuple[datetime, str]:
+    """When a raw run ran: its `date` key, else the name's MMDD with the year of the file's mtime, else the mtime."""
+    if run.started is not None:
+        return _local(run.started).replace(microsecond=0), "date"
+    modified = datetime.fromtimestamp(mtime).astimezone()
+    if hints.mmdd is not None:
+        try:
+            day = datetime(modified.year, int(hints.mmdd[:2]), int(hints.mmdd[2:]))
+            if day.date() > modified.date():  # a December run written to disk in January
+                day = day.replace(year=modified.year - 1)
+            return _local(day), "name"
+        except ValueError:
+            pass
+    return modified.replace(microsecond=0), "mtime"
+
+
+@dataclass
+class _Group:
+    engine: str
+    model: Optional[str]
+    chip: str
+    scenarios: list[Scenario] = field(default_factory=list)
+    skipped: list[SkippedScenario] = field(default_factory=list)
+    sources: dict[Path, tuple[str, int, int]] = field(default_factory=dict)
+    times: list[datetime] = field(default_factory=list)
+    recorded_hardware: set[str] = field(default_factory=set)
+
+
+@dataclass
+class FileImport:
+    """What one raw file gives: scenarios with their (engine, model, chip), problems, plan lines."""
+
+    source: RawSource
+    runs: list[tuple[tuple[str, Optional[str], str], Scenario, datetime]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    skipped: list[SkippedScenario] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    plan: list[str] = field(default_factory=list)
+    file_key: Optional[tuple[str, Optional[str], str]] = None
+    digest: tuple[str, int, int] = ("", 0, 0)
+    # per (engine, model, chip): the chip texts the runs record (`gpu: "8x NVIDIA H200"` …)
+    hardware: dict[tuple[str, Optional[str], str], set[str]] = field(default_factory=dict)
+
+
+def _where(run: RawRun) -> str:
+    """`line`, or `line[i]` for the i-th run of a JSON array."""
+    return f"{run.line}" if run.index is None else f"{run.line}[{run.index}]"
+
+
+def _describe_shape(s: Scenario) -> str:
+    load = f"concurrency {s.concurrency}" if s.concurrency is not None else f"open loop at {format_rate(s.request_rate)} req/s"
+    if s.concurrency is not None and s.request_rate is not None:
+        load += f", rate {format_rate(s.request_rate)} req/s"
+    return f"input {s.input_len}, output {s.output_len}, {load}"
+
+
+def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine: Optional[str], model: Optional[str],
+                strict: bool, cap: int, pattern: Optional[re.Pattern[str]], options: ReadOptions,
+                validity: Optional[ValidityThresholds] = None) -> FileImport:
+    """Read and attribute one raw file (the unit a per-file error boundary wraps)."""
+    result = FileImport(source)
+    path, label = source.path, source.label
+    hints = name_hints(path.stem, pattern)
+    if source.skip is not None:
+        result.plan.append(f"skip {label}: {source.skip}")
+        if path.name.endswith(".failure.json"):
+            result.warnings.append(f"{label}: not imported: {source.skip}")
+        return result
+    outcome = read_raw_file(path, label, hints, strict=strict, options=options)
+    result.problems.extend(outcome.problems)
+    if outcome.sha256 is None:  # unreadable: one problem says why (read_raw_file), nothing is attributed
+        for problem in outcome.problems:
+            result.plan.append(f"skip {problem}")
+        return result
+    digest, size, lines = outcome.sha256, outcome.size, outcome.lines
+    result.digest = (digest, size, lines)
+    mtime = path.stat().st_mtime
+    # a chip the name states wins over the given one (a kunlun_p800_* file never joins an H200 run);
+    # the first part of `{prefix}_{engine}_…` counts only when it is a known chip
+    name_chip = hints.chip if hints.chip_known else None
+    chip = name_chip or platform.chip
+    if name_chip and platform.chip_given and name_chip != platform.chip:
+        result.warnings.append(f"{label}: the file name says chip {name_chip}; imported under {name_chip}, "
+                               f"not under the given chip {platform.chip}")
+    # sglang.bench_serving's default names start with the request format (sglang-oai, vllm-chat…): its engine
+    file_engine = engine or (ENGINE_OF_BACKEND.get(hints.engine.lower(), hints.engine) if hints.engine else None)
+    result.file_key = (file_engine or UNKNOWN, model or hints.model, chip)
+    for run in outcome.runs:
+        for note in run.notes:
+            if note.startswith("file name says"):
+                result.warnings.append(f"{label}:{_where(run)}: {note}")
+        run_engine = file_engine or run.engine or UNKNOWN
+        run_model = model or run.model or hints.model
+        try:  # one run's boundary
+            scenario = build_scenario(run, spec, Source(file=str(path), line=run.line, index=run.index, sha256=digest,
+                                                 format=run.format),
+                                      cap=cap)
+            scenario.validity = judge_run(run, thresholds=validity)  # raw files only: no side files
+            check_writable(scenario)
+        except Exception as exc:  # noqa: BLE001
+            problem = Problem(label, run.line, unexpected(exc), run.index)
+            if strict:
+                raise RawFormatError(f"{problem} (--strict: stopped at the first bad run)") from None
+            outcome.problems.append(problem)
+            result.problems.append(problem)
+            continue
+        when, how = run_time(run, hints, mtime)
+        scenario.timestamp = when.isoformat()
+        if how == "mtime":
+            scenario.notes.append("run time unknown (no date in the run or its file name): the file's modification time")
+        run_chip = chip
+        if run.chip is not None and run.chip_source is not None:
+            # the chip the run itself records wins: it was written when the run ran
+            run_chip = run.chip
+            where, text = run.chip_source
+            scenario.notes.append(f"chip {run.chip} from the run's own `{where}` key ({text!r})")
+            result.hardware.setdefault((run_engine, run_model, run_chip), set()).add(text)
+            other = name_chip or (platform.chip if platform.chip_given else None)
+            if other is not None and other != run.chip:
+                said = "the file name says" if name_chip else "the given chip is"
+                result.warnings.append(f"{label}:{_where(run)}: the run records chip {run.chip} (`{where}`: {text!r}) "
+                                       f"but {said} {other}; imported under {run.chip}")
+        key = (run_engine, run_model, run_chip)
+        result.runs.append((key, scenario, when))
+        result.plan.append(
+            f"import {label}:{_where(run)}: engine {run_engine}, model {run_model or UNKNOWN}, chip {run_chip}, "
+            f"{_describe_shape(scenario)} -> {scenario.name}"
+        )
+    for problem in outcome.problems:
+        result.plan.append(f"skip {problem}")
+        result.skipped.append(_skip_entry(problem, hints))
+    return result
+
+
+@_bulk
+def import_legacy(
+    raw_dir: Path,
+    out: Path,
+    platform: Platform,
+    engine: Optional[str] = None,
+    model: Optional[str] = None,
+    experiment: Optional[str] = None,
+    slo: Optional[SloSpec] = None,
+    strict: bool = False,
+    server_args: Optional[str] = None,
+    command: Optional[str] = None,
+    now: Optional[datetime] = None,
+    cap: int = RAW_REQUESTS_CAP,
+    name_format: Optional[str] = None,
+    name_pattern: Optional[str] = None,
+    input_len: Optional[int] = None,
+    output_len: Optional[int] = None,
+    dry_run: bool = False,
+    render_report: Optional[ReportRenderer] = None,
+    validity: Optional[ValidityThresholds] = None,
+) -> ImportOutcome:
+    """Import every raw file under raw_dir into one run directory per (engine, model, chip) under out.
+
+    `render_report(results, run_dir)` gives the text of each run's report.md
+    (the CLI passes `publish.report_text`); without it no report.md is written.
+
+    Re-running on the same raw_dir replaces the run directories it wrote before (same names: the
+    names come from the runs' own times), so an import is idempotent.
+    """
+    check_import_dir(raw_dir, out)
+    ignored: list[tuple[str, str]] = []
+    sources = collect_raw_sources(raw_dir, ignored)
+    if not sources:
+        raise ConfigError(f"{raw_dir}: no *.jsonl or *.json files to import")
+    try:
+        pattern = compile_name_pattern(name_pattern) if name_pattern else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    options = ReadOptions(input_len=input_len, output_len=output_len)
+    spec = slo or resolve_slo()
+    stamp = (now or datetime.now().astimezone()).replace(microsecond=0)
+    groups: dict[tuple[str, Optional[str], str], _Group] = {}
+    problems: list[Problem] = []
+    warnings: list[str] = [f"{display_name(label)}: {why}" for label, why in ignored]
+    plan: list[str] = []
+    if not platform.chip_given:
+        warnings.append("no chip given (--platform or --chip): runs that record no chip, in files whose name names none, are imported with "
+                        "chip 'unknown'; set it later with `sskj-results metadata RUN_DIR --chip CHIP --hardware TEXT`")
+    for source in sources:
+        # the error boundary of one file: whatever goes wrong costs this file (or line) only
+        try:
+            done = import_file(source, platform, spec, engine=engine, model=model, strict=strict, cap=cap,
+                               pattern=pattern, options=options, validity=validity)
+        except RawFormatError:
+            raise  # --strict
+        except Exception as exc:  # noqa: BLE001
+            done = FileImport(source, problems=[Problem(source.label, None, unexpected(exc))])
+            done.plan.append(f"skip {done.problems[0]}")
+        problems.extend(done.problems)
+        warnings.extend(done.warnings)
+        plan.extend(done.plan)
+        keys = []
+        for key, scenario, when in done.runs:
+            group = groups.setdefault(key, _Group(*key))
+            group.scenarios.append(scenario)
+            group.times.append(when)
+            group.sources[source.path] = done.digest
+            group.recorded_hardware |= done.hardware.get(key, set())
+            keys.append(key)
+        if done.skipped:
+            owner = keys[0] if keys else done.file_key
+            if owner is not None:
+                group = groups.setdefault(owner, _Group(*owner))
+                group.skipped.extend(done.skipped)
+                group.sources.setdefault(source.path, done.digest)
+    for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
+        if not group.scenarios:
+            continue
+        for name in sorted({Path(s.source.file).name for s in group.scenarios if s.source}):
+            if group.engine == UNKNOWN:
+                warnings.append(f"{name}: not attributed to an engine (neither the file name nor the runs' backend "
+                                "names one); recorded as 'unknown': give --engine or a --name-pattern with {engine}")
+            if group.model is None:
+                warnings.append(f"{name}: not attributed to a model (the runs do not name it); recorded as 'unknown' "
+                                f"under engine {group.engine}: give --model")
+    if dry_run:
+        return ImportOutcome([], problems, warnings, plan)
+    run_dirs: list[Path] = []
+    replaced: list[Path] = []
+    out.mkdir(parents=True, exist_ok=True)
+    raw_abs = str(raw_dir.resolve())
+    per_chip_engine: dict[tuple[str, str], int] = {}
+    for key in groups:
+        if groups[key].scenarios:
+            per_chip_engine[(key[2], key[0])] = per_chip_engine.get((key[2], key[0]), 0) + 1
+    for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
+        if not group.scenarios:
+            continue
+        eng, run_model, chip = key
+        # the error boundary of one run directory: a group that cannot be written costs that group only
+        try:
+            started = min(group.times)
+            run_id = started.strftime("%Y%m%d-%H%M%S")
+            hardware, accelerator = (platform.hardware, platform.accelerator) if chip == platform.chip else (None, None)
+            if chip == UNKNOWN:
+                hardware = UNKNOWN
+            elif len(group.recorded_hardware) == 1 and chip != platform.chip:
+                hardware = next(iter(group.recorded_hardware))  # as the runs record it
+            srcs = [(p, *group.sources[p]) for p in sorted(group.sources)]
+            results = Results(
+                metadata=Metadata(
+                    experiment=experiment or f"import_{raw_dir.resolve().name}", run_id=run_id,
+                    timestamp=started.isoformat(), model=run_model or UNKNOWN, engine=eng, backend=eng,
+                    hardware=hardware, accelerator=accelerator, chip=chip,
+                    platform=platform.name if chip == platform.chip else None, script="sskj-results import-legacy",
+                    client=_client_of(group.scenarios), tool_version=__version__,
+                    description=f"imported from {len(srcs)} raw file(s) in {raw_dir}",
+                    imported_at=stamp.isoformat(), imported_from=raw_abs,
+                ),
+                config=Config(server_args=server_args or NOT_RECORDED, scenario_name_format=name_format),
+                scenarios=name_scenarios(group.scenarios, name_format), slo=spec, skipped=group.skipped,
+                raw_files=[RawFile(file=str(p), sha256=d, size=s,
+                                   runs=sum(1 for x in group.scenarios if x.source and x.source.file == str(p)))
+                           for p, d, s, _ in srcs],
+                validity_thresholds=validity,
+            )
+            base = f"{_safe(chip)}_{_safe(eng)}"
+            if per_chip_engine[(chip, eng)] > 1:
+                base += f"_{_safe(Path(run_model).name if run_model else UNKNOWN)}"
+            target = out / f"{base}_{run_id}"
+            previous = _own_previous(target, raw_abs, key)
+            if previous:
+                replaced.append(target)
+            else:
+                target = _unique_dir(target)
+            _write_run_dir_atomically(target, results, srcs, command, render_report, replace=previous)
+            run_dirs.append(target)
+            # an earlier import of the same raw directory and group under another time (files were added or removed)
+            for stale in sorted(out.glob(f"{base}_*")):
+                if stale != target and stale.is_dir() and _own_previous(stale, raw_abs, key):
+                    shutil.rmtree(stale)
+                    if target not in replaced:
+                        replaced.append(target)
+        except Exception as exc:  # noqa: BLE001
+            first = sorted(group.sources)[0] if group.sources else raw_dir
+            label = str(first.relative_to(raw_dir)) if first != raw_dir and first.is_relative_to(raw_dir) else str(first)
+            reason = describe_os_error(exc) if isinstance(exc, OSError) else unexpected(exc)
+            problems.append(Problem(label, None, f"run directory of engine {eng}, model {run_model or UNKNOWN}, chip {chip} "
+                                    f"({len(group.scenarios)} scenario(s)) not written: {reason}"))
+    return ImportOutcome(run_dirs, problems, warnings, plan, replaced)

@@ -1,0 +1,237 @@
+"""`sskj-results parse`: a run directory's raw_outputs/ (and sidecars) -> its results.json."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from .. import __version__
+from ..analysis.slo import resolve_slo, slo_status
+from ..contract.errors import RawFormatError, ResultsError
+from ..contract.io import RESULTS_NAME, check_writable, describe_os_error, display_name, load_run, save_run
+from ..contract.models import RawFile, Results, Scenario, SkippedScenario, SloSpec, Source, ValidityThresholds
+from .evidence import judge_run
+from .filenames import name_hints
+from .hashing import sha256_files_each
+from .naming import name_scenarios
+from .rawio import list_raw_dir
+from .scenario import RAW_REQUESTS_CAP, Problem, _bulk, _local, _skip_entry, build_scenario, read_raw_file, unexpected
+from .sidecars import (
+    accept_length_between,
+    read_metrics,
+    read_skipped,
+    sidecar_digest,
+    sidecar_paths,
+    summarize_gpu_log,
+    summarize_xpu_log,
+)
+
+# ---------------------------------------------------------------- parse RUN_DIR
+
+@dataclass
+class ParseOutcome:
+    results: Results
+    problems: list[Problem]
+    warnings: list[str]
+    files_read: int
+    files_reused: int
+
+
+def raw_files(directory: Path) -> list[Path]:
+    """The raw outputs of a directory (any case of .jsonl/.json; see rawio.list_raw_dir)."""
+    return list_raw_dir(directory).files
+
+
+@_bulk
+def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_REQUESTS_CAP,
+                  name_format: Optional[str] = None, validity: Optional[ValidityThresholds] = None) -> ParseOutcome:
+    """Merge RUN_DIR/raw_outputs/* into RUN_DIR/results.json (idempotent, atomic).
+
+    Scenario names follow name_format, else config.scenario_name_format, else
+    `c{concurrency}_i{input_len}_o{output_len}`; a given format is recorded in config.
+    Validity thresholds: the given ones, else the recorded ones, else the defaults.
+    """
+    file = run_dir / RESULTS_NAME
+    if file.is_dir():
+        raise ResultsError(f"{file}: a directory, not a results.json; move it away, then create the run's "
+                           f"results.json with `sskj-results metadata {run_dir} --meta ...`")
+    if not file.is_file() and not (file.is_symlink() or file.exists()):  # a special file or bad link: load_run says what it is
+        raise ResultsError(f"{file}: no results.json; create it first with `sskj-results metadata {run_dir} --meta ...`")
+    listing = list_raw_dir(run_dir / "raw_outputs")
+    paths = listing.files
+    existing = load_run(file)
+    spec = slo or existing.slo or resolve_slo()
+    thresholds = validity or existing.validity_thresholds
+    same_slo = existing.slo is not None and existing.slo == spec and thresholds == existing.validity_thresholds
+    known = {rf.file: rf for rf in existing.raw_files}
+    warnings: list[str] = [f"raw_outputs/{display_name(p.name)}: {why}" for p, why in listing.ignored]
+    # quick check (as rsync and make do): a file whose size and mtime are those
+    # recorded keeps its recorded hash; every other file is hashed
+    stamps: dict[Path, Any] = {}
+    unreadable: dict[Path, str] = {}
+    for path in paths:
+        try:
+            stamps[path] = path.stat()
+        except OSError as exc:
+            unreadable[path] = describe_os_error(exc)
+    quick: dict[Path, tuple[str, int]] = {}
+    for path, st in stamps.items():
+        prev = known.get(f"raw_outputs/{path.name}")
+        if prev is not None and prev.mtime_ns == st.st_mtime_ns and prev.size == st.st_size and not prev.damaged:
+            quick[path] = (prev.sha256, prev.size)
+    to_hash = [p for p in paths if p not in quick and p not in unreadable]
+    for path, result in zip(to_hash, sha256_files_each(to_hash)):
+        if isinstance(result, OSError):
+            unreadable[path] = describe_os_error(result)
+        else:
+            quick[path] = result
+    old_by_file: dict[str, list[Scenario]] = {}
+    for s in existing.scenarios:
+        if s.source is not None:
+            old_by_file.setdefault(s.source.file, []).append(s)
+    scenarios: list[Scenario] = []
+    records: list[RawFile] = []
+    problems: list[Problem] = []
+    skipped: list[SkippedScenario] = []
+    read = reused = 0
+
+    def keep_recorded(label: str, reason: str) -> None:
+        """parse never forgets a measured scenario: a raw file imported before that is now
+        missing, unreadable or corrupt keeps its recorded scenarios and is marked damaged."""
+        kept = [_rejudged(s, spec, same_slo) for s in old_by_file[label]]
+        scenarios.extend(kept)
+        prev = known.get(label)
+        records.append(prev.model_copy(update={"damaged": reason}) if prev is not None else
+                       RawFile(file=label, sha256="", size=0, runs=len(kept), damaged=reason))
+        warnings.append(f"{display_name(label)}: {reason}; kept its {len(kept)} recorded scenario(s) and marked it "
+                        "damaged (the next RESUME measures it again)")
+
+    # content hashes decide what is read again
+    for path in paths:
+        label = f"raw_outputs/{path.name}"
+        if path in unreadable:
+            if label in old_by_file:
+                keep_recorded(label, f"cannot read: {unreadable[path]}")
+            else:
+                problem = Problem(label, None, f"cannot read: {unreadable[path]}")
+                problems.append(problem)
+                skipped.append(_skip_entry(problem, name_hints(path.stem)))
+            continue
+        digest, size = quick[path]
+        mtime_ns = stamps[path].st_mtime_ns
+        try:
+            sides = sidecar_paths(run_dir, path.stem)
+            side_digest = sidecar_digest(sides)
+        except OSError as exc:
+            warnings.append(f"side files of {display_name(label)}: cannot read: {describe_os_error(exc)}; ignored")
+            sides, side_digest = [], None
+        prev = known.get(label)
+        if same_slo and prev and prev.sha256 == digest and prev.sidecar_sha256 == side_digest and label in old_by_file \
+                and not prev.damaged and all(s.validity is not None for s in old_by_file[label]):
+            scenarios.extend(s.model_copy() for s in old_by_file[label])  # shallow: renaming must not touch `existing`
+            records.append(prev if prev.mtime_ns == mtime_ns else prev.model_copy(update={"mtime_ns": mtime_ns}))
+            reused += 1
+            continue
+        read += 1
+        hints = name_hints(path.stem)
+        # the error boundary of one file: whatever goes wrong costs this file (or line) only
+        built: list[Scenario] = []
+        try:
+            outcome = read_raw_file(path, label, hints, digest=False)  # hashed above
+            file_problems = list(outcome.problems)
+            accept, gpu = _sidecar_values(run_dir, path.stem, len(outcome.runs), warnings)
+            for run in outcome.runs:
+                try:
+                    scenario = build_scenario(run, spec, Source(file=label, line=run.line, index=run.index, sha256=digest,
+                                                                     format=run.format),
+                                              cap=cap)
+                    if accept is not None and scenario.accept_length is None:
+                        scenario.accept_length = accept
+                        scenario.reconstructed["accept_length"] = "server_metrics"
+                    scenario.accelerator_usage = gpu
+                    if run.started is not None:  # the run's own time (the client's `date`)
+                        scenario.timestamp = _local(run.started).replace(microsecond=0).isoformat()
+                    scenario.validity = judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds)
+                    check_writable(scenario)
+                except Exception as exc:  # noqa: BLE001 - one run's boundary
+                    file_problems.append(Problem(label, run.line, unexpected(exc), run.index))
+                    continue
+                built.append(scenario)
+        except Exception as exc:  # noqa: BLE001
+            file_problems = [Problem(label, None, unexpected(exc))]
+            built = []
+        if file_problems and label in old_by_file:
+            keep_recorded(label, f"now unreadable or corrupt ({file_problems[0]})")
+            continue
+        problems.extend(file_problems)
+        skipped.extend(_skip_entry(p, hints) for p in file_problems)
+        scenarios.extend(built)
+        records.append(RawFile(file=label, sha256=digest, size=size, runs=len(built), sidecar_sha256=side_digest,
+                               mtime_ns=mtime_ns))
+    listed = {f"raw_outputs/{p.name}" for p in paths}
+    for label in sorted(set(old_by_file) - listed):
+        if label.startswith("raw_outputs/"):
+            keep_recorded(label, "missing")
+        else:  # imported from elsewhere (import-legacy): kept as recorded
+            scenarios.extend(s.model_copy() for s in old_by_file[label])
+            if label in known:
+                records.append(known[label])
+    scenarios.extend(s.model_copy() for s in existing.scenarios if s.source is None)
+    skip_csv = run_dir / "skipped_after_oom.csv"
+    if skip_csv.is_file():
+        try:
+            skipped = read_skipped(skip_csv) + skipped
+        except RawFormatError as exc:
+            problems.append(Problem(str(skip_csv.relative_to(run_dir)), None, str(exc).split(": ", 1)[-1]))
+    fmt = name_format or existing.config.scenario_name_format
+    config = existing.config
+    if name_format and name_format != config.scenario_name_format:
+        config = config.model_copy(update={"scenario_name_format": name_format})
+    results = existing.model_copy(update={
+        "scenarios": name_scenarios(scenarios, fmt), "raw_files": records, "slo": spec, "skipped": skipped,
+        "metadata": existing.metadata.model_copy(update={"tool_version": __version__}), "config": config,
+        "validity_thresholds": thresholds,
+    })
+    if read or results != existing:  # an unchanged run is not rewritten
+        save_run(results, file)
+    return ParseOutcome(results, problems, warnings, read, reused)
+
+
+def _rejudged(scenario: Scenario, spec: SloSpec, same_slo: bool) -> Scenario:
+    """A recorded scenario kept without its raw file, judged against the current SLO."""
+    if same_slo:
+        return scenario.model_copy()
+    lat = scenario.latencies
+    return scenario.model_copy(update={"slo_status": slo_status(lat.ttft_ms.p95, lat.tpot_ms.mean, spec),
+                                       "slo_attainment": None})
+
+
+def _sidecar_values(run_dir: Path, stem: str, runs: int, warnings: list[str]) -> tuple[Optional[float], Any]:
+    before = run_dir / "server_metrics" / f"{stem}.before.prom"
+    after = run_dir / "server_metrics" / f"{stem}.after.prom"
+    gpu_csv = run_dir / "gpu_logs" / f"{stem}.csv"
+    accept = gpu = None
+    if before.is_file() and after.is_file():
+        if runs == 1:
+            try:
+                accept = accept_length_between(read_metrics(before), read_metrics(after))
+            except RawFormatError as exc:
+                warnings.append(f"{exc}; accept length not recorded")
+        else:
+            warnings.append(f"server_metrics/{stem}.*.prom: {runs} runs in the raw file; metrics apply to one scenario only, ignored")
+    xpu_log = run_dir / "gpu_logs" / f"{stem}.xpu-smi.log"
+    if gpu_csv.is_file():
+        try:
+            gpu = summarize_gpu_log(gpu_csv)
+        except RawFormatError as exc:
+            warnings.append(str(exc))
+    elif xpu_log.is_file():
+        try:
+            gpu = summarize_xpu_log(xpu_log)
+        except RawFormatError as exc:
+            warnings.append(str(exc))
+        if gpu is None:
+            warnings.append(f"gpu_logs/{xpu_log.name}: no device rows (`N MiB / N MiB`) found; accelerator usage not recorded")
+    return accept, gpu
+

@@ -1,0 +1,189 @@
+"""The key spellings of the clients' raw files: which client wrote a run, its statistics and counts.
+
+docs/METRICS.md lists every accepted spelling; readers.py assembles them into a RawRun.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Optional
+
+import numpy as np
+
+SGLANG = "sglang-bench-serving"
+VLLM = "vllm-bench-serve"
+
+# <stat>_<metric>[_<unit>], e.g. mean_ttft_ms, median_e2e_latency_ms, p99_tpot_ms, p99.9_itl_ms, p99_latency_ms;
+# the unit suffix is `_ms` (both clients), `_s` (seconds), or none (forks and parsers of the clients' printed
+# tables, whose every latency line says "(ms)"), e.g. mean_ttft, median_request_latency
+_METRICS_RE = r"ttft|tpot|itl|tbt|e2e_latency|e2el|e2e|request_latency|latency"
+_STATS_RE = r"mean|avg|average|median|std|stdev|min|max|p\d+(?:[._]\d+)?"
+_STAT_KEY = re.compile(rf"^({_STATS_RE})_({_METRICS_RE})(_ms|_s)?$")
+# <metric>_<stat>[_<unit>] (forks): ttft_mean_ms, tpot_p99, e2e_latency_median_ms
+_STAT_KEY_AFTER = re.compile(rf"^({_METRICS_RE})_({_STATS_RE})(_ms|_s)?$")
+# percentile_<metric>_<N>[_ms], as some forks write them
+_PCT_KEY = re.compile(rf"^percentile_({_METRICS_RE})_(\d+(?:[._]\d+)?)(_ms|_s)?$")
+_METRIC = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "itl_ms", "tbt": "itl_ms", "e2e_latency": "e2e_ms", "e2el": "e2e_ms",
+           "e2e": "e2e_ms", "request_latency": "e2e_ms", "latency": "e2e_ms"}
+_STAT = {"mean": "mean", "avg": "mean", "average": "mean", "median": "p50", "std": "std", "stdev": "std", "p50": "p50",
+         "p90": "p90", "p95": "p95", "p99": "p99", "p99.9": "p99_9", "p99_9": "p99_9"}
+# the spellings of E2E, best first: when a file has two, the first present wins per statistic
+_E2E_ORDER = ("e2e_latency", "e2el", "e2e", "request_latency", "latency")
+# unit suffixes, best first: a statistic written twice (mean_ttft_ms and mean_ttft) is taken from the first
+_UNITS = {"_ms": (0, 1.0), "_s": (1, 1000.0), "": (2, 1.0)}
+_VLLM_MARKERS = ("model_id", "burstiness", "endpoint_type", "tokenizer_id", "mean_e2el_ms", "date", "best_of",
+                 "use_beam_search", "request_inthroughput", "request_goodput", "request_goodput:")
+_SGLANG_MARKERS = ("mean_e2e_latency_ms", "random_input_len", "sharegpt_output_len", "total_output_tokens_retokenized")
+_TIMING = ("ttfts", "itls")
+# counts, each in the spellings the clients and forks wrote, first present wins
+_COMPLETED = ("completed", "successful_requests", "completed_requests")
+_FAILED = ("failed", "failed_requests")
+_SENT = ("num_prompts", "total_requests")
+_DURATION = ("duration", "benchmark_duration", "duration_s", "benchmark_duration_s")
+# request formats (`backend`) that name the serving engine; generic ones (openai, openai-chat) do not
+ENGINE_OF_BACKEND = {
+    "vllm": "vllm", "vllm-chat": "vllm", "sglang": "sglang", "sglang-native": "sglang", "sglang-oai": "sglang",
+    "sglang-oai-chat": "sglang", "lmdeploy": "lmdeploy", "lmdeploy-chat": "lmdeploy", "trt": "trt",
+    "tensorrt-llm": "trt", "tgi": "tgi", "scalellm": "scalellm", "deepspeed-mii": "deepspeed-mii",
+}
+
+
+class RunError(ValueError):
+    """One run (line/object) cannot be imported; the message says why."""
+
+
+def detect_format(data: dict[str, Any]) -> Optional[str]:
+    """Which client wrote this object, from its keys."""
+    if any(k in data for k in _VLLM_MARKERS) or any(k.endswith("_e2el_ms") for k in data):
+        return VLLM
+    if any(k in data for k in _SGLANG_MARKERS) or any(k in data for k in _COMPLETED) and "backend" in data:
+        return SGLANG
+    if any(k in data for k in _COMPLETED) and any(_stat_key(k) for k in data):
+        return VLLM if any(k.endswith("_e2el_ms") for k in data) else SGLANG
+    return None
+
+
+def _number(data: dict[str, Any], key: str) -> Optional[float]:
+    """A finite number, None when absent/null/non-finite ("inf" strings included); wrong types raise."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise RunError(f"{key}: expected a number, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RunError(f"{key}: expected a number, got {type(value).__name__}")
+    return float(value) if math.isfinite(value) else None
+
+
+def _int(data: dict[str, Any], key: str) -> Optional[int]:
+    value = _number(data, key)
+    if value is None:
+        return None
+    if value != int(value) or value < 0:
+        raise RunError(f"{key}: expected a non-negative whole number, got {value:g}")
+    return int(value)
+
+
+def _first_int(data: dict[str, Any], keys: tuple[str, ...]) -> Optional[int]:
+    """The first of keys that holds a whole number."""
+    for key in keys:
+        value = _int(data, key)
+        if value is not None:
+            return value
+    return None
+
+
+def _first_number(data: dict[str, Any], *keys: str) -> Optional[float]:
+    """The first of keys that holds a number."""
+    for key in keys:
+        value = _number(data, key)
+        if value is not None:
+            return value
+    return None
+
+
+def _stat_key(key: str) -> Optional[tuple[str, str, str]]:
+    """(stat, metric, unit suffix) of a client statistic key, in any accepted spelling; None for other keys."""
+    match = _STAT_KEY.match(key)
+    if match:
+        return match.group(1), match.group(2), match.group(3) or ""
+    match = _STAT_KEY_AFTER.match(key)
+    if match:
+        return match.group(2), match.group(1), match.group(3) or ""
+    match = _PCT_KEY.match(key)
+    if match:
+        return f"p{match.group(2)}", match.group(1), match.group(3) or ""
+    return None
+
+
+def _client_stats(data: dict[str, Any], notes: Optional[list[str]] = None
+                  ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """The client's statistics per metric, in ms: (home fields, other statistics)."""
+    stats: dict[str, dict[str, float]] = {}
+    extra: dict[str, dict[str, float]] = {}
+    rank: dict[tuple[str, str], tuple[int, int]] = {}
+    unitless: list[str] = []
+    seconds: list[str] = []
+    for key in data:
+        parts = _stat_key(key)
+        if parts is None:
+            continue
+        value = _number(data, key)
+        if value is None:
+            continue
+        stat_raw, metric_raw, unit = parts
+        unit_rank, scale = _UNITS[unit]
+        value *= scale
+        metric = _METRIC[metric_raw]
+        stat = _STAT.get(stat_raw.replace("_", "."), None)
+        order = (unit_rank, _E2E_ORDER.index(metric_raw) if metric_raw in _E2E_ORDER else 0)
+        if stat is None:
+            name = {"avg": "mean", "average": "mean", "stdev": "std"}.get(stat_raw, stat_raw.replace("_", "."))
+            slot = (metric, "extra:" + name)
+            if slot in rank and rank[slot] <= order:
+                continue
+            rank[slot] = order
+            extra.setdefault(metric, {})[name] = value
+            continue
+        slot = (metric, stat)
+        if slot in rank and rank[slot] <= order:
+            continue
+        rank[slot] = order
+        stats.setdefault(metric, {})[stat] = value
+        if unit == "":
+            unitless.append(key)
+        elif unit == "_s":
+            seconds.append(key)
+    if notes is not None and unitless:
+        notes.append(f"statistics without a unit in their key ({', '.join(sorted(unitless)[:6])}"
+                     f"{', …' if len(unitless) > 6 else ''}) read as milliseconds, the unit of every latency both "
+                     "clients print and write")
+    if notes is not None and seconds:
+        notes.append(f"statistics in seconds ({', '.join(sorted(seconds)[:6])}{', …' if len(seconds) > 6 else ''}) "
+                     "converted to milliseconds")
+    return stats, extra
+
+
+def _array(data: dict[str, Any], key: str, kind: type) -> np.ndarray:
+    values = data[key]
+    if not isinstance(values, list):
+        raise RunError(f"{key}: expected a list, got {type(values).__name__}")
+    try:
+        arr = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        bad = next((i for i, v in enumerate(values) if isinstance(v, bool) or not isinstance(v, (int, float))), 0)
+        raise RunError(f"{key}[{bad}]: expected a number, got {values[bad]!r}") from None
+    if arr.ndim != 1:
+        raise RunError(f"{key}: expected a flat list of numbers")
+    if kind is int:
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr != np.floor(arr)):
+            raise RunError(f"{key}: expected non-negative whole numbers")
+        if np.any(arr >= 2.0 ** 63):
+            raise RunError(f"{key}: a token count of 2^63 or more is not a real count")
+        return arr.astype(np.int64)
+    return arr
+

@@ -1,0 +1,571 @@
+"""Readers of raw client outputs, one per format, detected from content.
+
+* ``sglang-bench-serving``: ``python -m sglang.bench_serving --output-file F
+  [--output-details]`` (0.3 … 0.5.x), one run per line; keys vary by version.
+* ``vllm-bench-serve``: ``vllm bench serve --save-result [--save-detailed]
+  [--append-result]`` and the older ``benchmarks/benchmark_serving.py``, one
+  object, or one per line; ``vllm bench sweep serve`` ``run=N.json`` files.
+
+A reader turns one JSON object into a RawRun: the client's own statistics
+(ms) and, when the file has them, per-request arrays. Lengths, concurrency
+and request rate come from the client's keys first, then from the file name,
+then from the per-request data or the token totals (said in ``notes``).
+docs/METRICS.md lists every accepted key spelling and the order of sources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Optional
+
+import numpy as np
+
+from ..analysis.metrics import flatten_gaps, per_request
+from ..catalog.chips import normalize_chip
+from .filenames import NameHints
+from .rawkeys import (
+    _COMPLETED,
+    _DURATION,
+    _FAILED,
+    _SENT,
+    ENGINE_OF_BACKEND,
+    VLLM,
+    RunError,
+    _array,
+    _client_stats,
+    _first_int,
+    _first_number,
+    _int,
+    _number,
+    detect_format,
+)
+
+# vLLM's benchmark wrote mean and median E2E swapped from the change that added E2E
+# (vLLM PR #7759, Aug 2024) until its fix (vLLM PR #9984, Nov 2024)
+E2E_SWAP_FIXED = datetime(2024, 11, 6)
+
+
+# ---------------------------------------------------------------- runs
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the user said on the command line about every run (wins over everything else)."""
+
+    input_len: Optional[int] = None
+    output_len: Optional[int] = None
+
+
+@dataclass
+class Details:
+    """Per-request arrays (seconds), aligned by request index."""
+
+    input_lens: np.ndarray
+    output_lens: np.ndarray
+    ttfts: np.ndarray
+    itl_flat: np.ndarray
+    itl_counts: np.ndarray
+    errors: list[str]
+    success: np.ndarray
+    latencies: Optional[np.ndarray] = None
+
+
+@dataclass
+class RawRun:
+    """One benchmark run as the client wrote it."""
+
+    format: str
+    line: int
+    concurrency: Optional[int]
+    input_len: int
+    output_len: int
+    client: dict[str, dict[str, float]]
+    success: int
+    failed: int
+    duration_s: Optional[float] = None
+    request_throughput: Optional[float] = None
+    input_throughput: Optional[float] = None
+    output_throughput: Optional[float] = None
+    total_throughput: Optional[float] = None
+    derived: dict[str, str] = field(default_factory=dict)
+    accept_length: Optional[float] = None
+    num_prompts: Optional[int] = None
+    request_rate: Optional[float] = None
+    dataset_name: Optional[str] = None
+    request_format: Optional[str] = None
+    model: Optional[str] = None
+    details: Optional[Details] = None
+    streaming: bool = True
+    notes: list[str] = field(default_factory=list)
+    # other statistics the client wrote (p25, p99.99, min, max …), per metric
+    client_extra: dict[str, dict[str, float]] = field(default_factory=dict)
+    # the run's start as the client recorded it (naive local time), and where it came from
+    started: Optional[datetime] = None
+    engine: Optional[str] = None  # the serving engine named by the run's `backend`, when it names one
+    empty_outputs: Optional[int] = None
+    lengths_averaged: tuple[str, ...] = ()
+    # the client's own totals over successful requests, and its random-length spread (validity checks)
+    total_input_tokens: Optional[float] = None
+    total_output_tokens: Optional[float] = None
+    random_range_ratio: Optional[float] = None
+    index: Optional[int] = None  # position in a JSON array of runs (the file's or line's), else None
+    # the chip the run itself records (e.g. `--metadata gpu=...`), normalized, and the key and text it came from
+    chip: Optional[str] = None
+    chip_source: Optional[tuple[str, str]] = None
+
+
+def _request_rate(data: dict[str, Any], notes: list[str]) -> Optional[float]:
+    """req/s; None for unlimited (inf). Newer sglang writes "trace" for trace-timestamp replays."""
+    value = data.get("request_rate")
+    if isinstance(value, str) and value.strip().lower() not in ("inf", "infinity", "+inf"):
+        try:
+            float(value)
+        except ValueError:
+            notes.append(f"request rate {value!r} (not a number): recorded as null")
+            return None
+    rate = _number(data, "request_rate")
+    if rate is not None and rate <= 0:
+        notes.append(f"request rate {rate:g} is not positive: recorded as null")
+        return None
+    return rate
+
+
+def _model_name(data: dict[str, Any]) -> Optional[str]:
+    """The model as the client recorded it: vllm's model_id, or newer sglang's server_info.model_path."""
+    for key in ("model_id", "model"):
+        if isinstance(data.get(key), str) and data[key].strip():
+            return str(data[key])
+    info = data.get("server_info")
+    if isinstance(info, dict):
+        for key in ("model_path", "served_model_name"):
+            if isinstance(info.get(key), str) and info[key].strip():
+                return str(info[key])
+    return None
+
+
+@dataclass
+class _Arrays:
+    """The per-request arrays a run has (any subset), checked for equal lengths."""
+
+    n: Optional[int] = None
+    input_lens: Optional[np.ndarray] = None
+    output_lens: Optional[np.ndarray] = None
+    errors: Optional[list[str]] = None
+    success: Optional[np.ndarray] = None
+    details: Optional[Details] = None
+    missing: tuple[str, ...] = ()
+    latencies: Optional[np.ndarray] = None
+
+
+def _arrays(data: dict[str, Any], completed: Optional[int], notes: list[str]) -> _Arrays:
+    """Per-request arrays: full details when timing and outcome are all there, else what there is."""
+    has = {k: isinstance(data.get(k), list) for k in ("input_lens", "output_lens", "ttfts", "itls", "errors", "latencies")}
+    for key in ("input_lens", "output_lens", "ttfts", "itls", "errors"):
+        if key in data and data[key] is not None and not has[key]:
+            raise RunError(f"{key}: expected a list, got {type(data[key]).__name__}")
+    if not any(has.values()):
+        return _Arrays()
+    out = _Arrays()
+    lengths: dict[str, int] = {}
+    if has["input_lens"]:
+        out.input_lens = _array(data, "input_lens", int)
+        lengths["input_lens"] = len(out.input_lens)
+    if has["output_lens"]:
+        out.output_lens = _array(data, "output_lens", int)
+        lengths["output_lens"] = len(out.output_lens)
+    ttfts = None
+    if has["ttfts"]:
+        ttfts = _array(data, "ttfts", float)
+        lengths["ttfts"] = len(ttfts)
+    itls = data.get("itls") if has["itls"] else None
+    if itls is not None:
+        for i, gaps in enumerate(itls):
+            if not isinstance(gaps, list):
+                raise RunError(f"itls[{i}]: expected a list of numbers, got {type(gaps).__name__}")
+        lengths["itls"] = len(itls)
+    if has["errors"]:
+        errors = data["errors"]
+        if not all(isinstance(e, str) or e is None for e in errors):
+            raise RunError("errors: expected a list of strings (\"\" for success)")
+        out.errors = ["" if e is None else e for e in errors]
+        lengths["errors"] = len(out.errors)
+    latencies = None
+    if has["latencies"]:
+        latencies = out.latencies = _array(data, "latencies", float)
+        lengths["latencies"] = len(latencies)
+    if len(set(lengths.values())) > 1:
+        shown = ", ".join(f"{k}={v}" for k, v in lengths.items())
+        raise RunError(f"per-request arrays have different lengths ({shown})")
+    out.n = next(iter(lengths.values()))
+    if out.errors is not None:
+        out.success = np.array([e == "" for e in out.errors], dtype=bool)
+    elif completed is not None and completed == out.n:
+        out.success = np.ones(out.n, dtype=bool)  # every request of the arrays completed
+    missing = [k for k in ("input_lens", "output_lens", "ttfts", "itls", "errors") if not has[k]]
+    out.missing = tuple(missing)
+    timing = ttfts is not None and itls is not None and out.output_lens is not None and out.success is not None
+    if not timing:
+        notes.append(
+            f"per-request data incomplete (no {', '.join(missing) or 'outcome per request'}): statistics are the client's own; "
+            "what the missing arrays would give is not recorded"
+        )
+        return out
+    assert ttfts is not None and itls is not None and out.output_lens is not None and out.success is not None
+    try:
+        flat, counts = flatten_gaps(itls)
+    except (TypeError, ValueError):
+        raise RunError("itls: expected lists of numbers (seconds)") from None
+    success = out.success
+    if np.any(~np.isfinite(ttfts[success])) or np.any(ttfts[success] < 0):
+        raise RunError("ttfts: a successful request has a negative or non-finite TTFT")
+    if flat.size and (np.any(~np.isfinite(flat)) or np.any(flat < 0)):
+        raise RunError("itls: negative or non-finite gap")
+    input_lens = out.input_lens if out.input_lens is not None else np.full(out.n, -1, dtype=np.int64)
+    errors = out.errors if out.errors is not None else [""] * out.n
+    if out.errors is None:
+        notes.append("no per-request errors in the file: every request counted as successful (completed = requests)")
+    out.details = Details(
+        input_lens=input_lens, output_lens=out.output_lens, ttfts=ttfts, itl_flat=flat, itl_counts=counts,
+        errors=errors, success=success, latencies=latencies,
+    )
+    return out
+
+
+def _length_keys(data: dict[str, Any], which: str) -> Optional[int]:
+    """The requested length from the run's keys (random_*, or plain input_len/output_len)."""
+    random_key = f"random_{which}_len"
+    dataset = data.get("dataset_name")
+    if dataset in (None, "random", "random-ids") or (isinstance(dataset, str) and dataset.startswith("random")):
+        value = _int(data, random_key)
+        if value is not None:
+            return value
+    elif which == "output":
+        # sharegpt/other datasets: random_* keys describe nothing that ran
+        value = _int(data, "sharegpt_output_len")
+        if value is not None:
+            return value
+    for key in (f"{which}_len", f"{which}_tokens", f"fixed_{which}_len"):
+        if key in data and not isinstance(data.get(key), (list, dict)):
+            value = _int(data, key)
+            if value is not None:
+                return value
+    return None
+
+
+def _concurrency(data: dict[str, Any], arrays: _Arrays, hints: NameHints, rate: Optional[float],
+                 notes: list[str]) -> Optional[int]:
+    """The concurrency cap: the run's max_concurrency, else the file name's (unless it is num_prompts), else
+    null for an open-loop run (finite rate) or all requests at once (unlimited rate)."""
+    concurrency = _int(data, "max_concurrency")
+    if concurrency is not None:
+        if hints.concurrency is not None and hints.concurrency != concurrency:
+            notes.append(f"file name says concurrency {hints.concurrency} but the client recorded {concurrency}; "
+                         f"using {concurrency}")
+        if concurrency < 1:
+            raise RunError(f"max_concurrency must be at least 1, got {concurrency}")
+        return concurrency
+    num_prompts = _first_int(data, _SENT)
+    sent = num_prompts
+    if sent is None:
+        completed, failed = _first_int(data, _COMPLETED), _first_int(data, _FAILED)
+        if arrays.n is not None:
+            sent = arrays.n
+        elif completed is not None:
+            sent = completed + (failed or 0)
+    named = hints.concurrency
+    if named is not None and hints.convention != "pattern" and sent is not None and named == sent:
+        notes.append(
+            f"the file name's {named} equals the requests sent (sglang.bench_serving's default name "
+            "{backend}_{MMDD}_{num_prompts}_{in}_{out}): not a concurrency"
+        )
+        named = None
+    if named is not None and rate is None:
+        if named < 1:
+            raise RunError(f"concurrency from the file name must be at least 1, got {named}")
+        notes.append("no max_concurrency recorded: concurrency taken from the file name")
+        return named
+    if rate is not None:
+        if named is not None:
+            notes.append(f"file name says {named}, but the run is rate-limited ({rate:g} req/s) without a "
+                         "max_concurrency: recorded as an open-loop run, not a concurrency")
+        return None
+    if not sent:
+        raise RunError("no max_concurrency in the run, no finite request_rate and no request count")
+    notes.append(f"no max_concurrency recorded and unlimited request rate: all {sent} requests sent at once, "
+                 f"concurrency recorded as {sent}")
+    return sent
+
+
+def _lengths(data: dict[str, Any], arrays: _Arrays, hints: NameHints, options: ReadOptions, success: int,
+             notes: list[str]) -> tuple[int, int, tuple[str, ...]]:
+    """(input_len, output_len, averaged) in the order: options, run keys, file name, per-request median,
+    token totals / completed (recorded as averages)."""
+    values: dict[str, int] = {}
+    averaged: list[str] = []
+    for which, given, hinted, lens, total_key in (
+        ("input", options.input_len, hints.input_len, arrays.input_lens, "total_input_tokens"),
+        ("output", options.output_len, hints.output_len, arrays.output_lens, "total_output_tokens"),
+    ):
+        from_keys = _length_keys(data, which)
+        if given is not None:
+            if from_keys is not None and from_keys != given:
+                notes.append(f"--{which}-len {given} given, the client recorded {from_keys}; using {given}")
+            values[which] = given
+            notes.append(f"{which} length {given} given on the command line")
+            continue
+        if from_keys is not None:
+            if hinted is not None and hinted != from_keys:
+                notes.append(f"file name says {which}_len {hinted} but the client recorded {from_keys}; using {from_keys}")
+            values[which] = from_keys
+            continue
+        if hinted is not None:
+            values[which] = hinted
+            notes.append(f"{which} length taken from the file name")
+            continue
+        ok = arrays.success
+        if lens is not None and ok is not None and ok.any():
+            values[which] = int(round(float(np.median(lens[ok]))))
+            label = "prompt" if which == "input" else "output"
+            notes.append(f"{which} length inferred as the median {label} length of successful requests")
+            continue
+        total = _number(data, total_key)
+        if total is not None and success > 0:
+            average = total / success
+            values[which] = int(round(average))
+            averaged.append(f"{which}_len")
+            notes.append(f"{which} length unknown (not in the run, the file name or per-request data): recorded as the "
+                         f"average {total_key} / completed = {average:.6g}")
+            continue
+        raise RunError(f"{which} length unknown: not in the run, the file name, per-request data or token totals "
+                       f"(give --{which}-len)")
+    return values["input"], values["output"], tuple(averaged)
+
+
+# keys under which a run records its chip (vllm's --metadata KEY=VALUE lands at the top level; some forks nest a
+# `metadata` object), best first
+CHIP_KEYS = ("chip", "gpu", "gpu_type", "gpu_name", "gpu_model", "accelerator", "accelerator_type", "device_name",
+             "hardware", "device")
+
+
+def _recorded_chip(data: dict[str, Any]) -> tuple[Optional[str], Optional[tuple[str, str]]]:
+    """(chip id, (key, text)) from the run's own keys (top level, then a nested `metadata` object); never guessed."""
+    places: list[tuple[str, dict[str, Any]]] = [("", data)]
+    nested = data.get("metadata")
+    if isinstance(nested, dict):
+        places.append(("metadata.", nested))
+    for prefix, place in places:
+        for key in CHIP_KEYS:
+            value = place.get(key)
+            if isinstance(value, str) and value.strip():
+                chip = normalize_chip(value)
+                if chip is not None:
+                    return chip, (prefix + key, value.strip()[:200])
+    return None, None
+
+
+def _accept_length(data: dict[str, Any], fmt: str) -> Optional[float]:
+    value = _first_number(data, "accept_length", "spec_decode_acceptance_length")
+    if value is not None:
+        return value
+    drafts = _number(data, "spec_decode_num_drafts")
+    accepted = _number(data, "spec_decode_accepted_tokens")
+    if drafts and accepted is not None:
+        return 1.0 + accepted / drafts
+    return None
+
+
+# keys that hold when a run ran, first present wins: vLLM's `date`, then what forks and wrappers write
+_TIME_KEYS = ("date", "timestamp", "datetime", "start_time", "started_at")
+# an epoch in seconds is read only in this window (2015 … 2040): other numbers under these keys are not times
+_EPOCH_WINDOW = (1.42e9, 2.21e9)
+
+
+def _started(data: dict[str, Any], notes: list[str]) -> Optional[datetime]:
+    """When the run ran, from its own keys (_TIME_KEYS): `%Y%m%d-%H%M%S` (vLLM) and other compact forms, ISO-8601,
+    or epoch seconds; naive local time or aware. None when no key holds a time."""
+    for key in _TIME_KEYS:
+        value = data.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if _EPOCH_WINDOW[0] <= value <= _EPOCH_WINDOW[1]:
+                return datetime.fromtimestamp(value).astimezone()
+            continue
+        if not isinstance(value, str) or not value.strip():
+            continue
+        text = value.strip()
+        for fmt in ("%Y%m%d-%H%M%S", "%Y%m%d_%H%M%S", "%Y%m%d%H%M%S", "%Y-%m-%d %H:%M:%S", "%Y%m%d"):
+            try:
+                return datetime.strptime(text, fmt)
+            except ValueError:
+                pass
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            notes.append(f"{key} {value!r} not understood as a time")
+    return None
+
+
+def _fix_e2e_swap(run: RawRun, data: dict[str, Any], arrays: _Arrays) -> None:
+    """vLLM's benchmark wrote mean_e2el_ms = median and median_e2el_ms = mean (2024, PR #7759 to #9984)."""
+    e2e = run.client.get("e2e_ms", {})
+    if run.format != VLLM or "mean" not in e2e or "p50" not in e2e or "mean_e2el_ms" not in data:
+        return
+    mean, median = e2e["mean"], e2e["p50"]
+    if mean == median:
+        return
+    reason = None
+    if arrays.latencies is not None and arrays.success is not None:
+        lat = arrays.latencies[arrays.success] * 1000  # the client's E2E statistics are over all successes
+        if lat.size:
+            true_mean, true_median = float(np.mean(lat)), float(np.median(lat))
+
+            def near(a: float, b: float) -> bool:
+                return abs(a - b) <= 1e-6 * max(abs(a), abs(b), 1e-12)
+
+            if near(mean, true_median) and near(median, true_mean) and not near(mean, true_mean):
+                reason = "they are inconsistent with the per-request latencies"
+            else:
+                return  # the per-request data decides: not swapped
+    p50 = _number(data, "p50_e2el_ms")
+    if reason is None and p50 is not None:
+        # the file's own p50 is the true median: it says which of the two is which
+        if abs(p50 - mean) <= 1e-9 * max(abs(p50), 1.0) and abs(p50 - median) > 1e-9 * max(abs(p50), 1.0):
+            reason = "its own p50_e2el_ms equals mean_e2el_ms"
+        else:
+            return
+    details = run.details
+    if reason is None and details is not None and details.latencies is None:
+        # E2E approximated as ttft + sum(itls) (a few ms low): used only when it is clearly on one side
+        approx = per_request(details.ttfts, details.output_lens, details.itl_flat, details.itl_counts,
+                             details.success)[0].e2e * 1000
+        if approx.size >= 3:
+            a_mean, a_median = float(np.mean(approx)), float(np.median(approx))
+            straight = abs(mean - a_mean) + abs(median - a_median)
+            crossed = abs(mean - a_median) + abs(median - a_mean)
+            if crossed < 0.5 * straight:
+                reason = "they are inconsistent with the per-request data (ttft + sum of itls)"
+            elif straight < 0.5 * crossed:
+                return
+    if reason is None:
+        # compared as the wall-clock date the run recorded (an aware time in its own zone)
+        if run.started is None or run.started.replace(tzinfo=None) >= E2E_SWAP_FIXED:
+            return
+        reason = f"the run is dated {run.started:%Y-%m-%d}, before vLLM's fix (PR #9984)"
+    e2e["mean"], e2e["p50"] = median, mean
+    run.derived["latencies.e2e_ms.mean"] = "swapped_back"
+    run.derived["latencies.e2e_ms.p50"] = "swapped_back"
+    run.notes.append(
+        "mean_e2el_ms and median_e2el_ms swapped back: vLLM's benchmark wrote them swapped between its PRs #7759 and "
+        f"#9984 (2024) and {reason}"
+    )
+
+
+def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
+             options: ReadOptions = ReadOptions()) -> RawRun:
+    """Normalize one client result object. Raises RunError with what is wrong."""
+    fmt = detect_format(data)
+    if fmt is None:
+        raise RunError("not a sglang.bench_serving or vllm bench serve result (none of their keys)")
+    notes: list[str] = []
+    nested = data.get("details")
+    if isinstance(nested, dict) and any(isinstance(nested.get(k), list) for k in ("ttfts", "input_lens", "output_lens")):
+        # forks keep the per-request arrays under "details"
+        data = {**data, **{k: v for k, v in nested.items() if k not in data}}
+    completed = _first_int(data, _COMPLETED)
+    arrays = _arrays(data, completed, notes)
+    details = arrays.details
+    client_failed = _first_int(data, _FAILED)
+    num_prompts = _first_int(data, _SENT)
+    if arrays.success is not None:
+        success = int(arrays.success.sum())
+        failed = int(arrays.success.size - success)
+        if completed is not None and completed != success:
+            notes.append(f"client says completed={completed}, per-request errors say {success} succeeded")
+    else:
+        if completed is None:
+            raise RunError("no `completed` count and no per-request outcome (errors)")
+        success = completed
+        if client_failed is not None:
+            failed = client_failed
+        elif num_prompts is not None and num_prompts >= completed:
+            failed = num_prompts - completed
+            if failed:
+                notes.append(f"failed = num_prompts - completed = {num_prompts} - {completed} (the client wrote no failure count)")
+        else:
+            failed = 0
+            notes.append("failed count unknown: the file records only completed requests")
+    if success == 0:
+        total = success + failed
+        errors = arrays.errors or []
+        first = next((e for e in errors if e), "")
+        if not first:
+            for key in ("error", "errors"):
+                if isinstance(data.get(key), str) and data[key]:
+                    first = data[key]
+        reason = f"; first error: {first.strip().splitlines()[0][:300]}" if first.strip() else ""
+        counted = f"0 of {total} requests succeeded" if total else "0 requests succeeded (completed: 0; no request count)"
+        raise RunError(f"{counted}{reason}")
+    rate = _request_rate(data, notes)
+    concurrency = _concurrency(data, arrays, hints, rate, notes)
+    input_len, output_len, averaged = _lengths(data, arrays, hints, options, success, notes)
+    duration = _first_number(data, *_DURATION)
+    client, extra = _client_stats(data, notes)
+    backend = data.get("backend") if isinstance(data.get("backend"), str) else None
+    run = RawRun(
+        format=fmt, line=line, concurrency=concurrency, input_len=input_len, output_len=output_len,
+        client=client, client_extra=extra, success=success, failed=failed, duration_s=duration,
+        # early-2024 vLLM benchmark_serving.py wrote it as request_inthroughput
+        request_throughput=_first_number(data, "request_throughput", "request_inthroughput"),
+        input_throughput=_first_number(data, "input_throughput", "input_token_throughput"),
+        output_throughput=_first_number(data, "output_throughput", "output_token_throughput"),
+        # vllm bench serve and older sglang: total_token_throughput; newer sglang: total_throughput
+        total_throughput=_first_number(data, "total_token_throughput", "total_throughput"),
+        accept_length=_accept_length(data, fmt),
+        num_prompts=num_prompts if num_prompts is not None else (arrays.n if arrays.n is not None else None),
+        request_rate=rate,
+        dataset_name=data.get("dataset_name") if isinstance(data.get("dataset_name"), str) else None,
+        request_format=backend, model=_model_name(data), details=details, notes=notes,
+        started=_started(data, notes), engine=ENGINE_OF_BACKEND.get((backend or "").lower()),
+        lengths_averaged=averaged,
+    )
+    _fix_e2e_swap(run, data, arrays)
+    run.chip, run.chip_source = _recorded_chip(data)
+    goodput = _first_number(data, "request_goodput", "request_goodput:")
+    if goodput is not None:
+        notes.append(f"the client's request goodput: {goodput:g} req/s (requests meeting its --goodput thresholds)")
+    burstiness = _number(data, "burstiness")
+    if burstiness is not None and burstiness != 1.0 and rate is not None:
+        notes.append(f"request arrivals: gamma process with burstiness {burstiness:g} (1 is Poisson)")
+    total_input = _number(data, "total_input_tokens")
+    total_output = _number(data, "total_output_tokens")
+    run.total_input_tokens, run.total_output_tokens = total_input, total_output
+    run.random_range_ratio = _number(data, "random_range_ratio")
+    if run.input_throughput is None and total_input is not None and duration:
+        run.input_throughput = total_input / duration
+        run.derived["input_token_throughput"] = "derived"
+    if run.output_throughput is None and total_output is not None and duration:
+        run.output_throughput = total_output / duration
+        run.derived["output_token_throughput"] = "derived"
+    if run.total_throughput is None and run.input_throughput is not None and run.output_throughput is not None:
+        run.total_throughput = run.input_throughput + run.output_throughput
+        run.derived["total_token_throughput"] = "derived"
+    if run.request_throughput is None and duration:
+        run.request_throughput = success / duration
+        run.derived["request_throughput"] = "derived"
+    if arrays.output_lens is not None and arrays.success is not None:
+        empty = int(np.count_nonzero(arrays.success & (arrays.output_lens == 0)))
+        run.empty_outputs = empty
+        if empty:
+            notes.append(
+                f"{empty} of {success} successful requests returned 0 output tokens: counted as successes, excluded from "
+                "the statistics computed from per-request data; the client's own statistics include them"
+            )
+    if details is not None:
+        ok = details.success
+        multi = ok & (details.output_lens > 1)
+        if multi.any() and not np.any(details.itl_counts[multi] > 0):
+            run.streaming = False
+            notes.append(
+                "no streamed chunks (client ran with --disable-stream): TTFT equals E2E; TPOT and ITL are not measured"
+            )
+    return run

@@ -1,0 +1,274 @@
+"""One raw run -> one Scenario of results.json (the fidelity rule: the client's own value wins)."""
+
+from __future__ import annotations
+
+import functools
+import gc
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Optional, ParamSpec, TypeVar
+
+import numpy as np
+
+from ..analysis.metrics import per_request, request_itl_means, slo_attainment, summarize
+from ..analysis.slo import slo_status
+from ..contract.errors import ConfigError, RawFormatError, ResultsError
+from ..contract.io import describe_os_error, display_name, one_line
+from ..contract.models import Latencies, Percentiles, RawRequest, Scenario, SkippedScenario, SloSpec, Source
+from .filenames import NameHints, name_hints
+from .naming import scenario_name
+from .rawio import FileScan, LineError
+from .rawkeys import RunError
+from .readers import RawRun, ReadOptions, read_run
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+RAW_REQUESTS_CAP = 20000
+RAW_SUFFIXES = (".jsonl", ".json")
+LATENCY_FIELDS = ("e2e_ms", "ttft_ms", "tpot_ms", "itl_ms")
+PCT_FIELDS = ("mean", "p50", "p90", "p95", "p99", "std")
+
+
+def _bulk(func: Callable[P, R]) -> Callable[P, R]:
+    """Run func with the cyclic garbage collector paused (restored after).
+
+    An import allocates millions of objects without reference cycles (parsed
+    JSON, then one small model per request); the collector would scan them
+    over and over for nothing: about a tenth of the import time.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        if not gc.isenabled():
+            return func(*args, **kwargs)
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return wrapper
+
+
+@dataclass
+class Problem:
+    """A raw run that was not imported: `file:line: message`."""
+
+    file: str
+    line: Optional[int]
+    message: str
+    index: Optional[int] = None  # the run's position when the file is one JSON array of runs
+
+    def __str__(self) -> str:
+        name = display_name(self.file)
+        where = f"{name}:{self.line}" if self.line else name
+        message = one_line(self.message)
+        if self.index is not None and not message.startswith(f"[{self.index}]"):
+            message = f"[{self.index}]: {message}"
+        return f"{where}: {message}"
+
+
+def unexpected(exc: BaseException) -> str:
+    """The one-line reason for an exception no reader foresaw (the error boundary of one file or line)."""
+    if isinstance(exc, OSError):
+        return f"cannot read: {describe_os_error(exc)}"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to be read"
+    if isinstance(exc, (ResultsError, RawFormatError, ConfigError)):
+        return str(exc)
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"could not be read ({type(exc).__name__}{': ' + text[:200] if text else ''}); skipped"
+
+
+@dataclass
+class ReadOutcome:
+    runs: list[RawRun] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # of the bytes read, from the same pass; None when the file could not be read to its end
+    sha256: Optional[str] = None
+    size: int = 0
+    lines: int = 0
+
+
+def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, strict: bool = False,
+                  digest: bool = True, options: ReadOptions = ReadOptions()) -> ReadOutcome:
+    """Every run of one raw file; bad runs become Problems (or raise with strict).
+
+    The file is read once, one line at a time: each object is normalized into
+    a RawRun (compact numpy arrays) before the next line is parsed.
+    """
+    hints = hints if hints is not None else name_hints(path.stem)
+    out = ReadOutcome()
+    scan = FileScan(path, digest=digest)
+    seen = 0
+    try:
+        for item in scan:
+            seen += 1
+            if isinstance(item, LineError):
+                problem = Problem(label, item.line or None, item.message, item.index)
+            else:
+                try:
+                    run = read_run(item.data, item.line, hints, options)
+                    run.index = item.index
+                    out.runs.append(run)
+                    continue
+                except RunError as exc:
+                    problem = Problem(label, item.line, str(exc), item.index)
+                except Exception as exc:  # noqa: BLE001 - the error boundary of one line
+                    problem = Problem(label, item.line, unexpected(exc), item.index)
+                finally:
+                    del item
+            if strict:
+                raise RawFormatError(f"{problem} (--strict: stopped at the first bad run)")
+            out.problems.append(problem)
+    except OSError as exc:
+        # unreadable: nothing of the file counts, one problem says why
+        out = ReadOutcome()
+        problem = Problem(label, None, f"cannot read: {describe_os_error(exc)}")
+        if strict:
+            raise RawFormatError(f"{problem} (--strict: stopped at the first bad run)") from None
+        out.problems.append(problem)
+        return out
+    out.sha256, out.size, out.lines = scan.sha256, scan.size, scan.lines
+    if not seen:
+        problem = Problem(label, None, "empty file: no runs")
+        if strict:
+            raise RawFormatError(str(problem))
+        out.problems.append(problem)
+    return out
+
+
+def _percentiles(client: dict[str, float], computed: dict[str, Optional[float]], path: str,
+                 method: str, reconstructed: dict[str, str], extra: Optional[dict[str, float]] = None,
+                 measured: bool = True) -> Percentiles:
+    values: dict[str, Any] = {}
+    for stat in PCT_FIELDS:
+        if stat in client:
+            values[stat] = client[stat]
+        else:
+            values[stat] = computed.get(stat)
+            if values[stat] is not None:
+                reconstructed[f"{path}.{stat}"] = method
+    values["p99_9"] = client.get("p99_9")
+    values["extra"] = dict(extra or {})
+    values["count"] = computed.get("count") if measured else None
+    return Percentiles(**values)
+
+
+def _ms(seconds: np.ndarray) -> list[Optional[float]]:
+    """Milliseconds as Python floats, None where the seconds are not finite."""
+    seconds = np.asarray(seconds, dtype=np.float64)
+    finite = np.isfinite(seconds)
+    values = (seconds * 1000).tolist()
+    if finite.all():
+        return values
+    return [v if ok else None for v, ok in zip(values, finite.tolist())]
+
+
+def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str] = None,
+                   repeat: Optional[int] = None, cap: int = RAW_REQUESTS_CAP) -> Scenario:
+    """One Scenario from one RawRun, judged against slo."""
+    reconstructed: dict[str, str] = dict(run.derived)
+    for length in run.lengths_averaged:
+        reconstructed[length] = "average"
+    details = run.details
+    empty = summarize(np.zeros(0))
+    computed = {k: empty for k in LATENCY_FIELDS}
+    raw_requests: list[RawRequest] = []
+    attainment = None
+    e2e_method = "per_request"
+    if details is not None:
+        # successes with 0 output tokens are counted, but no statistic of ours is computed over them
+        stats_ok = details.success & (details.output_lens > 0)
+        per, e2e_all, tpot_all = per_request(
+            details.ttfts, details.output_lens, details.itl_flat, details.itl_counts,
+            stats_ok, details.latencies,
+        )
+        if not per.e2e_from_latencies:
+            e2e_method = "ttft_plus_itls"
+        # only what the client did not write itself is reported from the arrays
+        computed = {
+            "ttft_ms": summarize(per.ttft, _missing(run, "ttft_ms")),
+            "e2e_ms": summarize(per.e2e, _missing(run, "e2e_ms")),
+            "tpot_ms": summarize(per.tpot, _missing(run, "tpot_ms")),
+            "itl_ms": summarize(per.itl, _missing(run, "itl_ms")),
+        }
+        attainment = slo_attainment(stats_ok, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
+        if not np.array_equal(stats_ok, details.success):
+            _, e2e_all, tpot_all = per_request(
+                details.ttfts, details.output_lens, details.itl_flat, details.itl_counts,
+                details.success, details.latencies,
+            )
+        raw_requests = _raw_requests(details, e2e_all, tpot_all, cap)
+    measured = details is not None
+    extra = run.client_extra
+    latencies = Latencies(
+        e2e_ms=_percentiles(run.client.get("e2e_ms", {}), computed["e2e_ms"], "latencies.e2e_ms", e2e_method,
+                            reconstructed, extra.get("e2e_ms"), measured),
+        ttft_ms=_percentiles(run.client.get("ttft_ms", {}), computed["ttft_ms"], "latencies.ttft_ms", "per_request",
+                             reconstructed, extra.get("ttft_ms"), measured),
+        tpot_ms=_percentiles(run.client.get("tpot_ms", {}), computed["tpot_ms"], "latencies.tpot_ms", e2e_method,
+                             reconstructed, extra.get("tpot_ms"), measured),
+        itl_ms=_percentiles(run.client.get("itl_ms", {}), computed["itl_ms"], "latencies.itl_ms", "per_request",
+                            reconstructed, extra.get("itl_ms"), measured),
+    )
+    total = run.success + run.failed
+    return Scenario(
+        name=name or scenario_name(run.concurrency, run.input_len, run.output_len, request_rate=run.request_rate),
+        concurrency=run.concurrency, input_len=run.input_len, output_len=run.output_len,
+        duration_s=run.duration_s, success=run.success, failed=run.failed,
+        request_throughput=run.request_throughput, input_token_throughput=run.input_throughput,
+        output_token_throughput=run.output_throughput, total_token_throughput=run.total_throughput,
+        accept_length=run.accept_length, latencies=latencies,
+        slo_status=slo_status(latencies.ttft_ms.p95, latencies.tpot_ms.mean, slo),
+        raw_requests=raw_requests, raw_requests_capped=bool(details is not None and total > cap),
+        slo_attainment=attainment, reconstructed=reconstructed, repeat=repeat,
+        num_prompts=run.num_prompts, request_rate=run.request_rate, dataset_name=run.dataset_name,
+        request_format=run.request_format, notes=list(run.notes), source=source, empty_outputs=run.empty_outputs,
+    )
+
+
+def _missing(run: RawRun, metric: str) -> list[str]:
+    client = run.client.get(metric, {})
+    return [stat for stat in PCT_FIELDS if stat not in client]
+
+
+def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: int) -> list[RawRequest]:
+    n = min(len(details.errors), cap)
+    ok = details.success[:n]
+    ttft = _ms(np.where(ok, details.ttfts[:n], np.nan))
+    e2e = _ms(e2e_all[:n])
+    tpot = _ms(tpot_all[:n])
+    itl = _ms(np.where(ok, request_itl_means(details.itl_flat, details.itl_counts)[:n], np.nan))
+    inputs = details.input_lens[:n].tolist()
+    outputs = details.output_lens[:n].tolist()
+    errors = details.errors
+    make = RawRequest.model_construct
+    return [
+        make(
+            request_id=str(i), input_tokens=inputs[i], output_tokens=outputs[i], e2e_ms=e2e[i],
+            ttft_ms=ttft[i], tpot_ms=tpot[i], itl_ms=itl[i], accept_length=None,
+            success=bool(ok[i]), error=None if ok[i] else errors[i],
+        )
+        for i in range(n)
+    ]
+
+
+def _skip_entry(problem: Problem, hints: NameHints) -> SkippedScenario:
+    if hints.concurrency is not None and hints.input_len is not None and hints.output_len is not None:
+        name = scenario_name(hints.concurrency, hints.input_len, hints.output_len)
+    else:
+        name = f"{problem.file}:{problem.line}" if problem.line else problem.file
+    return SkippedScenario(
+        scenario=name, concurrency=hints.concurrency or None, input_len=hints.input_len,
+        output_len=hints.output_len, reason=f"not imported: {problem}", log_excerpt=None,
+    )
+
+
+def _local(dt: datetime) -> datetime:
+    """An aware datetime; naive times (the clients write local time without a zone) take this machine's zone."""
+    return dt.astimezone() if dt.tzinfo is None else dt
+

@@ -1,0 +1,229 @@
+"""Side files the shell writes next to raw outputs, and what parse makes of them.
+
+* ``server_metrics/<stem>.before.prom`` / ``.after.prom``: GET /metrics of a
+  vLLM server before and after the scenario of raw file <stem>; the change of
+  the ``vllm:spec_decode_*`` counters gives that scenario's acceptance length.
+* ``gpu_logs/<stem>.csv``: accelerator samples taken during the scenario
+  (CSV with a header: nvidia-smi --query-gpu … --format=csv).
+* ``gpu_logs/<stem>.xpu-smi.log``: Kunlun xpu-smi status tables, one per
+  sample, each after a ``### <timestamp>`` line.
+* ``skipped_after_oom.csv``: scenarios skipped after a server death/OOM.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import math
+import re
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..contract.errors import RawFormatError
+from ..contract.models import AcceleratorSummary, SkippedScenario
+from ..contract.io import describe_os_error, display_name, one_line, open_checked, read_text_checked
+
+
+def read_side_text(path: Path, kind: str) -> str:
+    """A side file's text (undecodable bytes replaced), bounded by its kind's size
+    limit; special files are refused. Raises RawFormatError naming the file."""
+    try:
+        return read_text_checked(path, kind)
+    except OSError as exc:
+        raise RawFormatError(f"{display_name(path)}: cannot read: {describe_os_error(exc)}") from None
+
+
+def read_metrics(path: Path) -> str:
+    """server_metrics/<stem>.*.prom text (see read_side_text)."""
+    return read_side_text(path, "server metrics")
+
+DRAFTS = "vllm:spec_decode_num_drafts_total"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+_NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
+
+
+def prometheus_counters(text: str) -> dict[str, float]:
+    """Sum of every sample of each metric name (over label sets) in Prometheus text format."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE.match(line)
+        if not match:
+            continue
+        try:
+            value = float(match.group(3))
+        except ValueError:
+            continue
+        if not math.isfinite(value):  # NaN/+Inf samples say nothing about a count
+            continue
+        totals[match.group(1)] = totals.get(match.group(1), 0.0) + value
+    return totals
+
+
+def accept_length_between(before: str, after: str) -> Optional[float]:
+    """1 + accepted / drafts over the interval; None when nothing was drafted (not speculative)."""
+    b, a = prometheus_counters(before), prometheus_counters(after)
+    if DRAFTS not in a or ACCEPTED not in a:
+        return None
+    drafts = a[DRAFTS] - b.get(DRAFTS, 0.0)
+    accepted = a[ACCEPTED] - b.get(ACCEPTED, 0.0)
+    if not (drafts > 0 and accepted >= 0):
+        return None
+    value = 1.0 + accepted / drafts
+    return value if math.isfinite(value) else None
+
+
+def _column(header: list[str], *needles: str) -> Optional[int]:
+    for i, name in enumerate(header):
+        low = name.strip().lower()
+        if all(n in low for n in needles):
+            return i
+    return None
+
+
+def _value(cell: str) -> float:
+    match = _NUMBER.search(cell)
+    return float(match.group(0)) if match else float("nan")
+
+
+def summarize_gpu_log(path: Path) -> Optional[AcceleratorSummary]:
+    """Mean/max utilization, memory and power over the samples of one scenario's CSV."""
+    text = read_side_text(path, "accelerator log")
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r and any(c.strip() for c in r)]
+    except csv.Error as exc:
+        raise RawFormatError(f"{display_name(path)}: not readable as CSV ({exc})") from None
+    if not rows:
+        return None
+    header, body = rows[0], rows[1:]
+    util = _column(header, "util")
+    if util is None:
+        util = _column(header, "usage")
+    mem = _column(header, "memory", "used")
+    if mem is None:
+        mem = _column(header, "mem")
+    power = _column(header, "power")
+    device = _column(header, "index")
+    if device is None:
+        device = _column(header, "device")
+    if util is None and mem is None and power is None:
+        raise RawFormatError(f"{path}:1: no utilization, memory or power column in header {header!r}")
+
+    def col(i: Optional[int]) -> np.ndarray:
+        if i is None:
+            return np.zeros(0)
+        values = np.array([_value(r[i]) if i < len(r) else np.nan for r in body], dtype=np.float64)
+        return values[np.isfinite(values)]
+
+    def stat(values: np.ndarray, fn: str) -> Optional[float]:
+        return float(getattr(np, fn)(values)) if values.size else None
+
+    u, m, p = col(util), col(mem), col(power)
+    devices = len({r[device].strip() for r in body if device < len(r)}) if device is not None else None
+    return AcceleratorSummary(
+        samples=len(body), devices=devices,
+        util_mean_pct=stat(u, "mean"), util_max_pct=stat(u, "max"),
+        mem_used_mean_mib=stat(m, "mean"), mem_used_max_mib=stat(m, "max"),
+        power_mean_w=stat(p, "mean"), power_max_w=stat(p, "max"),
+    )
+
+
+_XPU_MEM = re.compile(r"(\d+(?:\.\d+)?)\s*MiB\s*/\s*\d+(?:\.\d+)?\s*MiB")
+_XPU_POWER = re.compile(r"(\d+(?:\.\d+)?)\s*W\s*/\s*\d+(?:\.\d+)?\s*W")
+_XPU_UTIL = re.compile(r"(\d+(?:\.\d+)?)\s*%")
+
+
+def summarize_xpu_log(path: Path) -> Optional[AcceleratorSummary]:
+    """Utilization, memory and power from xpu-smi status tables (one device per row with `NMiB / NMiB`)."""
+    snapshots: list[list[str]] = []
+    for line in read_side_text(path, "accelerator log").splitlines():
+        if line.startswith("###"):
+            snapshots.append([])
+        elif _XPU_MEM.search(line):
+            if not snapshots:
+                snapshots.append([])
+            snapshots[-1].append(line)
+    rows = [row for snap in snapshots for row in snap]
+    if not rows:
+        return None
+
+    def grab(pattern: re.Pattern[str], last: bool = False) -> np.ndarray:
+        values = []
+        for row in rows:
+            found = pattern.findall(row)
+            if found:
+                values.append(float(found[-1] if last else found[0]))
+        return np.array(values, dtype=np.float64)
+
+    mem, power, util = grab(_XPU_MEM), grab(_XPU_POWER), grab(_XPU_UTIL, last=True)
+
+    def stat(values: np.ndarray, fn: str) -> Optional[float]:
+        return float(getattr(np, fn)(values)) if values.size else None
+
+    return AcceleratorSummary(
+        samples=sum(1 for snap in snapshots if snap), devices=max(len(snap) for snap in snapshots),
+        util_mean_pct=stat(util, "mean"), util_max_pct=stat(util, "max"),
+        mem_used_mean_mib=stat(mem, "mean"), mem_used_max_mib=stat(mem, "max"),
+        power_mean_w=stat(power, "mean"), power_max_w=stat(power, "max"),
+    )
+
+
+def read_skipped(path: Path) -> list[SkippedScenario]:
+    """skipped_after_oom.csv (scenario,concurrency,input_len,output_len,reason,log_excerpt)."""
+    name_shown = display_name(path)
+    out: list[SkippedScenario] = []
+    reader = csv.DictReader(io.StringIO(read_side_text(path, "skipped-scenario list"), newline=""))
+    try:
+        if not reader.fieldnames or "scenario" not in reader.fieldnames:
+            raise RawFormatError(f"{name_shown}:1: expected a header with scenario,concurrency,input_len,output_len,reason,log_excerpt")
+        for number, row in enumerate(reader, start=2):
+            def num(key: str, low: int) -> Optional[int]:
+                text = str(row.get(key) or "").strip()
+                if not text:
+                    return None
+                if not (text.isascii() and text.isdigit()) or len(text) > 18 or int(text) < low:
+                    raise RawFormatError(f"{name_shown}:{number}: {key} must be a whole number >= {low}, "
+                                         f"got {one_line(text[:40])!r}")
+                return int(text)
+
+            name = str(row.get("scenario") or "").strip()
+            if not name:
+                raise RawFormatError(f"{name_shown}:{number}: empty scenario name")
+            excerpt = row.get("log_excerpt")
+            out.append(SkippedScenario(
+                scenario=name, concurrency=num("concurrency", 1), input_len=num("input_len", 0),
+                output_len=num("output_len", 0), reason=str(row.get("reason") or "unknown").strip() or "unknown",
+                log_excerpt=excerpt if isinstance(excerpt, str) and excerpt else None,
+            ))
+    except csv.Error as exc:
+        raise RawFormatError(f"{name_shown}: not readable as CSV ({exc})") from None
+    return out
+
+
+def sidecar_paths(run_dir: Path, stem: str) -> list[Path]:
+    """The side files that belong to raw file <stem>, those that exist."""
+    candidates = [
+        run_dir / "server_metrics" / f"{stem}.before.prom",
+        run_dir / "server_metrics" / f"{stem}.after.prom",
+        run_dir / "gpu_logs" / f"{stem}.csv",
+        run_dir / "gpu_logs" / f"{stem}.xpu-smi.log",
+        run_dir / "client_stats" / f"{stem}.json",  # read by evidence.py (validity)
+    ]
+    return [p for p in candidates if p.is_file()]
+
+
+def sidecar_digest(paths: list[Path]) -> Optional[str]:
+    if not paths:
+        return None
+    digest = hashlib.sha256()
+    for p in paths:
+        digest.update(p.name.encode("utf-8", errors="surrogateescape"))
+        with open_checked(p, "accelerator log") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()

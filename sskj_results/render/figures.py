@@ -1,0 +1,263 @@
+"""The interactive figures of the HTML pages (plotly figure dicts): per-shape curves and latency CDFs. Pure."""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..analysis.compare import match_scenarios, pool
+from ..analysis.rundata import RunData, mean_known
+from ..contract.comparison_models import ComparisonDoc
+from ..contract.models import Scenario, SloSpec
+
+# Points per CDF line: the sorted samples at evenly spaced ranks (every sample when there are fewer).
+CDF_POINTS = 200
+# plotly's default qualitative palette (colours of runs, in order).
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")
+SLO_COLOR = "#c0392b"
+
+
+# --------------------------------------------------------------------------- figures (plotly JSON)
+
+
+@dataclass(frozen=True)
+class ShapePoint:
+    """One concurrency of one run at one shape (repeats averaged), with the scenario names behind it."""
+
+    concurrency: int
+    scenarios: str
+    output_throughput: Optional[float]
+    tpot_mean_ms: Optional[float]
+    ttft_p95_ms: Optional[float]
+
+
+def shape_points(run: RunData) -> dict[tuple[int, int], list[ShapePoint]]:
+    """Per shape (input, output), the closed-loop points of a run in increasing concurrency."""
+    by_shape: dict[tuple[int, int], dict[int, list[Scenario]]] = {}
+    for s in run.results.scenarios:
+        if s.concurrency is not None:
+            by_shape.setdefault((s.input_len, s.output_len), {}).setdefault(s.concurrency, []).append(s)
+    out: dict[tuple[int, int], list[ShapePoint]] = {}
+    for shape, by_conc in sorted(by_shape.items()):
+        out[shape] = [
+            ShapePoint(conc, html.escape(", ".join(s.name for s in scen)),
+                       mean_known([s.output_token_throughput for s in scen]),
+                       mean_known([s.latencies.tpot_ms.mean for s in scen]),
+                       mean_known([s.latencies.ttft_ms.p95 for s in scen]))
+            for conc, scen in sorted(by_conc.items())
+        ]
+    return out
+
+
+def _grid(count: int, titles: Sequence[str], x_title: str, y_title: str, x_log: bool, y_log: bool = False,
+          x_ticks: Optional[Sequence[float]] = None) -> dict[str, Any]:
+    """A plotly layout with `count` panels (at most 3 per row), each titled; the legend below them."""
+    cols = min(3, max(count, 1))
+    rows = max(1, math.ceil(count / cols))
+    top, bottom, panel, gap_px = 60, 110, 300, 80
+    area = panel * rows + gap_px * (rows - 1)
+    gap_x, gap_y = 0.07, gap_px / area
+    width = (1 - gap_x * (cols - 1)) / cols
+    height = (1 - gap_y * (rows - 1)) / rows
+    layout: dict[str, Any] = {
+        "height": top + bottom + area, "margin": {"t": top, "l": 70, "r": 20, "b": bottom},
+        "hovermode": "closest", "legend": {"orientation": "h", "x": 0, "y": -62 / area, "yanchor": "top"},
+        "annotations": [], "plot_bgcolor": "#fbfbfb",
+    }
+    for i in range(count):
+        r, c = divmod(i, cols)
+        suffix = "" if i == 0 else str(i + 1)
+        x0 = c * (width + gap_x)
+        y1 = 1 - r * (height + gap_y)
+        xaxis: dict[str, Any] = {"domain": [x0, x0 + width], "anchor": f"y{suffix}", "title": {"text": x_title},
+                                 "type": "log" if x_log else "linear", "gridcolor": "#e5e5e5"}
+        if x_ticks:
+            xaxis.update(tickmode="array", tickvals=list(x_ticks), ticktext=[f"{v:g}" for v in x_ticks])
+        yaxis: dict[str, Any] = {"domain": [y1 - height, y1], "anchor": f"x{suffix}", "title": {"text": y_title},
+                                 "type": "log" if y_log else "linear", "gridcolor": "#e5e5e5"}
+        if y_log:
+            yaxis["dtick"] = 1  # labels at powers of ten only (plotly's log labels of 2, 3, 5 read as values)
+        else:
+            yaxis["rangemode"] = "tozero"
+        layout[f"xaxis{suffix}"] = xaxis
+        layout[f"yaxis{suffix}"] = yaxis
+        layout["annotations"].append({"text": f"<b>{html.escape(titles[i])}</b>", "xref": "paper", "yref": "paper",
+                                      "x": x0 + width / 2, "y": y1, "yanchor": "bottom", "xanchor": "center",
+                                      "showarrow": False, "font": {"size": 13}})
+    return layout
+
+
+def _axes(i: int) -> dict[str, str]:
+    return {"xaxis": "x" if i == 0 else f"x{i + 1}", "yaxis": "y" if i == 0 else f"y{i + 1}"}
+
+
+def _shape_title(shape: tuple[int, int]) -> str:
+    return f"input {shape[0]:,} / output {shape[1]:,} tokens"
+
+
+def _span(values: Sequence[float]) -> bool:
+    """Log scale when the values span 20× or more (as the PNG plots choose)."""
+    known = [v for v in values if v is not None and v > 0]
+    return bool(known) and max(known) / min(known) >= 20
+
+
+def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePoint]]]], spec: SloSpec,
+                  title: str) -> list[dict[str, Any]]:
+    """Throughput vs interactivity, TTFT P95 vs concurrency and TPOT mean vs concurrency: one panel per shape,
+    one trace per run (a legend click hides or shows that run in every panel)."""
+    shapes = sorted({shape for _, points in series for shape in points})
+    titles = [_shape_title(s) for s in shapes]
+    concs = [p.concurrency for _, pts in series for ps in pts.values() for p in ps]
+    figures = []
+    for key, name, x_title, y_title in (
+        ("tput", f"Output throughput vs interactivity — {title}", "interactivity (1000 / TPOT mean, tok/s per user)",
+         "output throughput (tok/s)"),
+        ("ttft", f"TTFT P95 vs concurrency — {title}", "concurrency", "TTFT P95 (ms)"),
+        ("tpot", f"TPOT mean vs concurrency — {title}", "concurrency", "TPOT mean (ms)"),
+    ):
+        traces: list[dict[str, Any]] = []
+        xs_all: list[float] = []
+        for r, (raw_label, points) in enumerate(series):
+            label = html.escape(raw_label)  # plotly reads entities and a few tags in text: names stay text
+            color = PALETTE[r % len(PALETTE)]
+            for i, shape in enumerate(shapes):
+                pts = points.get(shape, [])
+                if key == "tput":
+                    pts = [p for p in pts if p.tpot_mean_ms and p.output_throughput is not None]
+                    xs = [1000.0 / p.tpot_mean_ms for p in pts if p.tpot_mean_ms]
+                    ys = [p.output_throughput for p in pts]
+                    hover = ("<b>%{fullData.name}</b><br>scenario %{customdata[0]}<br>concurrency %{customdata[1]}"
+                             "<br>interactivity %{x:.2f} tok/s per user<br>output throughput %{y:.2f} tok/s"
+                             "<br>TPOT mean %{customdata[2]:.2f} ms<extra></extra>")
+                    custom = [[p.scenarios, p.concurrency, p.tpot_mean_ms] for p in pts]
+                else:
+                    attr = "ttft_p95_ms" if key == "ttft" else "tpot_mean_ms"
+                    pts = [p for p in pts if getattr(p, attr) is not None]
+                    xs = [float(p.concurrency) for p in pts]
+                    ys = [getattr(p, attr) for p in pts]
+                    what = "TTFT P95" if key == "ttft" else "TPOT mean"
+                    hover = (f"<b>%{{fullData.name}}</b><br>scenario %{{customdata[0]}}<br>concurrency %{{x}}"
+                             f"<br>{what} %{{y:.2f}} ms<extra></extra>")
+                    custom = [[p.scenarios, p.concurrency] for p in pts]
+                if not pts:
+                    continue
+                xs_all += xs
+                traces.append({
+                    "type": "scatter", "mode": "lines+markers+text" if key == "tput" else "lines+markers",
+                    "name": label, "legendgroup": label, "showlegend": not any(t["name"] == label for t in traces),
+                    "x": xs, "y": ys, "customdata": custom, "hovertemplate": hover,
+                    "text": [str(p.concurrency) for p in pts] if key == "tput" else None,
+                    "textposition": "top right", "textfont": {"size": 10, "color": color},
+                    "line": {"color": color}, "marker": {"color": color, "size": 8}, **_axes(i),
+                })
+        if key != "tput":
+            threshold = spec.ttft_p95_ms if key == "ttft" else spec.tpot_mean_ms
+            label = ("SLO TTFT P95" if key == "ttft" else "SLO TPOT mean") + f" &lt; {threshold:g} ms"
+            lo, hi = (min(concs), max(concs)) if concs else (1, 1)
+            for i in range(len(shapes)):
+                traces.append({
+                    "type": "scatter", "mode": "lines", "name": label, "legendgroup": "slo", "showlegend": i == 0,
+                    "x": [lo, hi], "y": [threshold, threshold], "hovertemplate": f"{label}<extra></extra>",
+                    "line": {"color": SLO_COLOR, "dash": "dash", "width": 1.5}, **_axes(i),
+                })
+        # Concurrency on a log axis labelled with the concurrencies measured (usually powers of two).
+        layout = _grid(len(shapes), titles, x_title, y_title, x_log=key != "tput",
+                       y_log=key != "tput" and _span([v for t in traces for v in t["y"]]),
+                       x_ticks=sorted(set(float(c) for c in concs)) if key != "tput" else None)
+        layout["title"] = {"text": html.escape(name), "x": 0.01}
+        figures.append({"id": f"fig-{key}", "data": traces, "layout": layout})
+    return figures
+
+
+def cdf_points(values: np.ndarray) -> tuple[list[float], list[float]]:
+    """(x, y) of an empirical CDF: sorted samples and i/n, at most CDF_POINTS (every sample when fewer)."""
+    ordered = np.sort(values[np.isfinite(values)])
+    n = ordered.size
+    if n == 0:
+        return [], []
+    idx = np.unique(np.linspace(0, n - 1, min(n, CDF_POINTS)).round().astype(int))
+    return ordered[idx].tolist(), ((idx + 1) / n).tolist()
+
+
+@dataclass(frozen=True)
+class CdfSet:
+    """One CDF figure: a scenario (or a shape), one line per run (or per concurrency)."""
+
+    name: str
+    title: str
+    lines: list[tuple[str, np.ndarray, np.ndarray]]  # (label, ttft ms, tpot ms)
+
+
+def cdf_figure(cdf: CdfSet, spec: SloSpec) -> dict[str, Any]:
+    traces: list[dict[str, Any]] = []
+    for r, (raw_label, ttft, tpot) in enumerate(cdf.lines):
+        label = html.escape(raw_label)
+        color = PALETTE[r % len(PALETTE)]
+        for i, (metric, values) in enumerate((("TTFT", ttft), ("TPOT", tpot))):
+            xs, ys = cdf_points(values)
+            if not xs:
+                continue
+            traces.append({
+                "type": "scatter", "mode": "lines", "name": f"{label} (n={values.size})", "legendgroup": label,
+                "showlegend": not any(t["legendgroup"] == label for t in traces), "x": xs, "y": ys,
+                "line": {"color": color, "shape": "hv"}, **_axes(i),
+                "hovertemplate": (f"<b>{label}</b><br>{html.escape(cdf.name)}<br>{metric} %{{x:.2f}} ms"
+                                  "<br>fraction %{y:.3f}<extra></extra>"),
+            })
+    for i, (threshold, what) in enumerate(((spec.ttft_p95_ms, "TTFT P95"), (spec.tpot_mean_ms, "TPOT mean"))):
+        traces.append({"type": "scatter", "mode": "lines", "name": "SLO thresholds", "legendgroup": "slo",
+                       "showlegend": i == 0, "x": [threshold, threshold], "y": [0, 1],
+                       "hovertemplate": f"SLO {what} &lt; {threshold:g} ms<extra></extra>",
+                       "line": {"color": SLO_COLOR, "dash": "dash", "width": 1.5}, **_axes(i)})
+    samples = [t for t in traces if t["legendgroup"] != "slo"]
+    ttft_all = [v for t in samples if t["xaxis"] == "x" for v in t["x"]]
+    tpot_all = [v for t in samples if t["xaxis"] == "x2" for v in t["x"]]
+    layout = _grid(2, ["TTFT per request", "TPOT per request"], "ms", "fraction of requests", x_log=False)
+    for axis, xs, threshold in (("xaxis", ttft_all, spec.ttft_p95_ms), ("xaxis2", tpot_all, spec.tpot_mean_ms)):
+        log = _span(xs)
+        layout[axis]["type"] = "log" if log else "linear"
+        data_max = max(xs, default=None)
+        if data_max and threshold > 1.5 * data_max:
+            # the SLO line is far beyond the samples: start on the samples (double-click shows the line too)
+            low = min(v for v in xs if v > 0) if log and any(v > 0 for v in xs) else 0.0
+            layout[axis]["range"] = ([math.log10(low), math.log10(data_max * 1.1)] if log else [0, data_max * 1.05])
+    layout["title"] = {"text": html.escape(cdf.title), "x": 0.01}
+    return {"id": "fig-cdf", "name": html.escape(cdf.name), "data": traces, "layout": layout}
+
+
+def comparison_cdfs(doc: ComparisonDoc, runs: Sequence[RunData]) -> list[CdfSet]:
+    labels = [info.label for info in doc.runs]
+    groups, _ = match_scenarios(runs, labels)
+    out = []
+    for group in groups:
+        lines = [(label, pool(run, members, "ttft_ms"), pool(run, members, "tpot_ms"))
+                 for run, label, members in zip(runs, labels, group.members)]
+        if any(t.size or p.size for _, t, p in lines):
+            conc = f"concurrency {group.key[0]}" if group.key[0] else f"request rate {group.key[3]:g}/s"
+            out.append(CdfSet(group.name, f"Per-request latency CDF — {group.name} ({conc}, input "
+                                          f"{group.key[1]:,}, output {group.key[2]:,})", lines))
+    return out
+
+
+def report_cdfs(run: RunData) -> list[CdfSet]:
+    shapes: dict[tuple[int, int], list[int]] = {}
+    for i, s in enumerate(run.results.scenarios):
+        if run.samples[i].ttft_ms.size or run.samples[i].tpot_ms.size:
+            shapes.setdefault((s.input_len, s.output_len), []).append(i)
+    out = []
+    for (inp, outp), idx in sorted(shapes.items()):
+        scen = run.results.scenarios
+        idx.sort(key=lambda i: (scen[i].concurrency or 0, scen[i].repeat or 0))
+        lines = []
+        for i in idx:
+            s = scen[i]
+            who = f"concurrency {s.concurrency}" if s.concurrency is not None else f"rate {s.request_rate}"
+            lines.append((f"{who}{f' r{s.repeat}' if s.repeat else ''}", run.samples[i].ttft_ms, run.samples[i].tpot_ms))
+        out.append(CdfSet(f"i{inp}_o{outp}", f"Per-request latency CDF — input {inp:,} / output {outp:,}", lines))
+    return out
+

@@ -1,0 +1,205 @@
+"""report.html and comparison.html: one self-contained page each, working offline. Pure: no I/O.
+
+The page has the sections of the Markdown (report.md / comparison.md, which
+`report` renders and this module converts), with three differences:
+
+* the results table is interactive: sortable by any column, filterable by
+  scenario, engine, chip and SLO mark;
+* the plots are interactive figures (plotly.js): hover shows the exact
+  values and the scenario, a click on a legend entry hides or shows a run,
+  drag to zoom, double-click to reset; one CDF figure per scenario, chosen
+  from a list;
+* every table can be sorted by a click on its header.
+
+Everything is inlined: the page's own script and style, the data (JSON),
+and plotly.min.js from the `plotly` Python package, gzip-compressed and
+base64-encoded (about 2.0 MB instead of 4.8 MB), decompressed by the
+browser's own DecompressionStream. A Content-Security-Policy forbids every
+request, so nothing can leave the page. docs/HTML_REPORTS.md says why plotly.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import html
+import json
+import re
+from typing import Any, Optional, Sequence
+
+from ..analysis.rundata import RunData, run_labels, scenario_status, table_row
+from ..contract.comparison_models import ComparisonDoc, Row
+from ..contract.models import SloSpec
+from .figures import cdf_figure, comparison_cdfs, curve_figures, report_cdfs, shape_points
+from .markdown_html import inline, markdown_blocks, split_sections
+
+CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+       "img-src data: blob:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'")
+TABLE_COLUMNS = (  # (header, Row attribute, decimals) of the interactive results table
+    ("Scenario", "scenario", None), ("Backend", "run", None), ("Engine", "engine", None), ("Chip", "chip", None),
+    ("Conc", "concurrency", 0), ("Input", "input_len", 0), ("Output", "output_len", 0),
+    ("Req/s", "request_throughput", 2), ("OutTok/s", "output_token_throughput", 2),
+    ("TTFT P95(ms)", "ttft_p95_ms", 2), ("TTFT P99(ms)", "ttft_p99_ms", 2), ("TPOT Mean(ms)", "tpot_mean_ms", 2),
+    ("TPOT P95(ms)", "tpot_p95_ms", 2), ("TPOT P99(ms)", "tpot_p99_ms", 2), ("E2E P99(ms)", "e2e_p99_ms", 2),
+    ("SLO", "slo", None),
+)
+FILTERS = (("scenario", "Scenario"), ("engine", "Engine"), ("chip", "Chip"), ("slo", "SLO"))
+
+
+# --------------------------------------------------------------------------- plotly.js, inlined once
+
+
+@functools.lru_cache(maxsize=None)
+def _asset(name: str) -> str:
+    """The page's own style or script, a file of render/assets/ (kept as files so they can be read and linted)."""
+    from importlib import resources
+
+    return (resources.files(__package__) / "assets" / name).read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def plotly_js_gzip_base64() -> tuple[str, str]:
+    """(version, base64 of the gzip of plotly.min.js) from the installed plotly package."""
+    from importlib import resources
+
+    data = (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
+    match = re.search(rb"plotly\.js v([0-9][0-9A-Za-z.\-]*)", data[:400])
+    version = match.group(1).decode("ascii") if match else "unknown"
+    return version, base64.b64encode(gzip.compress(data, compresslevel=9, mtime=0)).decode("ascii")
+
+
+# --------------------------------------------------------------------------- the interactive table
+
+
+def _fmt(value: Any, digits: Optional[int]) -> tuple[str, str]:
+    """(shown text, sort value) of a cell."""
+    if value is None:
+        return "-", ""
+    if digits is None:
+        return str(value), ""
+    return (f"{value:.{digits}f}" if digits else str(value)), f' data-v="{float(value)!r}"'
+
+
+def results_table_html(rows: Sequence[Row]) -> str:
+    """The side-by-side table with its filters: one row per run per scenario."""
+    if not rows:
+        return "<p>No measured scenarios.</p>"
+    options: dict[str, list[str]] = {key: [] for key, _ in FILTERS}
+    # Engine and Chip columns only when they tell the rows apart (the filters work either way).
+    same = {attr for attr in ("engine", "chip") if len({getattr(r, attr) for r in rows}) == 1}
+    columns = [c for c in TABLE_COLUMNS if c[1] not in same]
+    body = []
+    for row in rows:
+        values = {"slo": row.slo_status.overall, "chip": row.chip or "-"}
+        attrs = {"scenario": row.scenario, "engine": row.engine, "chip": row.chip or "-", "slo": row.slo_status.overall,
+                 "run": row.run}
+        for key, _ in FILTERS:
+            if attrs[key] not in options[key]:
+                options[key].append(attrs[key])
+        tds = []
+        for _, attr, digits in columns:
+            value = values.get(attr, getattr(row, attr, None))
+            text, sort = _fmt(value, digits)
+            cls = "right" if digits is not None else "left"
+            tds.append(f'<td class="{cls}"{sort}>{html.escape(text)}</td>')
+        data = "".join(f' data-{k}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
+        body.append(f"<tr{data}>" + "".join(tds) + "</tr>")
+    selects = []
+    for key, label in FILTERS:
+        opts = "".join(f'<option value="{html.escape(v, quote=True)}">{html.escape(v)}</option>'
+                       for v in sorted(options[key]))
+        selects.append(f'<label>{label} <select data-filter="{key}"><option value="">all</option>{opts}</select></label>')
+    head = "".join(f'<th class="{"right" if d is not None else "left"}">{html.escape(h)}</th>'
+                   for h, _, d in columns)
+    return (
+        f'<div class="filters" id="results-filters">{"".join(selects)}'
+        f'<span class="count" id="results-count">{len(rows)} of {len(rows)} rows</span></div>'
+        f'<div class="scroll"><table class="sortable results" id="results-table"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{"".join(body)}</tbody></table></div>'
+    )
+
+
+# --------------------------------------------------------------------------- the page
+
+
+def _json_script(element_id: str, data: Any) -> str:
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = text.replace("</", "<\\/").replace("<!--", "<\\!--")
+    return f'<script type="application/json" id="{element_id}">{text}</script>'
+
+
+def _slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "section"
+
+
+def plots_section(figures: Sequence[dict[str, Any]], cdfs: Sequence[dict[str, Any]]) -> str:
+    parts = [f'<div class="plot" id="{f["id"]}"></div>' for f in figures]
+    if cdfs:
+        opts = "".join(f'<option value="{i}">{c["name"]}</option>' for i, c in enumerate(cdfs))  # escaped already
+        parts.append(f'<div class="filters"><label>CDF of <select id="cdf-select">{opts}</select></label>'
+                     f'<span class="count">{len(cdfs)} scenario(s)</span></div><div class="plot" id="fig-cdf"></div>')
+    else:
+        parts.append("<p>No per-request data: no CDF.</p>")
+    return ('<p class="hint">Hover a point for its values and scenario; click a legend entry to hide or show a run '
+            "(double-click: only that one); drag to zoom, double-click the plot to reset.</p>" + "".join(parts))
+
+
+def page(markdown: str, table_section: str, table: str, plots: str, data: dict[str, Any],
+         plots_before: str) -> str:
+    """The HTML page: the Markdown's sections in order, `table_section` replaced by the interactive
+    table, the Plots section (added before `plots_before` when the Markdown has none) by the figures."""
+    title, sections = split_sections(markdown)
+    if not any(name == "Plots" for name, _ in sections):
+        at = next((i for i, (name, _) in enumerate(sections) if name == plots_before), len(sections))
+        sections.insert(at, ("Plots", []))
+    body = []
+    for name, lines in sections:
+        if name == table_section:
+            content = table
+        elif name == "Plots":
+            content = plots
+        else:
+            content = markdown_blocks(lines)
+        body.append(f'<section id="{_slug(name)}"><h2>{html.escape(name)}</h2>\n{content}\n</section>')
+    nav = " · ".join(f'<a href="#{_slug(name)}">{html.escape(name)}</a>' for name, _ in sections)
+    version, plotly_b64 = plotly_js_gzip_base64()
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{_asset('page.css')}</style></head><body>",
+        f"<header><h1>{inline(title)}</h1><nav>{nav}</nav></header><main>",
+        "\n".join(body),
+        "</main>",
+        f'<footer>Written by sskj-results from results.json alone; self-contained (plotly.js {html.escape(version)}, '
+        "MIT license, inlined), works offline.</footer>",
+        _json_script("sskj-data", data),
+        f'<script type="application/octet-stream" id="plotly-gz">{plotly_b64}</script>',
+        f"<script>{_asset('page.js')}</script>",
+        "</body></html>",
+    ]) + "\n"
+
+
+def render_comparison_html(doc: ComparisonDoc, runs: Sequence[RunData], markdown: str) -> str:
+    """comparison.html from the comparison, its loaded runs and comparison.md."""
+    rows = [r for s in doc.scenarios for r in s.rows]
+    labels = [info.label for info in doc.runs]
+    figures = curve_figures([(label, shape_points(run)) for label, run in zip(labels, runs)], doc.slo, doc.title)
+    cdfs = [cdf_figure(c, doc.slo) for c in comparison_cdfs(doc, runs)]
+    return page(markdown, "Side-by-side results", results_table_html(rows), plots_section(figures, cdfs),
+                {"figures": figures, "cdfs": cdfs}, plots_before="Runs")
+
+
+def render_report_html(run: RunData, spec: SloSpec, recompute: bool, markdown: str) -> str:
+    """report.html of one run from its RunData and report.md."""
+    label = run_labels([run])[0]
+    scenarios = sorted(run.results.scenarios, key=lambda s: s.name)
+    rows = [table_row(run, label, s, scenario_status(s, spec, recompute)) for s in scenarios]
+    meta = run.results.metadata
+    figures = curve_figures([(label, shape_points(run))], spec, f"{label}, {meta.experiment} {meta.run_id}")
+    cdfs = [cdf_figure(c, spec) for c in report_cdfs(run)]
+    return page(markdown, "Results", results_table_html(rows), plots_section(figures, cdfs),
+                {"figures": figures, "cdfs": cdfs}, plots_before="Provenance")

@@ -1,0 +1,117 @@
+"""The small Markdown subset sskj writes (headings, tables, lists, code, images) as HTML. Pure."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from typing import Sequence
+
+# --------------------------------------------------------------------------- Markdown -> HTML (our own subset)
+
+
+_INLINE = re.compile(r"``\s(.+?)\s``|`([^`]+)`|\*\*(.+?)\*\*|!\[([^\]]*)\]\(([^)]*)\)")
+
+
+def inline(text: str) -> str:
+    """Inline Markdown of report.py: `code`, `` code with ` ``, **bold**; images become their alt text."""
+    out: list[str] = []
+    pos = 0
+    for m in _INLINE.finditer(text):
+        out.append(html.escape(text[pos:m.start()]))
+        if m.group(1) is not None or m.group(2) is not None:
+            out.append(f"<code>{html.escape(m.group(1) if m.group(1) is not None else m.group(2))}</code>")
+        elif m.group(3) is not None:
+            out.append(f"<strong>{html.escape(m.group(3))}</strong>")
+        else:
+            out.append(html.escape(m.group(4)))
+        pos = m.end()
+    out.append(html.escape(text[pos:]))
+    return "".join(out)
+
+
+def _cells(line: str) -> list[str]:
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", body)]
+
+
+def _table(lines: list[str]) -> str:
+    head = _cells(lines[0])
+    aligns = ["right" if c.strip().endswith(":") else "left" for c in _cells(lines[1])]
+    out = ['<div class="scroll"><table class="sortable"><thead><tr>']
+    out += [f'<th class="{a}">{inline(h)}</th>' for h, a in zip(head, aligns)]
+    out.append("</tr></thead><tbody>")
+    for line in lines[2:]:
+        row = _cells(line)
+        tds = []
+        for value, align in zip(row, aligns):
+            bare = value.strip("*")
+            cls = f"{align} v-{bare.replace(' ', '-')}" if bare in ("faster", "slower") else align
+            tds.append(f'<td class="{cls}"{_sort_value(bare)}>{inline(value)}</td>')
+        out.append("<tr>" + "".join(tds) + "</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _sort_value(text: str) -> str:
+    try:
+        value = float(text.replace(",", "").lstrip("<"))
+    except ValueError:
+        return ""
+    return f' data-v="{value!r}"' if math.isfinite(value) else ""
+
+
+def markdown_blocks(lines: Sequence[str]) -> str:
+    """HTML of Markdown lines: paragraphs, `-` lists, pipe tables, ```fences```, ### headings."""
+    out: list[str] = []
+    i = 0
+    n = len(lines)
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+        elif line.startswith("```"):
+            j = i + 1
+            while j < n and not lines[j].startswith("```"):
+                j += 1
+            out.append("<pre><code>" + html.escape("\n".join(lines[i + 1:j])) + "</code></pre>")
+            i = j + 1
+        elif line.startswith("### "):
+            out.append(f"<h3>{inline(line[4:])}</h3>")
+            i += 1
+        elif line.startswith("|") and i + 1 < n and re.match(r"^\|?\s*:?-{3,}", lines[i + 1]):
+            j = i
+            while j < n and lines[j].startswith("|"):
+                j += 1
+            out.append(_table(list(lines[i:j])))
+            i = j
+        elif line.startswith("- "):
+            items = []
+            while i < n and lines[i].startswith("- "):
+                items.append(f"<li>{inline(lines[i][2:])}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+        else:
+            para = []
+            while i < n and lines[i].strip() and not lines[i].startswith(("- ", "|", "```", "### ")):
+                para.append(lines[i])
+                i += 1
+            out.append(f"<p>{inline(' '.join(para))}</p>")
+    return "\n".join(out)
+
+
+def split_sections(markdown: str) -> tuple[str, list[tuple[str, list[str]]]]:
+    """(title, [(section title, its lines)]) of a report.md / comparison.md."""
+    title = ""
+    sections: list[tuple[str, list[str]]] = []
+    for line in markdown.splitlines():
+        if line.startswith("# ") and not title and not sections:
+            title = line[2:]
+        elif line.startswith("## "):
+            sections.append((line[3:], []))
+        elif sections:
+            sections[-1][1].append(line)
+    return title, sections
+

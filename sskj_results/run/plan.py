@@ -1,0 +1,392 @@
+"""The run planner: which scenario the shell measures next (`sskj-results next`).
+
+Everything the run loop decides lives here, so it is tested in Python: the
+scenario grid (scenarios.tsv or CONCURRENCIES x SHAPES), the prompts rule,
+resume (what is already measured), the skip-larger-after-failure policy
+(skipped_after_oom.csv, written and read here) and the SLO search
+(sskj_results.slo_search). The planner is stateless between calls apart from
+files in the run directory: results.json, skipped_after_oom.csv and a session
+file (one scenario name a line) that lists what was already proposed by the
+current invocation of the run loop, so that nothing is proposed twice in one
+session (a scenario whose client failed without a server failure is retried
+by the next RESUME=1, not in a loop).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+from ..contract.errors import ConfigError, RawFormatError
+from ..contract.io import RESULTS_NAME, atomic_write_text, load_run
+from ..contract.models import Results, SkippedScenario, SloSpec
+from ..ingest.resume import raw_output_needs_measuring
+from ..analysis.slo_search import next_concurrency
+
+SKIP_CSV = "skipped_after_oom.csv"
+SKIP_HEADER = ("scenario", "concurrency", "input_len", "output_len", "reason", "log_excerpt")
+SKIPPED_PREFIX = "skipped"  # reasons that are consequences of an earlier failure, not failures themselves
+_SHAPE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)$")
+_POSITIVE = re.compile(r"^[1-9][0-9]*$")
+
+
+@dataclass(frozen=True)
+class GridRow:
+    """One row of the grid: a concurrency and a shape, with the grid's own prompt count if it has one."""
+
+    concurrency: int
+    input_len: int
+    output_len: int
+    num_prompts: Optional[int] = None
+
+    @property
+    def name(self) -> str:
+        return f"c{self.concurrency}_i{self.input_len}_o{self.output_len}"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.input_len, self.output_len)
+
+
+@dataclass(frozen=True)
+class PromptsRule:
+    """Prompts of a scenario: the grid's value, else num_prompts, else max(c * per_concurrency, minimum)."""
+
+    num_prompts: Optional[int] = None
+    per_concurrency: int = 4
+    minimum: int = 8
+
+    def prompts(self, row: GridRow) -> int:
+        if row.num_prompts is not None:
+            return row.num_prompts
+        if self.num_prompts is not None:
+            return self.num_prompts
+        return max(row.concurrency * self.per_concurrency, self.minimum)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What the shell runs next."""
+
+    concurrency: int
+    input_len: int
+    output_len: int
+    num_prompts: int
+    stem: str
+    raw_name: str
+
+    def line(self) -> str:
+        """`C INPUT OUTPUT PROMPTS STEM RAW_NAME`: six blank-free fields for bash `read -r`."""
+        return f"{self.concurrency} {self.input_len} {self.output_len} {self.num_prompts} {self.stem} {self.raw_name}"
+
+
+def order_grid(rows: Iterable[GridRow]) -> list[GridRow]:
+    """Shapes in order of first appearance, ascending concurrency within a shape; a repeated (c, shape) keeps its first row."""
+    shape_index: dict[tuple[int, int], int] = {}
+    unique: dict[tuple[int, int, int], GridRow] = {}
+    for row in rows:
+        shape_index.setdefault(row.shape, len(shape_index))
+        unique.setdefault((row.concurrency, *row.shape), row)
+    return sorted(unique.values(), key=lambda r: (shape_index[r.shape], r.concurrency))
+
+
+def read_scenarios_file(path: Path) -> list[GridRow]:
+    """scenarios.tsv: `concurrency input_len output_len [num_prompts]` per line; `#` comments; optional header."""
+    rows: list[GridRow] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; expected 'concurrency input_len output_len [num_prompts]' lines") from None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        fields = raw.split("#", 1)[0].split()
+        if not fields:
+            continue
+        if not rows and fields[0] == "concurrency":
+            continue  # header
+        if not 3 <= len(fields) <= 4:
+            raise ConfigError(f"{path}:{number}: expected 'concurrency input_len output_len [num_prompts]'")
+        for field in fields:
+            if not _POSITIVE.match(field):
+                raise ConfigError(f"{path}:{number}: {field!r} is not a positive integer")
+        values = [int(f) for f in fields]
+        rows.append(GridRow(values[0], values[1], values[2], values[3] if len(values) == 4 else None))
+    return rows
+
+
+def grid_from_lists(concurrencies: str, shapes: str) -> list[GridRow]:
+    """CONCURRENCIES="1 4 16" x SHAPES="128x64 1024x128"."""
+    rows: list[GridRow] = []
+    cs = concurrencies.split()
+    for c in cs:
+        if not _POSITIVE.match(c):
+            raise ConfigError(f"CONCURRENCIES: {c!r} is not a positive integer")
+    for shape in shapes.split():
+        match = _SHAPE.match(shape)
+        if not match:
+            raise ConfigError(f"SHAPES: {shape!r} is not INPUTxOUTPUT (e.g. 1024x128)")
+        rows.extend(GridRow(int(c), int(match.group(1)), int(match.group(2))) for c in cs)
+    return rows
+
+
+def load_grid(scenarios_file: Optional[Path], concurrencies: Optional[str], shapes: Optional[str]) -> list[GridRow]:
+    """The experiment's grid, ordered: scenarios_file when it exists, else CONCURRENCIES x SHAPES."""
+    if scenarios_file is not None and scenarios_file.is_file():
+        rows = read_scenarios_file(scenarios_file)
+    elif concurrencies and shapes:
+        rows = grid_from_lists(concurrencies, shapes)
+    else:
+        where = scenarios_file or "scenarios.tsv"
+        raise ConfigError(f"no scenarios: create {where} or set CONCURRENCIES and SHAPES in config.env")
+    if not rows:
+        raise ConfigError("the scenario grid is empty")
+    return order_grid(rows)
+
+
+# ---------------------------------------------------------------- what the run directory knows
+
+def stem_date(run_dir: Path, run_id: Optional[str]) -> str:
+    """MMDD of raw file stems: RUN_ID's date (YYYYMMDD-...), else the run's creation date, else today."""
+    from datetime import date
+
+    match = re.match(r"^[0-9]{4}([0-9]{4})-", run_id or "")
+    if match:
+        return match.group(1)
+    if (run_dir / RESULTS_NAME).is_file():
+        created = re.match(r"^[0-9]{4}-([0-9]{2})-([0-9]{2})T", load_run(run_dir).metadata.timestamp or "")
+        if created:
+            return created.group(1) + created.group(2)
+    return date.today().strftime("%m%d")
+
+
+def read_skips(run_dir: Path) -> list[SkippedScenario]:
+    from ..ingest.sidecars import read_skipped
+
+    path = run_dir / SKIP_CSV
+    if not path.is_file():
+        return []
+    try:
+        return read_skipped(path)
+    except RawFormatError as exc:
+        raise ConfigError(f"{exc}; fix or remove the row (the scenario is then measured again)") from None
+
+
+def record_skip(run_dir: Path, row: GridRow, reason: str, excerpt: str = "") -> None:
+    """Append one row to skipped_after_oom.csv (header written once, every field quoted), atomically."""
+    path = run_dir / SKIP_CSV
+    old = path.read_text(encoding="utf-8", errors="replace") if path.is_file() and path.stat().st_size else ""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    if not old:
+        buffer.write(",".join(SKIP_HEADER) + "\n")
+    elif not old.endswith("\n"):
+        buffer.write("\n")
+    writer.writerow([row.name, row.concurrency, row.input_len, row.output_len, reason, excerpt])
+    atomic_write_text(path, old + buffer.getvalue())
+
+
+def measured(run_dir: Path, results: Optional[Results]) -> set[tuple[int, int, int]]:
+    """(c, input, output) of scenarios imported into results.json from a raw file still present and unchanged.
+
+    A raw file that is missing, empty, changed since it was imported, marked
+    damaged by parse, or not a regular readable file does not count
+    (`rawio.raw_output_needs_measuring`), so RESUME=1 measures that scenario
+    again. A raw file on disk that parse never saw is not counted either:
+    the shell parses the run once before asking on resume.
+    """
+    if results is None:
+        return set()
+    done: set[tuple[int, int, int]] = set()
+    verdicts: dict[str, Optional[str]] = {}
+    recorded = [rf.model_dump() for rf in results.raw_files]
+    for s in results.scenarios:
+        if s.source is None or s.concurrency is None:  # open-loop runs are not grid scenarios
+            continue
+        name = s.source.file
+        if name not in verdicts:
+            raw = name[len("raw_outputs/"):] if name.startswith("raw_outputs/") else None
+            verdicts[name] = ("outside raw_outputs" if raw is None
+                              else raw_output_needs_measuring(run_dir, raw, recorded))
+        if verdicts[name] is None:
+            done.add((s.concurrency, s.input_len, s.output_len))
+    return done
+
+
+def failed_at(skips: list[SkippedScenario]) -> dict[tuple[int, int], int]:
+    """Per shape, the smallest concurrency that failed (server death / OOM); consequential skips do not count."""
+    out: dict[tuple[int, int], int] = {}
+    for k in skips:
+        if k.reason.startswith(SKIPPED_PREFIX) or k.concurrency is None or k.input_len is None or k.output_len is None:
+            continue
+        shape = (k.input_len, k.output_len)
+        out[shape] = min(out.get(shape, k.concurrency), k.concurrency)
+    return out
+
+
+def read_session(path: Optional[Path]) -> list[str]:
+    if path is None or not path.is_file():
+        return []
+    return [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+
+
+def note_session(path: Optional[Path], name: str) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(name + "\n")
+
+
+# ---------------------------------------------------------------- the decision
+
+@dataclass(frozen=True)
+class Planner:
+    run_dir: Path
+    grid: list[GridRow]
+    prompts: PromptsRule
+    chip: str
+    engine: str
+    mmdd: str
+    raw_ext: str = "jsonl"
+    session: Optional[Path] = None
+
+    def scenario(self, row: GridRow, repeat: Optional[int] = None) -> Scenario:
+        """The row's scenario; `repeat` n >= 2 names a further measurement (stem suffix `_r{n}`)."""
+        stem = f"{self.chip}_{self.engine}_{self.mmdd}_{row.concurrency}_{row.input_len}_{row.output_len}"
+        if repeat is not None:
+            stem += f"_r{repeat}"
+        return Scenario(row.concurrency, row.input_len, row.output_len, self.prompts.prompts(row), stem,
+                        f"{stem}.{self.raw_ext}")
+
+    def _results(self) -> Optional[Results]:
+        return load_run(self.run_dir) if (self.run_dir / RESULTS_NAME).is_file() else None
+
+    def _propose(self, row: GridRow, repeat: Optional[int] = None) -> Scenario:
+        note_session(self.session, row.name if repeat is None else f"{row.name}_r{repeat}")
+        return self.scenario(row, repeat)
+
+    def next_in_grid(self, log: list[str]) -> Optional[Scenario]:
+        """The first grid scenario not measured, not skipped and not proposed in this session.
+
+        Larger concurrencies of a shape whose smaller concurrency failed are
+        recorded as skipped (and not run).
+        """
+        done = measured(self.run_dir, self._results())
+        skips = read_skips(self.run_dir)
+        skipped = {k.scenario for k in skips}
+        cut = failed_at(skips)
+        tried = set(read_session(self.session))
+        for row in self.grid:
+            if row.name in tried or row.name in skipped:
+                continue
+            if (row.concurrency, *row.shape) in done:
+                log.append(f"scenario {row.name} already done; skipping")
+                continue
+            limit = cut.get(row.shape)
+            if limit is not None and row.concurrency > limit:
+                reason = f"{SKIPPED_PREFIX}: c{limit} of this shape failed"
+                record_skip(self.run_dir, row, reason)
+                log.append(f"scenario {row.name} recorded in {SKIP_CSV}: {reason}")
+                continue
+            return self._propose(row)
+        return None
+
+    def next_in_slo_search(self, log: list[str], spec: Optional[SloSpec], lo: Optional[int], hi: Optional[int],
+                           max_steps: int, resolution: float = 0.1, remeasure: bool = True) -> Optional[Scenario]:
+        """Per shape (grid order), the concurrency the SLO search measures next.
+
+        Bounds default to the grid's smallest and largest concurrency of the
+        shape. A shape stops when the search converged, when it proposes a
+        measurement this session already ran without a result (the client
+        failed), or after max_steps measurements in this session.
+
+        With remeasure (the default), a concurrency whose only point is
+        invalid (docs/VALIDITY.md) is measured once more before the search
+        reads its verdict: with the prompts of `validity.remeasure_prompts`,
+        into a new raw file `<stem>_r2` beside the first one (kept). With two
+        points at that concurrency the search reads the latest, valid or not,
+        so a point is re-measured at most once.
+        """
+        tried = read_session(self.session)
+        shapes: dict[tuple[int, int], list[int]] = {}
+        for row in self.grid:
+            shapes.setdefault(row.shape, []).append(row.concurrency)
+        for (input_len, output_len), cs in shapes.items():
+            low, high = lo or min(cs), hi or max(cs)
+            steps = sum(1 for name in tried if _session_shape(name) == (input_len, output_len))
+            results = self._results()
+            repeat: Optional[int] = None
+            if results is None:
+                proposal: Optional[int] = low
+                row = GridRow(low, input_len, output_len)
+            else:
+                decision = next_concurrency(self.run_dir, input_len, output_len, low, high, resolution,
+                                            remeasure=remeasure, spec=spec)
+                proposal = decision.next_concurrency
+                row = GridRow(proposal or 0, input_len, output_len, decision.num_prompts)
+                if decision.num_prompts is not None:
+                    repeat = 1 + sum(1 for s in results.scenarios if (s.concurrency, s.input_len, s.output_len)
+                                     == (proposal, input_len, output_len))
+            if proposal is None:
+                continue
+            session_name = row.name if repeat is None else f"{row.name}_r{repeat}"
+            if session_name in tried:
+                log.append(f"SLO search {input_len}x{output_len}: c{proposal} was run in this session without a "
+                           "result; stopping this shape")
+                continue
+            if steps >= max_steps:
+                log.append(f"SLO search {input_len}x{output_len}: stopped after {max_steps} steps (SLO_MAX_STEPS)")
+                continue
+            if repeat is None:
+                log.append(f"SLO search {input_len}x{output_len}: trying concurrency {proposal}")
+            else:
+                log.append(f"SLO search {input_len}x{output_len}: the point at concurrency {proposal} is invalid; "
+                           f"measuring it once more with {row.num_prompts} prompts")
+            return self._propose(row, repeat)
+        return None
+
+
+_SESSION_NAME = re.compile(r"^c[0-9]+_i([0-9]+)_o([0-9]+)(?:_r[0-9]+)?$")
+
+
+def _session_shape(name: str) -> Optional[tuple[int, int]]:
+    """(input, output) of a session line `c{c}_i{in}_o{out}[_r{n}]`."""
+    match = _SESSION_NAME.match(name)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+# ---------------------------------------------------------------- phase specs
+
+_PHASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    """`NAME[:ENGINE][:KEY=VALUE]...`: the phase's name, its engine (default NAME), settings exported while it runs."""
+
+    name: str
+    engine: str
+    settings: tuple[str, ...]
+
+
+def parse_phase_spec(spec: str) -> PhaseSpec:
+    from ..catalog.engines import engine as engine_row
+
+    fields = spec.split(":")
+    name, engine, settings = fields[0], "", []
+    if not _PHASE_NAME.match(name):
+        raise ConfigError(f"invalid phase spec {spec!r}: expected NAME[:ENGINE][:KEY=VALUE]...")
+    for field in fields[1:]:
+        if _ASSIGNMENT.match(field):
+            settings.append(field)
+        elif not engine and not settings and field:
+            engine = field
+        else:
+            raise ConfigError(f"invalid phase spec {spec!r}: unexpected {field!r}")
+    engine = engine or name
+    engine_row(engine)  # an unknown engine is an error here, before anything starts
+    return PhaseSpec(name, engine, tuple(settings))

@@ -1,0 +1,40 @@
+"""The command line's own surface: the user's commands in --help, the shell's apart, typos answered."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from sskj_results.cli import COMMANDS, PLUMBING, main
+
+
+def test_help_lists_the_users_commands_and_not_the_plumbing() -> None:
+    result = CliRunner().invoke(main, ["--help"])
+    assert result.exit_code == 0
+    listed = {line.split()[0] for line in result.output.split("Commands:")[1].split("\n\n")[0].splitlines()
+              if line.startswith("  ") and not line.startswith("    ")}
+    assert listed == set(COMMANDS) - PLUMBING
+    assert {"validate", "import-legacy", "compare", "report", "collect", "parse"} <= listed
+    assert f"{len(PLUMBING)} more, called by scripts/common/: `sskj-results plumbing` lists them." in result.output
+
+
+def test_plumbing_lists_every_shell_command_and_each_still_runs() -> None:
+    result = CliRunner().invoke(main, ["plumbing"])
+    assert result.exit_code == 0
+    assert [line.split()[0] for line in result.output.splitlines()] == sorted(PLUMBING)
+    assert PLUMBING <= set(COMMANDS)
+    for name in sorted(PLUMBING):  # hidden from --help, never from the shell
+        assert CliRunner().invoke(main, [name, "--help"]).exit_code == 0, name
+
+
+def test_a_typo_gets_one_line_with_the_command_meant() -> None:
+    result = CliRunner().invoke(main, ["improt-legacy", "raw_outputs/"])
+    assert result.exit_code == 2
+    assert ("Error: No such command 'improt-legacy'. Did you mean 'import-legacy'? "
+            "(`sskj-results --help` lists them)\n") in result.output
+    assert "Traceback" not in result.output
+
+
+def test_a_word_like_no_command_gets_no_guess() -> None:
+    result = CliRunner().invoke(main, ["zzzz"])
+    assert result.exit_code == 2
+    assert "Error: No such command 'zzzz'. (`sskj-results --help` lists them)\n" in result.output
