@@ -33,45 +33,50 @@ if ! declare -F multinode::server_cmd >/dev/null; then
   source "${_BENCH_LIB_DIR}/multinode.sh"
 fi
 
+_BENCH_SETTINGS=()
+
 #######################################
-# Load platform and experiment configuration and set run-wide defaults.
+# Load platform and experiment configuration and set run-wide defaults,
+# in one `sskj-results config` call (platform file, config.env, the
+# run-wide settings PORT SERVER_HOST HEALTH_TIMEOUT_S STOP_GRACE_S
+# WARMUP_REQUESTS PROMPTS_PER_CONCURRENCY MIN_PROMPTS CLIENT OOM_PATTERN TP
+# defaulted and checked, sskj_results/run/launch.py; with phase specs also
+# RUN_ID, the names and the phases' arrays BENCH_PHASE_*).
 # Order of precedence: environment > config.env > platforms/<chip>.env.
-# Arguments: $1 experiment directory
-# Globals:   many configuration variables (written, exported)
-# Returns:   0 ok, 1 invalid configuration
+# Arguments: $1 experiment directory; $2.. [--names] [--phase SPEC]...
+# Globals:   many configuration variables (written, exported);
+#            BENCH_PHASE_NAMES BENCH_PHASE_ENGINES BENCH_PHASE_FAMILIES
+#            BENCH_PHASE_SETS_<N> (written, with --phase)
+# Returns:   0 ok, 1 invalid configuration, 2 malformed phase spec or name
 #######################################
 bench::load_config() {
   local exp_dir="$1"
-  export EXPERIMENT_DIR="${exp_dir}"
-  lib::snapshot_env
-  platform::load "${PLATFORM:-}" || return 1
-  if [[ -f "${exp_dir}/config.env" ]]; then
-    lib::load_env_file "${exp_dir}/config.env" || return 1
-  fi
-  export EXPERIMENT="${EXPERIMENT:-$(basename "${exp_dir}")}"
-  # PORT SERVER_HOST HEALTH_TIMEOUT_S STOP_GRACE_S WARMUP_REQUESTS
-  # PROMPTS_PER_CONCURRENCY MIN_PROMPTS CLIENT OOM_PATTERN TP, defaulted and
-  # checked by `sskj-results run-settings` (sskj_results/run/launch.py).
-  lib::export_records "sskj-results run-settings" "${SSKJ_RESULTS_CMD[@]}" run-settings
+  shift
+  [[ -n "${_LIB_ENV_PRESET+x}" ]] || lib::snapshot_env
+  lib::results_init || return 1
+  lib::read_records env SSKJ_ENV_PRESET="${_LIB_ENV_PRESET}" SSKJ_QUIET_OVERRIDES="${SSKJ_QUIET_OVERRIDES:-}" \
+    "${SSKJ_RESULTS_CMD[@]}" config --repo "${REPO_ROOT:-$(lib::repo_root)}" ${PLATFORM:+--platform "${PLATFORM}"} \
+    --experiment "${exp_dir}" "$@"
 }
 
 #######################################
-# Split a phase spec NAME[:ENGINE][:KEY=VALUE]... (`sskj-results phase`).
-# Arguments: $1 spec
-# Globals:   BENCH_PHASE_NAME, BENCH_PHASE_ENGINE (written),
+# Select phase N of the specs loaded by bench::load_config --phase ...
+# Arguments: $1 phase index (1-based)
+# Globals:   BENCH_PHASE_NAMES BENCH_PHASE_ENGINES BENCH_PHASE_SETS_<N> (read);
+#            BENCH_PHASE_NAME, BENCH_PHASE_ENGINE (written),
 #            BENCH_PHASE_SETS (written, array of KEY=VALUE)
-# Returns:   0 ok, 2 malformed spec or unknown engine
+# Returns:   0 ok, 2 no such phase
 #######################################
 bench::parse_phase_spec() {
-  local rc=0
-  local -a fields=()
-  lib::results_init || return 2
-  mapfile -d '' -t fields < <("${SSKJ_RESULTS_CMD[@]}" phase "$1")
-  wait "$!" || rc=$?
-  ((rc == 0 && ${#fields[@]} >= 2)) || return 2
-  BENCH_PHASE_NAME="${fields[0]}"
-  BENCH_PHASE_ENGINE="${fields[1]}"
-  BENCH_PHASE_SETS=("${fields[@]:2}")
+  local i="$1"
+  local -n _bench_names=BENCH_PHASE_NAMES _bench_engines=BENCH_PHASE_ENGINES
+  if [[ ! "${i}" =~ ^[1-9][0-9]*$ ]] || ((i > ${#_bench_names[@]})); then
+    return 2
+  fi
+  BENCH_PHASE_NAME="${_bench_names[i - 1]}"
+  BENCH_PHASE_ENGINE="${_bench_engines[i - 1]}"
+  local -n _bench_sets="BENCH_PHASE_SETS_${i}"
+  BENCH_PHASE_SETS=("${_bench_sets[@]}")
 }
 
 #######################################
@@ -123,7 +128,7 @@ bench::restore_phase_settings() {
 bench::get_server_cmd() {
   local exp_dir="$1" spec="$2" tmp rc=0
   tmp="$(mktemp)"
-  SSKJ_QUIET_OVERRIDES=1 bash "${exp_dir}/start_server.sh" --print-cmd "${spec}" >"${tmp}" || rc=$?
+  SSKJ_LOOP_CONFIG=1 SSKJ_QUIET_OVERRIDES=1 bash "${exp_dir}/start_server.sh" --print-cmd "${spec}" >"${tmp}" || rc=$?
   if ((rc != 0)); then
     rm -f "${tmp}"
     lib::err "${exp_dir}/start_server.sh --print-cmd ${spec} failed (exit ${rc})"
@@ -161,11 +166,18 @@ bench::server_main() {
     lib::err "usage: start_server.sh [--print-cmd] [PHASE_SPEC]"
     return 2
   fi
-  bench::load_config "${exp_dir}" || return 1
-  local spec="${1:-${ENGINE}}"
-  bench::parse_phase_spec "${spec}" || return 2
-  bench::apply_phase_settings
-  export PHASE_SPEC="${spec}" PHASE_NAME="${BENCH_PHASE_NAME}" PHASE_ENGINE="${BENCH_PHASE_ENGINE}"
+  local spec="${1:-}"
+  if [[ "${SSKJ_LOOP_CONFIG:-0}" != "1" || -z "${spec}" || "${PHASE_SPEC:-}" != "${spec}" ]]; then
+    # Called by hand: load the configuration (the run loop exported it, with the phase's settings).
+    if [[ -z "${spec}" ]]; then
+      bench::load_config "${exp_dir}" || return 1
+      spec="${ENGINE:?the platform file sets ENGINE}"
+    fi
+    bench::load_config "${exp_dir}" --phase "${spec}" || return $?
+    bench::parse_phase_spec 1 || return 2
+    bench::apply_phase_settings
+    export PHASE_SPEC="${spec}" PHASE_NAME="${BENCH_PHASE_NAME}" PHASE_ENGINE="${BENCH_PHASE_ENGINE}"
+  fi
   SERVER_CMD=()
   "${builder}" || return 1
   if ((${#SERVER_CMD[@]} == 0)); then
@@ -185,27 +197,22 @@ bench::server_main() {
 }
 
 #######################################
-# Fill BENCH_FLAGS with the phase engine's own flags for engine settings
-# given in the workflow's terms (tp, kv_cache_dtype, max_num_seqs,
-# max_model_len, spec_method, spec_tokens, spec_model), spelled by the
-# engine table (`sskj-results engine ENGINE --flags`): one set of experiment
-# variables gives every engine the equivalent settings. An empty value gives
-# no flag.
+# Ask for the phase engine's own flags for engine settings given in the
+# workflow's terms (tp, kv_cache_dtype, max_num_seqs, max_model_len,
+# spec_method, spec_tokens, spec_model): one set of experiment variables
+# gives every engine the equivalent settings; an empty value gives no flag.
+# The settings are spelled by the engine table when the next
+# bench::*_server_cmd builds the command (`sskj-results server-cmd
+# --setting`), so BENCH_FLAGS stays empty (kept for the builders' calls).
 # Arguments: KEY=VALUE...
-# Globals:   PHASE_ENGINE (read); BENCH_FLAGS (written, array)
-# Returns:   0 ok, 1 unknown engine or setting
+# Globals:   _BENCH_SETTINGS (written, array); BENCH_FLAGS (written, empty)
+# Returns:   0
 #######################################
 bench::engine_flags() {
-  local kv rc=0
-  local -a args=()
-  for kv in "$@"; do
-    args+=(--flags "${kv}")
-  done
-  lib::results_init || return 1
+  _BENCH_SETTINGS=("$@")
   # shellcheck disable=SC2034  # read by the experiment's start_server.sh
-  mapfile -d '' -t BENCH_FLAGS < <("${SSKJ_RESULTS_CMD[@]}" engine "${PHASE_ENGINE}" "${args[@]}")
-  wait "$!" || rc=$?
-  return "$((rc != 0))"
+  BENCH_FLAGS=()
+  return 0
 }
 
 #######################################
@@ -239,10 +246,15 @@ bench::vllm_server_base() {
 # Returns:   0 ok, 1 failed (sskj-results printed why)
 #######################################
 _bench::server_cmd() {
-  local kind="$1" rc=0
+  local kind="$1" rc=0 kv
   shift
+  local -a settings=()
+  for kv in "${_BENCH_SETTINGS[@]}"; do
+    settings+=(--setting "${kv}")
+  done
+  _BENCH_SETTINGS=()
   lib::results_init || return 1
-  mapfile -d '' -t SERVER_CMD < <("${SSKJ_RESULTS_CMD[@]}" server-cmd "${PHASE_ENGINE}" --kind "${kind}" -- "$@")
+  mapfile -d '' -t SERVER_CMD < <("${SSKJ_RESULTS_CMD[@]}" server-cmd "${PHASE_ENGINE}" --kind "${kind}" "${settings[@]}" -- "$@")
   wait "$!" || rc=$?
   return "$((rc != 0))"
 }
@@ -351,115 +363,109 @@ bench::ensure_server() {
 }
 
 #######################################
-# Run a child command (its output appended to a log headed by the quoted
-# command), or print it under DRY_RUN.
-# Arguments: $1 log file; $2.. command
-# Returns:   the command's status (0 under DRY_RUN)
+# Run a child command, its output appended to a log headed by the quoted
+# command as shown (secrets redacted by the planner).
+# Arguments: $1 log file; $2 number of words shown; $3.. shown words, then
+#            the command
+# Returns:   the command's status
 #######################################
 bench::step() {
-  local log="$1"
-  shift
-  if lib::is_dry_run; then
-    lib::print_cmd "$@"
-    return 0
-  fi
-  printf '# %s\n' "$(lib::quote_cmd "$@")" >>"${log}"
+  local log="$1" n="$2"
+  shift 2
+  printf '# %s\n' "$(lib::quote_words "${@:1:n}")" >>"${log}"
+  shift "${n}"
   lib::run_child "${log}" "$@"
 }
 
 #######################################
-# Run (or, under DRY_RUN, print) one scenario: warmup, prefix-cache reset,
-# /metrics before, accelerator sampling, the bench client under
-# `sskj-results run-client` (which watches the server, stops the client when
-# the server dies and records a server failure in skipped_after_oom.csv),
-# /metrics after, `sskj-results parse`.
-# Arguments: $1 c; $2 input; $3 output; $4 prompts; $5 stem; $6 raw file name
-# Globals:   BENCH_RUN_DIR PHASE_ENGINE LIB_SERVER_* (read)
-# Outputs:   the commands on stdout under DRY_RUN
+# Run one scenario as `sskj-results step` planned it (BENCH_*_CMD arrays):
+# warmup, prefix-cache reset, /metrics before, accelerator sampling, the
+# bench client under `sskj-results run-client` (which watches the server,
+# stops the client when the server dies and records a server failure in
+# skipped_after_oom.csv), /metrics after. The next step records it.
+# Globals:   BENCH_RUN_DIR BENCH_C BENCH_IN BENCH_OUT BENCH_N BENCH_STEM
+#            BENCH_RAW BENCH_*_CMD BENCH_*_SHOWN BENCH_SUPERVISE_ARGS
+#            LIB_SERVER_* (read)
 # Returns:   0 ok; 1 client failed while the server is fine (not recorded,
 #            rerun on resume); 3 server died or reported out-of-memory
 #######################################
 bench::run_scenario() {
-  local c="$1" in="$2" out="$3" n="$4" stem="$5" url="http://${SERVER_HOST}:${PORT}" rc=0
-  local run_dir="${BENCH_RUN_DIR}" raw="${BENCH_RUN_DIR}/raw_outputs/$6"
-  local client_log="${run_dir}/logs/client_${stem}.log" metrics="${run_dir}/server_metrics/${stem}"
-  lib::engine "${PHASE_ENGINE}" || return 1
-  if lib::is_dry_run; then
-    printf '# scenario c%s_i%s_o%s (%s prompts)\n' "${c}" "${in}" "${out}" "${n}"
-  else
-    rm -f "${raw}"
-    lib::info "scenario c${c}_i${in}_o${out}: ${n} prompts -> ${raw#"${BENCH_RESULT_ROOT}"/}"
-  fi
+  local name="c${BENCH_C}_i${BENCH_IN}_o${BENCH_OUT}" rc=0
+  local client_log="${BENCH_RUN_DIR}/logs/client_${BENCH_STEM}.log"
+  rm -f "${BENCH_RAW}"
+  lib::info "scenario ${name}: ${BENCH_N} prompts -> ${BENCH_RAW#"${BENCH_RESULT_ROOT}"/}"
   local offset=0
   [[ ! -f "${LIB_SERVER_LOG:-}" ]] || offset="$(stat -c %s "${LIB_SERVER_LOG}")"
-  if ((WARMUP_REQUESTS > 0)); then
-    lib::build_warmup_cmd "${in}" "${WARMUP_REQUESTS}"
-    bench::step "${client_log}" "${LIB_WARMUP_CMD[@]}" || {
+  if ((${#BENCH_WARMUP_CMD[@]} > 0)); then
+    bench::step "${client_log}" "${#BENCH_WARMUP_SHOWN[@]}" "${BENCH_WARMUP_SHOWN[@]}" "${BENCH_WARMUP_CMD[@]}" || {
       lib::warn "warmup failed (see ${client_log}):"
       tail -n 5 "${client_log}" >&2 || true
     }
   fi
-  lib::reset_prefix_cache "${PHASE_ENGINE}" "${url}" || true
-  ((LIB_ENGINE_METRICS)) && { lib::save_metrics "${url}" "${metrics}.before.prom" || true; }
-  lib::build_client_cmd "${raw}" "${c}" "${in}" "${out}" "${n}" || return 1
-  local -a cmd=("${SSKJ_RESULTS_CMD[@]}" run-client "${run_dir}" --stem "${stem}" --concurrency "${c}"
-    --input-len "${in}" --output-len "${out}" --server-pid "${LIB_SERVER_PID:-SERVER_PID}"
-    --server-log "${LIB_SERVER_LOG:-SERVER_LOG}" --log-offset "${offset}" --oom-pattern "${OOM_PATTERN}"
-    --client-log "${client_log}" --raw "${raw}" -- "${LIB_CLIENT_CMD[@]}")
-  lib::is_dry_run || lib::start_accel_sampler "${run_dir}/gpu_logs/${stem}"
-  bench::step "${client_log}" "${cmd[@]}" || rc=$?
+  "${BENCH_RESET_CMD[@]}" 2>/dev/null || lib::warn "POST ${BENCH_RESET_CMD[-1]} failed: prefix cache not reset"
+  bench::save_metrics "${BENCH_METRICS_BEFORE_CMD[@]}"
+  local -a supervise=("${SSKJ_RESULTS_CMD[@]}" run-client "${BENCH_SUPERVISE_ARGS[@]}"
+    --server-pid "${LIB_SERVER_PID}" --server-log "${LIB_SERVER_LOG}" --log-offset "${offset}" --)
+  lib::start_accel_sampler "${BENCH_RUN_DIR}/gpu_logs/${BENCH_STEM}"
+  bench::step "${client_log}" "$((${#supervise[@]} + ${#BENCH_CLIENT_SHOWN[@]}))" "${supervise[@]}" \
+    "${BENCH_CLIENT_SHOWN[@]}" "${supervise[@]}" "${BENCH_CLIENT_CMD[@]}" || rc=$?
   lib::stop_accel_sampler
   if ((rc == 3)); then
     tail -n 1 "${client_log}" >&2 2>/dev/null || true
-    lib::err "server failure during c${c}_i${in}_o${out}; log ${LIB_SERVER_LOG}"
+    lib::err "server failure during ${name}; log ${LIB_SERVER_LOG}"
   else
-    ((LIB_ENGINE_METRICS)) && { lib::save_metrics "${url}" "${metrics}.after.prom" || true; }
+    bench::save_metrics "${BENCH_METRICS_AFTER_CMD[@]}"
     if ((rc != 0)); then
-      lib::err "bench client failed for c${c}_i${in}_o${out} (exit ${rc}); last lines of ${client_log}:"
+      lib::err "bench client failed for ${name} (exit ${rc}); last lines of ${client_log}:"
       tail -n 15 "${client_log}" >&2 || true
     fi
   fi
-  lib::is_dry_run || lib::results parse "${run_dir}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 ||
-    lib::warn "sskj-results parse ${run_dir} failed; rerun it by hand"
   return "${rc}"
 }
 
 #######################################
-# The run loop of a phase: ask `sskj-results next` for the next scenario
-# (grid order, resume, skips after a failure, or the SLO search with
-# SLO_SEARCH=1: all decided there), make sure the server is up, run it,
-# repeat until `next` prints nothing. After a server failure the server is
-# stopped (and restarted for the next scenario).
-# Globals:   BENCH_RUN_DIR BENCH_EXPERIMENT_DIR RUN_ID BENCH_SESSION and
-#            the grid settings (read); BENCH_STATUS (written)
-# Outputs:   commands on stdout with DRY_RUN=1
+# Save GET /metrics as the planner's curl command says (nothing when the
+# engine has no /metrics).
+# Arguments: the command (curl ... -o FILE URL), or none
+# Returns:   0 (a failure is a warning, no file left)
+#######################################
+bench::save_metrics() {
+  (($# > 0)) || return 0
+  if ! "$@" 2>/dev/null; then
+    rm -f "$6"
+    lib::warn "GET $7 failed; no ${6##*/}"
+  fi
+  return 0
+}
+
+#######################################
+# The run loop of a phase: `sskj-results step` records the scenario just
+# measured and returns the next one (grid order, resume, skips after a
+# failure, or the SLO search with SLO_SEARCH=1: all decided there) with
+# its commands; make sure the server is up, run it, repeat until the step
+# returns none. After a server failure the server is stopped (and
+# restarted for the next scenario).
+# Globals:   BENCH_RUN_DIR BENCH_SESSION RESUME (read); BENCH_STATUS (written)
 # Returns:   0 done (failures recorded), 1 server could not (re)start or
-#            `next` failed
+#            the step failed
 #######################################
 bench::run_grid() {
-  local line c in out n stem raw rc
-  local -a ask=(next "${BENCH_RUN_DIR}" --chip "${CHIP}" --engine "${PHASE_ENGINE}" --run-id "${RUN_ID}"
-    --client "${CLIENT}" --scenarios "${SCENARIOS_FILE:-${BENCH_EXPERIMENT_DIR}/scenarios.tsv}"
-    --concurrencies "${CONCURRENCIES:-}" --shapes "${SHAPES:-}"
-    --prompts-per-concurrency "${PROMPTS_PER_CONCURRENCY}" --min-prompts "${MIN_PROMPTS}"
-    --session "${BENCH_RUN_DIR}/logs/plan_${BENCH_SESSION}.txt")
-  [[ -n "${NUM_PROMPTS:-}" ]] && ask+=(--num-prompts "${NUM_PROMPTS}")
-  if [[ "${SLO_SEARCH:-0}" == "1" ]]; then
-    ask+=(--slo-search --slo-max-steps "${SLO_MAX_STEPS:-32}")
-    [[ -n "${SLO_TIER:-}" ]] && ask+=(--slo-tier "${SLO_TIER}")
-    [[ -n "${SLO_MIN_CONCURRENCY:-}" ]] && ask+=(--slo-min-concurrency "${SLO_MIN_CONCURRENCY}")
-    [[ -n "${SLO_MAX_CONCURRENCY:-}" ]] && ask+=(--slo-max-concurrency "${SLO_MAX_CONCURRENCY}")
-  fi
+  local rc
+  local -a parse=()
+  # A scenario whose client finished just before a kill is on disk but not
+  # yet in results.json: parse first, so the planner counts it as measured.
+  [[ "${RESUME:-0}" != "1" ]] || parse=(--parse)
   while :; do
-    line="$(lib::results "${ask[@]}")" || {
-      lib::err "sskj-results next ${BENCH_RUN_DIR} failed"
+    lib::read_records "${SSKJ_RESULTS_CMD[@]}" step "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}" \
+      "${parse[@]}" || {
+      lib::err "sskj-results step ${BENCH_RUN_DIR} failed"
       return 1
     }
-    [[ -n "${line}" ]] || return 0
-    read -r c in out n stem raw <<<"${line}"
+    parse=(--parse)
+    [[ -n "${BENCH_STEM}" ]] || return 0
     bench::ensure_server || return 1
     rc=0
-    bench::run_scenario "${c}" "${in}" "${out}" "${n}" "${stem}" "${raw}" || rc=$?
+    bench::run_scenario || rc=$?
     case "${rc}" in
       0) ;;
       3) bench::stop_phase_server ;;
@@ -489,8 +495,10 @@ bench::collect_config_args() {
 }
 
 #######################################
-# Run one phase in its run directory: server command, metadata, patches,
-# server, grid (or SLO search), report, validate.
+# Run one phase in its run directory: server command, metadata (and a dry
+# run's plan) by `sskj-results phase-begin`, patches, server, the steps of
+# the grid (or SLO search), then `sskj-results phase-end` (parse, report,
+# validate, the run set's index).
 # Arguments: $1 phase index (1-based); $2 phase spec
 # Globals:   BENCH_* (read/written), configuration (read)
 # Outputs:   commands on stdout with DRY_RUN=1
@@ -498,14 +506,12 @@ bench::collect_config_args() {
 #######################################
 bench::run_phase() {
   local index="$1" spec="$2"
-  bench::parse_phase_spec "${spec}" || return 1
+  bench::parse_phase_spec "${index}" || return 1
   bench::apply_phase_settings
   export PHASE_SPEC="${spec}" PHASE_NAME="${BENCH_PHASE_NAME}" PHASE_ENGINE="${BENCH_PHASE_ENGINE}" PHASE_INDEX="${index}"
-  local family
-  family="$(lib::engine_family "${PHASE_ENGINE}")"
   local saved_backend="${CLIENT_BACKEND:-}"
   if [[ -z "${CLIENT_BACKEND:-}" ]]; then
-    export CLIENT_BACKEND="${family}"
+    export CLIENT_BACKEND="${BENCH_PHASE_FAMILIES[index - 1]}"
   fi
   if ((BENCH_PHASE_COUNT > 1)); then
     BENCH_RUN_DIR="${BENCH_RESULT_ROOT}/phase${index}_${PHASE_NAME}"
@@ -513,34 +519,26 @@ bench::run_phase() {
     BENCH_RUN_DIR="${BENCH_RESULT_ROOT}"
   fi
   mkdir -p "${BENCH_RUN_DIR}"/{raw_outputs,logs,gpu_logs,server_metrics} || return 1
+  BENCH_SESSION_FILE="${BENCH_RUN_DIR}/logs/plan_${BENCH_SESSION}.txt"
   lib::info "phase ${index}/${BENCH_PHASE_COUNT} ${PHASE_NAME} (engine ${PHASE_ENGINE}) -> ${BENCH_RUN_DIR}"
-  # NNODES > 1: srun launches every rank (scripts/common/multinode.sh).
-  multinode::server_cmd "${BENCH_EXPERIMENT_DIR}" "${spec}" || return 1
+  if multinode::enabled; then
+    # NNODES > 1: srun launches every rank (scripts/common/multinode.sh).
+    multinode::server_cmd "${BENCH_EXPERIMENT_DIR}" "${spec}" || return 1
+  else
+    MULTINODE_RECORD_ARGS=()
+    mapfile -d '' -t BENCH_SERVER_CMD <"${BENCH_TMP_DIR}/phase${index}.cmd" || return 1
+  fi
 
-  # shellcheck disable=SC2034  # metadata globals, read by lib::write_metadata
-  {
-    ENGINE_VERSION=""
-    CLIENT_VERSION=""
-    if ! lib::is_dry_run; then
-      ENGINE_VERSION="$(lib::engine_version "${PHASE_ENGINE}")"
-      CLIENT_VERSION="$(lib::client_version "${CLIENT_PYTHON:-}" "${CLIENT}")"
-    fi
-    if [[ "${RUNTIME}" == "docker" ]]; then
-      ENGINE_ENV="docker:${DOCKER_IMAGE} (container ${CONTAINER_NAME}, ${CONTAINER_PYTHON}; docker run ${DOCKER_RUN_ARGS:-})"
-    else
-      lib::engine_launcher "${PHASE_ENGINE}" 2>/dev/null || true
-      ENGINE_ENV="$(dirname "$(dirname "${LIB_LAUNCHER[-1]:-unknown/bin/python}")")"
-    fi
-    CLIENT_LABEL="sglang.bench_serving"
-    [[ "${CLIENT}" != "vllm" ]] || CLIENT_LABEL="vllm bench serve"
-  }
   bench::collect_config_args
   local server_line
   server_line="$(lib::quote_cmd "${BENCH_SERVER_CMD[@]}")"
   BENCH_CONFIG_ARGS+=(--config "server_args=${server_line}")
   BENCH_CONFIG_ARGS+=("${MULTINODE_RECORD_ARGS[@]}")
   ((BENCH_PHASE_COUNT == 1)) || BENCH_CONFIG_ARGS+=(--config "phase${index}_server_args=${server_line}")
-  lib::write_metadata "${BENCH_RUN_DIR}" "${BENCH_CONFIG_ARGS[@]}" || {
+  lib::is_dry_run && BENCH_CONFIG_ARGS+=(--config "dry_run=true")
+  BENCH_PLAN=()
+  lib::read_records "${SSKJ_RESULTS_CMD[@]}" phase-begin "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}" \
+    -- "${BENCH_CONFIG_ARGS[@]}" || {
     lib::err "sskj-results metadata ${BENCH_RUN_DIR} failed"
     return 1
   }
@@ -550,30 +548,25 @@ bench::run_phase() {
     lib::is_dry_run || bench::ensure_container || return 1
     bash "${_BENCH_LIB_DIR}/apply_patches.sh" "${BENCH_RUN_DIR}" || return 1
   fi
-  ! lib::is_dry_run || lib::print_cmd "${BENCH_SERVER_CMD[@]}"
-
-  BENCH_SERVER_UP=0
-  local rc=0
-  # A scenario whose client finished just before a kill is on disk but not
-  # yet in results.json: parse first, so `next` counts it as measured.
-  if [[ "${RESUME:-0}" == "1" ]] && ! lib::is_dry_run; then
-    lib::results parse "${BENCH_RUN_DIR}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 ||
-      lib::warn "sskj-results parse ${BENCH_RUN_DIR} failed"
-  fi
-  bench::run_grid || rc=1
-  if ((BENCH_SERVER_UP == 1)); then
-    bench::stop_phase_server
-  fi
-  if ((rc != 0)); then
-    return 1
-  fi
-  if ! lib::is_dry_run; then
-    lib::results parse "${BENCH_RUN_DIR}" ${SLO_TIER:+--slo-tier "${SLO_TIER}"} >&2 || BENCH_STATUS=1
-    lib::results report "${BENCH_RUN_DIR}" --html >&2 || BENCH_STATUS=1
-    lib::results validate "${BENCH_RUN_DIR}" >&2 || {
-      lib::err "results.json of ${BENCH_RUN_DIR} is not valid"
-      BENCH_STATUS=1
-    }
+  if lib::is_dry_run; then
+    printf '%s\n' "${server_line}"
+    lib::print_plan "${BENCH_PLAN[@]}" || return 1
+  else
+    BENCH_SERVER_UP=0
+    local rc=0
+    bench::run_grid || rc=1
+    if ((BENCH_SERVER_UP == 1)); then
+      bench::stop_phase_server
+    fi
+    if ((rc != 0)); then
+      return 1
+    fi
+    local -a end=(phase-end "${BENCH_RUN_DIR}")
+    if ((BENCH_PHASE_COUNT > 1)); then
+      end+=(--runset "${BENCH_RESULT_ROOT}" ${COMPARE_BASELINE:+--baseline "${COMPARE_BASELINE}"}
+        ${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"})
+    fi
+    lib::results "${end[@]}" >&2 || BENCH_STATUS=1
   fi
   bench::restore_phase_settings
   export CLIENT_BACKEND="${saved_backend}"
@@ -621,6 +614,7 @@ bench::on_signal() {
   fi
   lib::err "interrupted; completed scenarios are kept in results.json. Resume with:"
   printf '%s\n' "$(bench::resume_command)" >&2
+  [[ -z "${BENCH_TMP_DIR:-}" ]] || rm -rf "${BENCH_TMP_DIR}"
   trap - EXIT
   exit "$2"
 }
@@ -637,6 +631,7 @@ bench::on_exit() {
   if [[ -n "${LIB_SERVER_PID:-}" ]]; then
     lib::stop_server
   fi
+  [[ -z "${BENCH_TMP_DIR:-}" ]] || rm -rf "${BENCH_TMP_DIR}"
   return 0
 }
 
@@ -656,10 +651,10 @@ bench::run_experiment() {
   fi
   BENCH_EXPERIMENT_DIR="$(cd "$1" && pwd)" || return 2
   shift
-  local -a specs=("$@")
+  local -a specs=("$@") phase_args=()
   local spec
   for spec in "${specs[@]}"; do
-    bench::parse_phase_spec "${spec}" || return 2
+    phase_args+=(--phase "${spec}")
   done
   BENCH_ENTRY_SCRIPT="${0}"
   BENCH_PHASE_COUNT="${#specs[@]}"
@@ -671,15 +666,11 @@ bench::run_experiment() {
     lib::err "RESUME=1 needs RUN_ID=<the run to continue>"
     return 2
   fi
-  bench::load_config "${BENCH_EXPERIMENT_DIR}" || return 1
-  export RUN_ID="${RUN_ID:-$(date '+%Y%m%d-%H%M%S')}"
-  # Names become path segments: check them all before anything is written.
-  local -a names=("RUN_ID=${RUN_ID}" "EXPERIMENT=${EXPERIMENT}" "PLATFORM=${PLATFORM}" "CHIP=${CHIP}")
-  for spec in "${specs[@]}"; do
-    bench::parse_phase_spec "${spec}" || return 2
-    names+=("phase=${BENCH_PHASE_NAME}" "engine=${BENCH_PHASE_ENGINE}")
-  done
-  lib::results check-names "${names[@]}" >&2 || return 2
+  # Configuration, RUN_ID, the phases and every name that becomes a path
+  # segment, checked before anything is written.
+  local rc=0
+  bench::load_config "${BENCH_EXPERIMENT_DIR}" --names "${phase_args[@]}" || rc=$?
+  ((rc == 0)) || return "${rc}"
   export RESULT_ROOT="${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}}"
   BENCH_RESULT_ROOT="${RESULT_ROOT}"
   local root
@@ -695,13 +686,16 @@ bench::run_experiment() {
     lib::err "${BENCH_RESULT_ROOT} already holds a run; use RESUME=1 RUN_ID=${RUN_ID} or a new RUN_ID"
     return 1
   fi
+  BENCH_TMP_DIR="$(mktemp -d)" || return 1
+  trap 'bench::on_exit' EXIT
+  # Every phase's server command is built once, kept in BENCH_TMP_DIR for the run.
+  export SSKJ_LOOP_CONFIG=1
   # Before any model load or file: interpreters, model, port, stale engines, ...
   platform::preflight "${BENCH_EXPERIMENT_DIR}" "${specs[@]}" || return 1
   mkdir -p "${BENCH_RESULT_ROOT}/logs" || return 1
   # shellcheck disable=SC2034  # read by lib::log
   LIB_LOG_FILE="${BENCH_RESULT_ROOT}/logs/${EXPERIMENT}_orchestrator_$(date '+%Y%m%d_%H%M%S').log"
   lib::info "experiment ${EXPERIMENT}, run ${RUN_ID}, platform ${PLATFORM} (${ACCELERATOR}), results ${BENCH_RESULT_ROOT}"
-  lib::results_init || return 1
   BENCH_SESSION="$(date '+%Y%m%d_%H%M%S')_$$"
 
   trap 'bench::on_signal INT 130' INT
@@ -721,11 +715,6 @@ bench::run_experiment() {
       return 1
     fi
     run_dirs+=("${BENCH_RUN_DIR}")
-    if ((BENCH_PHASE_COUNT > 1)) && ! lib::is_dry_run; then
-      lib::results runset "${BENCH_RESULT_ROOT}" ${COMPARE_BASELINE:+--baseline "${COMPARE_BASELINE}"} \
-        ${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"} >&2 ||
-        lib::warn "sskj-results runset ${BENCH_RESULT_ROOT} failed; rerun it by hand"
-    fi
     [[ "${PHASE_NAME}" != "${COMPARE_BASELINE:-}" ]] || baseline="${BENCH_RUN_DIR}"
   done
 

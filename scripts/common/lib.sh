@@ -185,6 +185,123 @@ lib::export_records() {
 }
 
 #######################################
+# Read the records a run-loop command prints (sskj_results/run/records.py):
+# NUL-separated words, each record led by a tag: `v NAME VALUE` (exported),
+# `l NAME VALUE` (this shell), `a NAME COUNT WORD...` (an array), `# TEXT`
+# (a line printed on stdout), `$ COUNT WORD...` (a command printed quoted).
+# Names are checked; nothing is evaluated.
+# Arguments: the command
+# Globals:   the records' variables and arrays (written)
+# Outputs:   the `#` and `$` records on stdout
+# Returns:   the command's status (1 for a malformed record)
+#######################################
+lib::read_records() {
+  local tag name value rc=0
+  local -a words=()
+  while IFS= read -r -d '' tag; do
+    case "${tag}" in
+      v | l | a)
+        IFS= read -r -d '' name || { lib::err "$1 $2: truncated record"; return 1; }
+        if [[ ! "${name}" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+          lib::err "$1 $2: unexpected record name '${name}'"
+          return 1
+        fi
+        if [[ "${tag}" == a ]]; then
+          _lib::read_words || return 1
+          _lib::set_array "${name}" "${words[@]}"
+        else
+          IFS= read -r -d '' value || { lib::err "$1 $2: truncated record"; return 1; }
+          if [[ "${tag}" == v ]]; then
+            declare -gx "${name}=${value}"
+          else
+            declare -g "${name}=${value}"
+          fi
+        fi
+        ;;
+      "#")
+        IFS= read -r -d '' value || { lib::err "$1 $2: truncated record"; return 1; }
+        printf '%s\n' "${value}"
+        ;;
+      "$")
+        _lib::read_words || return 1
+        lib::quote_words "${words[@]}"
+        printf '\n'
+        ;;
+      *)
+        lib::err "$1 $2: unexpected record '${tag}'"
+        return 1
+        ;;
+    esac
+  done < <("$@")
+  wait "$!" || rc=$?
+  return "${rc}"
+}
+
+# Read COUNT and COUNT words into the caller's `words` (of lib::read_records).
+_lib::read_words() {
+  local n k w
+  if ! IFS= read -r -d '' n || [[ ! "${n}" =~ ^[0-9]+$ ]]; then
+    lib::err "malformed record count"
+    return 1
+  fi
+  words=()
+  for ((k = 0; k < n; k++)); do
+    IFS= read -r -d '' w || { lib::err "truncated record"; return 1; }
+    words+=("${w}")
+  done
+}
+
+# Set the global array named $1 to the remaining arguments.
+_lib::set_array() {
+  local -n _lib_target="$1"
+  shift
+  _lib_target=("$@")
+}
+
+#######################################
+# Print the words of a dry run's plan (BENCH_PLAN of `sskj-results
+# phase-begin`): `#` TEXT as a line, `$` COUNT WORD... as a quoted command.
+# Arguments: the plan's words
+# Outputs:   the lines on stdout
+# Returns:   0 ok, 1 malformed plan
+#######################################
+lib::print_plan() {
+  local n
+  while (($# > 0)); do
+    case "$1" in
+      "#")
+        printf '%s\n' "$2"
+        shift 2
+        ;;
+      "$")
+        n="$2"
+        shift 2
+        lib::quote_words "${@:1:n}"
+        printf '\n'
+        shift "${n}"
+        ;;
+      *)
+        lib::err "malformed plan word '$1'"
+        return 1
+        ;;
+    esac
+  done
+}
+
+#######################################
+# Print words as one shell-pasteable line (printf '%q '), as they are:
+# callers pass words already redacted (no trailing newline).
+# Arguments: the words
+# Outputs:   the line on stdout
+# Returns:   0
+#######################################
+lib::quote_words() {
+  local line
+  line="$(printf '%q ' "$@")"
+  printf '%s' "${line% }"
+}
+
+#######################################
 # Copy an argument list with secret values replaced by '<redacted>'. The
 # rule is sskj_results/contract/redact.py (the one redaction of the project; see its
 # docstring), run through scripts/common/redact.py with the interpreter of
@@ -525,37 +642,6 @@ lib::stop_server() {
 }
 
 #######################################
-# Load the engine table row of an engine (sskj_results/catalog/engines.py, through
-# `sskj-results engine`); the row of the last engine asked is cached.
-# Arguments: $1 engine (sglang, vllm, vllm-dspark, vllm-xpu, vllm-cpu, ...)
-# Globals:   LIB_ENGINE_* (written: NAME FAMILY PYVAR MODULE RESET METRICS
-#            HEALTH ENV, DISTS array)
-# Outputs:   the error on stderr for an unknown engine
-# Returns:   0 known, 1 unknown engine
-#######################################
-lib::engine() {
-  [[ -n "${1:-}" && "${LIB_ENGINE_NAME:-}" == "$1" ]] && return 0
-  local row
-  row="$(lib::results engine "${1:-}")" || return 1
-  # shellcheck disable=SC2034  # read by the callers of lib::engine
-  read -r LIB_ENGINE_FAMILY LIB_ENGINE_PYVAR LIB_ENGINE_MODULE LIB_ENGINE_RESET LIB_ENGINE_METRICS \
-    LIB_ENGINE_HEALTH LIB_ENGINE_ENV LIB_ENGINE_DIST_LIST <<<"${row}"
-  read -r -a LIB_ENGINE_DISTS <<<"${LIB_ENGINE_DIST_LIST}"
-  LIB_ENGINE_NAME="$1"
-}
-
-#######################################
-# Print the family of an engine (sglang or vllm).
-# Arguments: $1 engine
-# Outputs:   family on stdout
-# Returns:   0 known, 1 unknown engine
-#######################################
-lib::engine_family() {
-  lib::engine "${1:-}" || return 1
-  printf '%s' "${LIB_ENGINE_FAMILY}"
-}
-
-#######################################
 # Fill LIB_LAUNCHER with the prefix that runs the engine's Python (natively
 # `env K=V... <python>` from the engine table's variable, e.g. SGLANG_PYTHON,
 # else ENGINE_PYTHON; on docker platforms `docker exec --env K=V...
@@ -570,173 +656,10 @@ lib::engine_launcher() {
   local engine="${1:-}" rc=0
   shift || true
   lib::results_init || return 1
+  # shellcheck disable=SC2034  # read by the caller
   mapfile -d '' -t LIB_LAUNCHER < <("${SSKJ_RESULTS_CMD[@]}" server-cmd "${engine}" --kind launcher -- "$@")
   wait "$!" || rc=$?
   return "$((rc != 0))"
-}
-
-#######################################
-# Print the installed version of the engine package (empty when unknown).
-# Arguments: $1 engine
-# Globals:   LIB_LAUNCHER (overwritten), RUNTIME/CONTAINER_* (read)
-# Outputs:   version on stdout
-# Returns:   0
-#######################################
-lib::engine_version() {
-  lib::engine "$1" 2>/dev/null || return 0
-  lib::engine_launcher "$1" 2>/dev/null || return 0
-  local -a cmd=("${LIB_LAUNCHER[@]}") dists=()
-  if [[ "${RUNTIME:-native}" == "docker" ]]; then
-    # Drop the --env SSKJ_SERVER_TAG=... pair: not a server here.
-    cmd=(docker exec "${CONTAINER_NAME}" "${CONTAINER_PYTHON}")
-  fi
-  local dist
-  for dist in "${LIB_ENGINE_DISTS[@]}"; do
-    dists+=(--dist "${dist}")
-  done
-  lib::results package-version "${dists[@]}" -- "${cmd[@]}" 2>/dev/null || true
-}
-
-#######################################
-# Print the installed version of the bench client package (empty if unknown).
-# Arguments: $1 client python; $2 client kind (sglang or vllm)
-# Outputs:   version on stdout
-# Returns:   0
-#######################################
-lib::client_version() {
-  [[ -x "$1" ]] || command -v "$1" >/dev/null 2>&1 || return 0
-  lib::results package-version --dist "$2" -- "$1" 2>/dev/null || true
-}
-
-#######################################
-# Write/update RUN_DIR/results.json metadata and config through
-# `sskj-results metadata`. Standard metadata keys are taken from globals when
-# set; extra --meta/--config/--slo-tier arguments are passed through.
-# Arguments: $1 run dir; $2.. extra sskj-results metadata arguments
-# Globals:   EXPERIMENT RUN_ID MODEL_PATH PHASE_ENGINE HARDWARE ACCELERATOR
-#            CHIP PLATFORM SCRIPT_PATH ENGINE_ENV PHASE_NAME ENGINE_VERSION
-#            CLIENT_LABEL CLIENT_VERSION DESCRIPTION DRIVER_VERSION RUNTIME_VERSION
-#            DEVICES DEVICES_ENV
-#            SLO_TIER (read)
-# Returns:   the command's status
-#######################################
-lib::write_metadata() {
-  local run_dir="$1"
-  shift
-  local -a args=(metadata "${run_dir}")
-  local key var
-  local -a pairs=(
-    experiment:EXPERIMENT run_id:RUN_ID model:MODEL_PATH backend:PHASE_ENGINE
-    engine:PHASE_ENGINE hardware:HARDWARE accelerator:ACCELERATOR chip:CHIP
-    platform:PLATFORM script:SCRIPT_PATH env:ENGINE_ENV phase:PHASE_NAME
-    engine_version:ENGINE_VERSION client:CLIENT_LABEL client_version:CLIENT_VERSION
-    description:DESCRIPTION driver_version:DRIVER_VERSION
-    runtime_version:RUNTIME_VERSION devices:BENCH_DEVICES
-  )
-  local BENCH_DEVICES=""
-  # shellcheck disable=SC2034  # read through ${!var} below
-  [[ -z "${DEVICES:-}" ]] || BENCH_DEVICES="${DEVICES_ENV:-CUDA_VISIBLE_DEVICES}=${DEVICES}"
-  for key in "${pairs[@]}"; do
-    var="${key#*:}"
-    if [[ -n "${!var:-}" ]]; then
-      args+=(--meta "${key%%:*}=${!var}")
-    fi
-  done
-  args+=(--meta "host=$(hostname 2>/dev/null || echo unknown)")
-  if [[ -n "${SLO_TIER:-}" ]]; then
-    args+=(--slo-tier "${SLO_TIER}")
-  fi
-  lib::results "${args[@]}" "$@" >&2
-}
-
-#######################################
-# Fill LIB_CLIENT_CMD with one bench client invocation, spelled by
-# `sskj-results client-cmd` (sskj_results/catalog/clients.py): CLIENT=sglang
-# (default) `CLIENT_PYTHON -m sglang.bench_serving ...`, CLIENT=vllm
-# `CLIENT_PYTHON -m vllm.entrypoints.cli.main bench serve ...`.
-# Arguments: $1 output file; $2 concurrency; $3 input len; $4 output len;
-#            $5 number of prompts
-# Globals:   CLIENT CLIENT_PYTHON CLIENT_BACKEND SERVER_HOST PORT MODEL_PATH
-#            SERVED_MODEL_NAME TOKENIZER_PATH DATASET_NAME DATASET_PATH
-#            RANDOM_RANGE_RATIO SEED CLIENT_EXTRA_ARGS CLIENT_WARMUP_REQUESTS
-#            (read); LIB_CLIENT_CMD (written, array)
-# Returns:   0 ok, 1 missing configuration
-#######################################
-lib::build_client_cmd() {
-  local rc=0
-  lib::require_env CLIENT_PYTHON PORT MODEL_PATH CLIENT_BACKEND || return 1
-  lib::results_init || return 1
-  local -a ask=(client-cmd --client "${CLIENT:-sglang}"
-    --python "${CLIENT_PYTHON}" --backend "${CLIENT_BACKEND}" --host "${SERVER_HOST:-127.0.0.1}"
-    --port "${PORT}" --model "${SERVED_MODEL_NAME:-${MODEL_PATH}}" --tokenizer "${TOKENIZER_PATH:-${MODEL_PATH}}"
-    --dataset-name "${DATASET_NAME:-}" --dataset-path "${DATASET_PATH:-}"
-    --range-ratio "${RANDOM_RANGE_RATIO:-}" --seed "${SEED:-1}"
-    --warmup-requests "${CLIENT_WARMUP_REQUESTS-0}" --extra "${CLIENT_EXTRA_ARGS:-}"
-    --input-len "$3" --output-len "$4" --num-prompts "$5" --concurrency "$2" --out "$1")
-  # shellcheck disable=SC2034  # read by the caller
-  mapfile -d '' -t LIB_CLIENT_CMD < <("${SSKJ_RESULTS_CMD[@]}" "${ask[@]}")
-  wait "$!" || rc=$?
-  return "$((rc != 0))"
-}
-
-#######################################
-# Fill LIB_WARMUP_CMD with the warmup invocation for one scenario.
-# Arguments: $1 input len; $2 number of requests
-# Globals:   WARMUP_PYTHON CLIENT_PYTHON SERVER_HOST PORT SERVED_MODEL_NAME
-#            MODEL_PATH WARMUP_MAX_TOKENS WARMUP_TIMEOUT_S (read);
-#            LIB_WARMUP_CMD (written, array)
-# Returns:   0
-#######################################
-lib::build_warmup_cmd() {
-  local in_len="$1" n="$2"
-  # shellcheck disable=SC2034  # read by the caller
-  LIB_WARMUP_CMD=(
-    "${WARMUP_PYTHON:-${CLIENT_PYTHON:-python3}}" "$(lib::repo_root)/scripts/common/warmup.py"
-    --base-url "http://${SERVER_HOST:-127.0.0.1}:${PORT}"
-    --model "${SERVED_MODEL_NAME:-${MODEL_PATH}}"
-    --input-len "${in_len}" --num-requests "${n}"
-    --max-tokens "${WARMUP_MAX_TOKENS:-8}" --timeout "${WARMUP_TIMEOUT_S:-600}"
-  )
-  return 0
-}
-
-#######################################
-# Reset the server's prefix cache so one scenario cannot warm the next: POST
-# to the engine table's reset path (sglang /flush_cache, vLLM
-# /reset_prefix_cache, registered only with VLLM_SERVER_DEV_MODE=1). A
-# failure is a warning. Under DRY_RUN the command is printed.
-# Arguments: $1 engine; $2 base url
-# Outputs:   warning on stderr when the engine refuses
-# Returns:   0 reset, 1 not reset
-#######################################
-lib::reset_prefix_cache() {
-  lib::engine "$1" || return 1
-  local -a cmd=(curl -fsS -o /dev/null --max-time 60 -X POST "${2}${LIB_ENGINE_RESET}")
-  if lib::is_dry_run; then
-    lib::print_cmd "${cmd[@]}"
-  elif ! "${cmd[@]}" 2>/dev/null; then
-    lib::warn "POST ${2}${LIB_ENGINE_RESET} failed: prefix cache not reset"
-    return 1
-  fi
-  return 0
-}
-
-#######################################
-# Save the raw text of GET <base_url>/metrics to a file (printed under
-# DRY_RUN).
-# Arguments: $1 base url; $2 output file
-# Returns:   0 saved, 1 failed (warning printed, no file left)
-#######################################
-lib::save_metrics() {
-  local -a cmd=(curl -fsS --max-time 30 -o "$2" "$1/metrics")
-  if lib::is_dry_run; then
-    lib::print_cmd "${cmd[@]}"
-  elif ! "${cmd[@]}" 2>/dev/null; then
-    rm -f "$2"
-    lib::warn "GET $1/metrics failed; no ${2##*/}"
-    return 1
-  fi
-  return 0
 }
 
 #######################################

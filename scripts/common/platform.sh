@@ -44,11 +44,12 @@ platform::validate() {
 
 #######################################
 # Select and load the platform: PLATFORM (environment or argument) or
-# detection; load platforms/<PLATFORM>.env with lib::load_env_file (the
+# detection; platforms/<PLATFORM>.env read without executing it (the
 # identity and container keys are always the file's; other keys can be
 # overridden from the environment); default RUNTIME=native and
-# ACCEL_SAMPLER by chip; validate. HARDWARE="auto" is passed on as it is:
-# `sskj-results metadata` asks nvidia-smi / the CPU for the description.
+# ACCEL_SAMPLER by chip; validate. All in one `sskj-results config` call.
+# HARDWARE="auto" is passed on as it is: `sskj-results metadata` asks
+# nvidia-smi / the CPU for the description.
 # Arguments: $1 platform name (optional; overrides PLATFORM)
 # Globals:   PLATFORM, REPO_ROOT, SSKJ_ENVS_DIR, SSKJ_MODELS_DIR, the
 #            file's keys, ACCEL_SAMPLER (written, exported);
@@ -57,55 +58,32 @@ platform::validate() {
 # Returns:   0 loaded, 1 unknown platform or invalid file
 #######################################
 platform::load() {
-  local name="${1:-${PLATFORM:-}}"
-  if [[ -z "${REPO_ROOT:-}" ]]; then
-    REPO_ROOT="$(lib::repo_root)"
-  fi
-  export REPO_ROOT
-  PLATFORM_DETECTED=0
-  if [[ -z "${name}" ]]; then
-    name="$(platform::detect)" || return 1
-    PLATFORM_DETECTED=1
-    lib::info "detected platform ${name} (set PLATFORM to override)"
-  fi
-  local file
-  file="$(lib::results platform file "${name}" --repo "${REPO_ROOT}")" || return 1
-  export PLATFORM="${name}"
-  # Where environments and models live: one setting each, also read by
-  # setup_envs.sh; platform files derive interpreter and model paths from them.
-  SSKJ_ENVS_DIR="${SSKJ_ENVS_DIR:-${REPO_ROOT}/envs}"
-  SSKJ_MODELS_DIR="${SSKJ_MODELS_DIR:-${REPO_ROOT}/models}"
-  export SSKJ_ENVS_DIR SSKJ_MODELS_DIR
-  lib::load_env_file "${file}" --protect CHIP ACCELERATOR RUNTIME DOCKER_IMAGE CONTAINER_NAME CONTAINER_PYTHON || return 1
-  export RUNTIME="${RUNTIME:-native}"
-  if [[ -z "${ACCEL_SAMPLER:-}" ]]; then
-    case "${CHIP:-}" in
-      nvidia_*) ACCEL_SAMPLER=nvidia-smi ;;
-      kunlun_*) ACCEL_SAMPLER=xpu-smi ;;
-      *) ACCEL_SAMPLER=none ;;
-    esac
-  fi
-  export ACCEL_SAMPLER
-  platform::validate "${file}"
+  local -a args=(config --repo "${REPO_ROOT:-$(lib::repo_root)}")
+  [[ -z "${1:-}" ]] || args+=(--platform "$1")
+  [[ -n "${_LIB_ENV_PRESET+x}" ]] || lib::snapshot_env
+  lib::results_init || return 1
+  lib::read_records env SSKJ_ENV_PRESET="${_LIB_ENV_PRESET}" SSKJ_QUIET_OVERRIDES="${SSKJ_QUIET_OVERRIDES:-}" \
+    "${SSKJ_RESULTS_CMD[@]}" "${args[@]}" || return 1
 }
 
 #######################################
-# Preflight of every phase before anything is started or written: the
-# phase's server command (start_server.sh --print-cmd), then
-# `sskj-results preflight` with the engine command, client, model, port,
-# accelerators, Docker image and disk; it also finds (and stops) a stale
-# engine left by a dead orchestrator on this port or of this experiment.
-# With DRY_RUN=1 problems are warnings and nothing is stopped.
+# Preflight of every phase before anything is started or written: each
+# phase's server command (start_server.sh --print-cmd, kept for the run in
+# BENCH_TMP_DIR/phase<N>.cmd), then one `sskj-results preflight` call for
+# all phases with the engine commands, client, model, port, accelerators,
+# Docker image and disk (each problem said once); it also finds (and stops)
+# a stale engine left by a dead orchestrator on this port or of this
+# experiment. With DRY_RUN=1 problems are warnings and nothing is stopped.
 # Arguments: $1 experiment directory; $2.. phase specs
 # Globals:   PLATFORM_DETECTED PORT SERVER_HOST MODEL_PATH CLIENT CLIENT_PYTHON
 #            ACCEL_SAMPLER HARDWARE ACCEL_COUNT TP RUNTIME DOCKER_IMAGE
-#            RESULT_ROOT STOP_GRACE_S SSKJ_MIN_FREE_GB
+#            RESULT_ROOT STOP_GRACE_S SSKJ_MIN_FREE_GB BENCH_TMP_DIR
 #            STOP_STALE_ENGINE (0: refuse, with the command that stops it) (read)
 # Outputs:   one line per problem on stderr
 # Returns:   0 ready (or DRY_RUN), 1 a problem
 #######################################
 platform::preflight() {
-  local exp_dir="$1" spec kind=none count
+  local exp_dir="$1" spec kind=none count i=0
   shift
   local -a common=(preflight --host "${SERVER_HOST}" --port "${PORT}" --orchestrator "$$"
     --experiment-dir "${exp_dir}" --grace "${STOP_GRACE_S:-30}"
@@ -132,8 +110,10 @@ platform::preflight() {
   [[ "${RUNTIME:-native}" == "docker" ]] && common+=(--docker-image "${DOCKER_IMAGE}")
   local module=sglang.bench_serving
   [[ "${CLIENT:-sglang}" == "vllm" ]] && module=vllm.entrypoints.cli.main
+  common+=(--client-module "${module}")
   for spec in "$@"; do
-    bench::parse_phase_spec "${spec}" || return 1
+    i=$((i + 1))
+    bench::parse_phase_spec "${i}" || return 1
     bench::apply_phase_settings
     # NNODES > 1: check the command of rank 0 (the head); see multinode.sh.
     if ! NODE_RANK="${NODE_RANK:-0}" DIST_INIT_ADDR="${DIST_INIT_ADDR:-127.0.0.1:${DIST_INIT_PORT:-29500}}" \
@@ -141,13 +121,15 @@ platform::preflight() {
       bench::restore_phase_settings
       return 1
     fi
-    if ! lib::results "${common[@]}" --engine "${BENCH_PHASE_ENGINE}" --model "${MODEL_PATH}" \
-      --client-python "${CLIENT_PYTHON:-}" --client-module "${module}" -- "${BENCH_SERVER_CMD[@]}"; then
-      bench::restore_phase_settings
-      lib::err "preflight of phase ${BENCH_PHASE_NAME} failed: nothing was started"
-      return 1
-    fi
+    printf '%s\0' "${BENCH_SERVER_CMD[@]}" >"${BENCH_TMP_DIR}/phase${i}.cmd"
+    printf '%s\0' "${BENCH_PHASE_ENGINE}" "${MODEL_PATH}" "${CLIENT_PYTHON:-}" "${BENCH_SERVER_CMD[@]}" \
+      >"${BENCH_TMP_DIR}/phase${i}.preflight"
+    common+=(--phase-file "${BENCH_TMP_DIR}/phase${i}.preflight")
     bench::restore_phase_settings
   done
+  if ! lib::results "${common[@]}"; then
+    lib::err "preflight failed: nothing was started"
+    return 1
+  fi
   return 0
 }

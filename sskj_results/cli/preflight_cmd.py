@@ -2,11 +2,15 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
 
 import click
 
 from .common import handle_errors
+
+if TYPE_CHECKING:
+    from ..run.preflight import Outcome
 
 
 def _say(level: str, message: str) -> None:
@@ -32,13 +36,16 @@ def _say(level: str, message: str) -> None:
 @click.option("--grace", type=float, default=30.0, show_default=True, help="Seconds between TERM and KILL of a stale engine.")
 @click.option("--stop-stale/--no-stop-stale", default=True, show_default=True,
               help="Stop a stale engine of a dead orchestrator, or refuse with the command that stops it.")
+@click.option("--phase-file", "phase_files", multiple=True, type=click.Path(dir_okay=False),
+              help="A phase to check: a file of NUL-terminated words ENGINE MODEL CLIENT_PYTHON SERVER_WORD... "
+                   "(instead of --engine/--model/--client-python and ENGINE_CMD). Repeatable: each problem said once.")
 @click.argument("engine_cmd", nargs=-1, type=click.UNPROCESSED)
 @handle_errors
 def preflight(warn_only: bool, engine: str, client_python: Optional[str], client_module: Optional[str],
               model: Optional[str], host: str, port: Optional[int], accelerators: str, hardware_auto: bool,
               detected_platform: Optional[str], docker_image: Optional[str], disk: Optional[str],
               experiment_dir: Optional[str], orchestrator: int, grace: float, stop_stale: bool,
-              engine_cmd: tuple[str, ...]) -> None:
+              phase_files: tuple[str, ...], engine_cmd: tuple[str, ...]) -> None:
     """Check, in a few seconds, what a run needs before any model is loaded: engine and client
     interpreters and modules, model path, port (and stale engines of dead orchestrators), visible
     accelerators, Docker image, disk space. ENGINE_CMD (after --) is the server command.
@@ -48,7 +55,6 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
     queried: errors unless PLATFORM was given).
     """
     from ..contract.errors import UsageError
-    from ..run.preflight import Spec, engine_python_var, expected_platform, run_preflight
 
     kind, _, count = accelerators.partition(":")
     if kind not in ("none", "nvidia", "xpu") or (count and not count.isdigit()):
@@ -63,6 +69,42 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
     argv = list(engine_cmd)
     if argv[:1] == ["--"]:
         argv = argv[1:]
+    phases = [(engine, model or "", client_python or "", argv)]
+    if phase_files:
+        from ..contract.io import read_checked
+
+        phases = []
+        for name in phase_files:
+            words = read_checked(Path(name), "config file").decode("utf-8", "surrogateescape").split("\0")
+            if len(words) < 4 or words[-1] != "":
+                raise UsageError(f"--phase-file {name}: expected NUL-terminated ENGINE MODEL CLIENT_PYTHON WORD...")
+            phases.append((words[0], words[1], words[2], words[3:-1]))
+    seen_notes: set[str] = set()
+    seen: set[str] = set()
+    failed = False
+    for phase_engine, phase_model, phase_client, phase_argv in phases:
+        outcome = _check_phase(phase_engine, phase_argv, phase_client, client_module, phase_model, host, port, kind,
+                               count, hardware_auto, detected_platform, experiment_dir, docker_image, disk_dir,
+                               disk_gb, stop_stale and not warn_only, grace, orchestrator)
+        for note in outcome.notes:
+            if note not in seen_notes:
+                seen_notes.add(note)
+                _say("WARN", note)
+        for problem in outcome.problems:
+            if problem.line() not in seen:
+                seen.add(problem.line())
+                _say("WARN" if warn_only and not problem.fatal else "ERROR", problem.line())
+        failed = failed or any(p.fatal for p in outcome.problems) or bool(outcome.problems and not warn_only)
+    if failed:
+        sys.exit(1)
+
+
+def _check_phase(engine: str, argv: list[str], client_python: str, client_module: Optional[str], model: str,
+                 host: str, port: Optional[int], kind: str, count: str, hardware_auto: bool,
+                 detected_platform: Optional[str], experiment_dir: Optional[str], docker_image: Optional[str],
+                 disk_dir: Optional[str], disk_gb: float, stop_stale: bool, grace: float, orchestrator: int) -> "Outcome":
+    from ..run.preflight import Spec, engine_python_var, expected_platform, run_preflight
+
     spec = Spec(
         engine_argv=argv,
         engine_env_var=engine_python_var(engine),
@@ -81,14 +123,8 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
         disk_dir=disk_dir,
         disk_gb=disk_gb,
         experiment_dir=experiment_dir,
-        stop_stale=stop_stale and not warn_only,
+        stop_stale=stop_stale,
         grace_s=grace,
         orchestrator=orchestrator,
     )
-    outcome = run_preflight(spec)
-    for note in outcome.notes:
-        _say("WARN", note)
-    for problem in outcome.problems:
-        _say("WARN" if warn_only and not problem.fatal else "ERROR", problem.line())
-    if any(p.fatal for p in outcome.problems) or (outcome.problems and not warn_only):
-        sys.exit(1)
+    return run_preflight(spec)

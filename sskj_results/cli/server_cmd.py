@@ -12,16 +12,23 @@ from .common import handle_errors
 @click.option("--kind", type=click.Choice(["launcher", "base", "sglang", "vllm"]), required=True,
               help="launcher: the engine's Python prefix; base: launcher -m MODULE; sglang/vllm: the whole "
                    "server command (sskj_results/run/launch.py).")
+@click.option("--setting", "settings", multiple=True, metavar="KEY=VALUE",
+              help="A setting in the workflow's terms (tp, kv_cache_dtype, max_num_seqs, max_model_len, spec_*), "
+                   "spelled by the engine table before the experiment's own flags; an empty VALUE gives no flag. "
+                   "Repeatable.")
 @click.argument("words", nargs=-1, type=click.UNPROCESSED)
 @handle_errors
-def server_cmd(name: str, kind: str, words: tuple[str, ...]) -> None:
+def server_cmd(name: str, kind: str, settings: tuple[str, ...], words: tuple[str, ...]) -> None:
     """Print the server command of engine NAME, NUL-separated (used by the shell's command builders).
 
     WORDS (after --): KEY=VALUE server environment for launcher and base, the
     experiment's own flags for sglang and vllm. The settings (RUNTIME,
     MODEL_PATH, TP, PORT, DEVICES, NNODES, ...) are read from the environment.
     """
+    from ..catalog.engines import engine
+    from ..ingest.metadata import parse_assignments
     from ..run.launch import server_cmd as build
 
-    argv = build(name, kind, list(words), os.environ)
+    flags = engine(name).flags_for(list(parse_assignments(settings, "--setting").items())) if settings else []
+    argv = build(name, kind, flags + list(words), os.environ)
     click.echo("".join(f"{w}\0" for w in argv), nl=False)

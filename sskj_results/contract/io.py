@@ -9,13 +9,16 @@ import stat
 import tempfile
 from pathlib import Path
 from io import FileIO
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import orjson
-from pydantic import ValidationError
 
 from .errors import ResultsError
-from .models import Results, Scenario, dump_dict
+
+if TYPE_CHECKING:  # the models (pydantic) load on first use: file helpers and the shell's commands start fast
+    from pydantic import ValidationError
+
+    from .models import Results, Scenario
 
 # ---------------------------------------------------------------- safe opening
 
@@ -279,6 +282,10 @@ def load_run(path: PathLike) -> Results:
     Raises ResultsError naming the file and the JSON path of the first problem
     (`sskj-results validate` lists them all).
     """
+    from pydantic import ValidationError
+
+    from .models import Results
+
     file = results_path(path)
     data = read_json_text(file)
     if isinstance(data, dict) and data.get("kind") == RUN_SET_KIND:
@@ -312,6 +319,10 @@ def to_json_bytes(results: Results) -> bytes:
     ``\\udXXX`` escape in a raw file) is written as a JSON escape, so the file
     stays valid UTF-8 and reads back to the same string.
     """
+    from pydantic import ValidationError
+
+    from .models import Results, dump_dict
+
     data = dump_dict(results)
     _require_readable(data, "results")
     try:
@@ -336,6 +347,10 @@ def check_writable(scenario: Scenario) -> None:
     """Raise ResultsError (`json path: why`) when the scenario could not be
     written to results.json and read back (e.g. an input_lens value beyond
     2^63, a value the model rejects)."""
+    from pydantic import ValidationError
+
+    from .models import Scenario
+
     data = scenario.model_dump(mode="json")
     problem = check_json_tree(data, MAX_DEPTH - 2)
     if problem is not None:

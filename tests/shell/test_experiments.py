@@ -66,11 +66,13 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
          "--model", "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
          "--kv-cache-dtype", "fp8", "--max-num-seqs", "1024", "--host", "127.0.0.1", "--port", "30000"],
     ]
-    # the client runs under `sskj-results run-client RUN_DIR ... -- CLIENT...`, which watches the server
-    wrapped = [c for c in cmds if "sglang.bench_serving" in c]
-    assert all(c[1] == "run-client" and c[2] == str(tmp_path / "r" / f"phase{1 + (i >= 32)}_{'vllm' if i >= 32 else 'sglang'}")
-               for i, c in enumerate(wrapped))
-    clients = [c[c.index("--") + 1:] for c in wrapped]
+    # paste-ready: the client as it runs; the watch by `sskj-results run-client` (the engine's pid and log,
+    # known only once it runs) is said in one comment line per phase
+    clients = [c for c in cmds if "sglang.bench_serving" in c]
+    assert not [c for c in cmds if "run-client" in c]
+    watch = [line for line in proc.stdout.splitlines() if line.startswith("# each client runs under `sskj-results run-client ")]
+    assert [line.split()[7] for line in watch] == [str(tmp_path / "r" / "phase1_sglang"), str(tmp_path / "r" / "phase2_vllm")]
+    assert "SERVER_PID" not in proc.stdout and "SERVER_LOG" not in proc.stdout
     warmups = [c for c in cmds if c[1].endswith("warmup.py")]
     assert len(clients) == 64 and len(warmups) == 64  # 32 scenarios x 2 phases
     first = clients[0]

@@ -226,7 +226,7 @@ def test_each_preflight_failure_stops_before_the_engine_starts(tmp_path, base_en
         proc = run_script(exp / "run_bench.sh", env)
         elapsed = time.monotonic() - start
         assert proc.returncode == 1, proc.stderr
-        assert message in proc.stderr and "preflight of phase vllm failed: nothing was started" in proc.stderr
+        assert message in proc.stderr and "preflight failed: nothing was started" in proc.stderr
         # The fake engine never started: no server log, no run directory, no client call.
         assert not Path(env["RESULT_ROOT"]).exists()
         assert not (tmp_path / "client_calls.log").exists()

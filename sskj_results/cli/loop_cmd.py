@@ -1,0 +1,337 @@
+"""The run loop's calls: the configuration in one, a phase's start in one, one step per scenario, the phase's end in one.
+
+Each answers with records (sskj_results/run/records.py) that the shell reads
+with `lib::read_records`. Each part runs the command it replaces in this
+process (cli/inproc.py): same messages, same exit status, one process start.
+Settings of the run are read from the environment the shell exported.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import click
+
+from .common import ExitError, handle_errors
+from .inproc import invoke, nul_words
+
+if TYPE_CHECKING:
+    from ..run.records import Records
+    from ..run.scenario_cmds import ScenarioCommands
+
+# platform keys always taken from the platform file (too often set in environments for other purposes)
+PROTECTED = ("CHIP", "ACCELERATOR", "RUNTIME", "DOCKER_IMAGE", "CONTAINER_NAME", "CONTAINER_PYTHON")
+ACCEL_SAMPLER_OF_CHIP = (("nvidia_", "nvidia-smi"), ("kunlun_", "xpu-smi"))
+
+
+def _info(message: str) -> None:
+    """One line on stderr in the format of the shell's lib::info."""
+    sys.stderr.write(f"[{time.strftime('%Y-%m-%dT%H:%M:%S%z')}] [INFO] {message}\n")
+
+
+def _ok(status: int) -> None:
+    if status != 0:
+        sys.stdout.flush()
+        sys.exit(status)
+
+
+def _write(records: "Records") -> None:
+    sys.stdout.buffer.write(bytes(records))
+    sys.stdout.buffer.flush()
+
+
+@click.command("config")
+@click.option("--repo", required=True, type=click.Path(file_okay=False, path_type=Path), help="The repository root.")
+@click.option("--platform", "platform_name", default=None, help="Platform name (default: PLATFORM, else detected).")
+@click.option("--experiment", "experiment_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Experiment directory: also its config.env and the run-wide settings (without it: the platform only).")
+@click.option("--phase", "specs", multiple=True, metavar="SPEC",
+              help="A phase spec NAME[:ENGINE][:KEY=VALUE]...: checked and returned as arrays. Repeatable.")
+@click.option("--names", is_flag=True, help="Default RUN_ID (the time now) and check every name that becomes a path segment.")
+@handle_errors
+def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Path], specs: tuple[str, ...],
+           names: bool) -> None:
+    """Load a run's configuration in one call (used by platform.sh and the run loop): the platform file
+    (detected when PLATFORM is not given), the experiment's config.env, the run-wide settings, the phases.
+
+    Precedence: environment > config.env > platforms/<chip>.env ($SSKJ_ENV_PRESET names what the caller's
+    environment set). Prints records to export; errors name the file and line (exit 1; 2 for a malformed
+    phase spec or name).
+    """
+    from ..catalog.engines import engine
+    from ..run.records import Records
+
+    rec = Records()
+    if "SSKJ_ENV_PRESET" not in os.environ:
+        os.environ["SSKJ_ENV_PRESET"] = "\n".join(os.environ)
+
+    def export(key: str, value: str) -> None:
+        os.environ[key] = value
+        rec.var(key, value)
+
+    def load_env(file: str, protect: tuple[str, ...] = ()) -> None:
+        args = ["env"] + [word for key in protect for word in ("--protect", key)] + ["--", file]
+        status, out = invoke(args, capture=True)
+        _ok_with(status)
+        for record in nul_words(out):
+            key, _, value = record.partition("=")
+            export(key, value)
+
+    def _ok_with(status: int) -> None:
+        if status != 0:
+            _write(rec)
+            _ok(status)
+
+    parsed = []
+    for spec in specs:
+        status, out = invoke(["phase", spec], capture=True)
+        _ok_with(2 if status else 0)
+        words = nul_words(out)
+        parsed.append((words[0], words[1], words[2:]))
+
+    root = os.environ.get("REPO_ROOT") or str(repo)
+    export("REPO_ROOT", root)
+    if experiment_dir is not None:
+        export("EXPERIMENT_DIR", str(experiment_dir))
+    name = platform_name or os.environ.get("PLATFORM", "")
+    detected = "0"
+    if not name:
+        status, out = invoke(["platform", "detect", "--repo", root], capture=True)
+        _ok_with(status)
+        name, detected = out.decode("utf-8", "surrogateescape"), "1"
+        _info(f"detected platform {name} (set PLATFORM to override)")
+    status, out = invoke(["platform", "file", name, "--repo", root], capture=True)
+    _ok_with(status)
+    file = out.decode("utf-8", "surrogateescape")
+    export("PLATFORM", name)
+    export("SSKJ_ENVS_DIR", os.environ.get("SSKJ_ENVS_DIR") or f"{root}/envs")
+    export("SSKJ_MODELS_DIR", os.environ.get("SSKJ_MODELS_DIR") or f"{root}/models")
+    load_env(file, PROTECTED)
+    export("RUNTIME", os.environ.get("RUNTIME") or "native")
+    if not os.environ.get("ACCEL_SAMPLER"):
+        chip = os.environ.get("CHIP", "")
+        export("ACCEL_SAMPLER", next((s for prefix, s in ACCEL_SAMPLER_OF_CHIP if chip.startswith(prefix)), "none"))
+    rec.var("PLATFORM_DETECTED", detected, export=False)
+    _ok_with(invoke(["platform", "check", file])[0])
+
+    if experiment_dir is not None:
+        config_env = experiment_dir / "config.env"
+        if config_env.is_file() or config_env.exists():
+            load_env(str(config_env))
+        export("EXPERIMENT", os.environ.get("EXPERIMENT") or experiment_dir.name)
+        status, out = invoke(["run-settings"], capture=True)
+        _ok_with(status)
+        for record in nul_words(out):
+            key, _, value = record.partition("=")
+            export(key, value)
+
+    if names:
+        export("RUN_ID", os.environ.get("RUN_ID") or time.strftime("%Y%m%d-%H%M%S"))
+        pairs = [f"RUN_ID={os.environ['RUN_ID']}", f"EXPERIMENT={os.environ.get('EXPERIMENT', '')}",
+                 f"PLATFORM={os.environ['PLATFORM']}", f"CHIP={os.environ.get('CHIP', '')}"]
+        for phase_name, phase_engine, _ in parsed:
+            pairs += [f"phase={phase_name}", f"engine={phase_engine}"]
+        _ok_with(2 if invoke(["check-names", *pairs])[0] else 0)
+    if specs:
+        rec.array("BENCH_PHASE_NAMES", [p[0] for p in parsed])
+        rec.array("BENCH_PHASE_ENGINES", [p[1] for p in parsed])
+        rec.array("BENCH_PHASE_FAMILIES", [engine(p[1]).family for p in parsed])
+        for index, (_, _, settings) in enumerate(parsed, start=1):
+            rec.array(f"BENCH_PHASE_SETS_{index}", settings)
+    _write(rec)
+
+
+def _next_args(run_dir: Path, session: Path) -> list[str]:
+    """The `next` call of a phase, from the run's settings (the shell's former `ask` array)."""
+    env = os.environ
+    scenarios = env.get("SCENARIOS_FILE") or f"{env.get('EXPERIMENT_DIR', '')}/scenarios.tsv"
+    args = ["next", str(run_dir), "--chip", env.get("CHIP", ""), "--engine", env.get("PHASE_ENGINE", ""),
+            "--run-id", env.get("RUN_ID", ""), "--client", env.get("CLIENT", ""), "--scenarios", scenarios,
+            "--concurrencies", env.get("CONCURRENCIES", ""), "--shapes", env.get("SHAPES", ""),
+            "--prompts-per-concurrency", env.get("PROMPTS_PER_CONCURRENCY", ""),
+            "--min-prompts", env.get("MIN_PROMPTS", ""), "--session", str(session)]
+    if env.get("NUM_PROMPTS"):
+        args += ["--num-prompts", env["NUM_PROMPTS"]]
+    if env.get("SLO_SEARCH", "0") == "1":
+        args += ["--slo-search", "--slo-max-steps", env.get("SLO_MAX_STEPS") or "32"]
+        for option, key in (("--slo-tier", "SLO_TIER"), ("--slo-min-concurrency", "SLO_MIN_CONCURRENCY"),
+                            ("--slo-max-concurrency", "SLO_MAX_CONCURRENCY")):
+            if env.get(key):
+                args += [option, env[key]]
+    return args
+
+
+def _client_args(raw: Path, concurrency: str, input_len: str, output_len: str, prompts: str) -> list[str]:
+    """The `client-cmd` call of a scenario, from the run's settings (the shell's former lib::build_client_cmd)."""
+    env = os.environ
+    missing = [key for key in ("CLIENT_PYTHON", "PORT", "MODEL_PATH", "CLIENT_BACKEND") if not env.get(key)]
+    if missing:
+        raise ExitError(f"missing required variables: {' '.join(missing)}")
+    model = env.get("SERVED_MODEL_NAME") or env["MODEL_PATH"]
+    return ["client-cmd", "--client", env.get("CLIENT") or "sglang", "--python", env["CLIENT_PYTHON"],
+            "--backend", env["CLIENT_BACKEND"], "--host", env.get("SERVER_HOST") or "127.0.0.1", "--port", env["PORT"],
+            "--model", model, "--tokenizer", env.get("TOKENIZER_PATH") or env["MODEL_PATH"],
+            "--dataset-name", env.get("DATASET_NAME", ""), "--dataset-path", env.get("DATASET_PATH", ""),
+            "--range-ratio", env.get("RANDOM_RANGE_RATIO", ""), "--seed", env.get("SEED") or "1",
+            "--warmup-requests", env.get("CLIENT_WARMUP_REQUESTS", "0"), "--extra", env.get("CLIENT_EXTRA_ARGS", ""),
+            "--input-len", input_len, "--output-len", output_len, "--num-prompts", prompts,
+            "--concurrency", concurrency, "--out", str(raw)]
+
+
+def _scenario(run_dir: Path, session: Path) -> Optional[tuple[list[str], "ScenarioCommands"]]:
+    """The next scenario of the phase and its commands; None when the phase is done. Exit 1 when `next` fails."""
+    from ..run.scenario_cmds import scenario_commands
+
+    status, out = invoke(_next_args(run_dir, session), capture=True)
+    if status != 0:
+        raise ExitError(f"sskj-results next {run_dir} failed", 1)
+    line = out.decode("utf-8", "surrogateescape").strip()
+    if not line:
+        return None
+    fields = line.split()
+    c, inp, outp, n, stem, raw_name = fields
+    raw = run_dir / "raw_outputs" / raw_name
+    status, words = invoke(_client_args(raw, c, inp, outp, n), capture=True)
+    if status != 0:
+        sys.exit(1)
+    repo = Path(os.environ.get("REPO_ROOT") or ".")
+    cmds = scenario_commands(os.environ, repo, run_dir, os.environ.get("PHASE_ENGINE", ""), stem, raw, int(c),
+                             int(inp), int(outp), nul_words(words))
+    return fields, cmds
+
+
+@click.command("phase-begin", context_settings={"ignore_unknown_options": True})
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--session", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The run loop's session file (a dry run lists the phase's scenarios through it).")
+@click.argument("metadata_args", nargs=-1, type=click.UNPROCESSED)
+@handle_errors
+def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) -> None:
+    """Start a phase (used by the run loop): the engine's and client's versions, the run's metadata and
+    config (METADATA_ARGS after --: more `sskj-results metadata` options), and with DRY_RUN=1 the whole
+    plan of the phase (array BENCH_PLAN: every scenario's commands, printed by the shell).
+    """
+    from ..contract.redact import redact_argv
+    from ..run.phase import client_label, engine_environment, engine_version, client_version, metadata_meta
+    from ..run.records import Records, plan_words
+
+    env = os.environ
+    dry = env.get("DRY_RUN", "0") == "1"
+    engine_name = env.get("PHASE_ENGINE", "")
+    facts = {
+        "ENGINE_ENV": engine_environment(engine_name, env),
+        "ENGINE_VERSION": "" if dry else (engine_version(engine_name, env) or ""),
+        "CLIENT_VERSION": "" if dry else (client_version(env) or ""),
+        "CLIENT_LABEL": client_label(env),
+    }
+    args = list(metadata_args)
+    if args[:1] == ["--"]:
+        args = args[1:]
+    status, out = invoke(["metadata", str(run_dir), *metadata_meta(env, facts), *args], capture=True)
+    sys.stderr.write(out.decode("utf-8", "surrogateescape"))
+    if status != 0:
+        sys.exit(1)
+    rec = Records()
+    items: list[tuple[str, list[str]]] = []
+    if dry:
+        items.append(("#", [f"# each client runs under `{' '.join(['sskj-results', 'run-client'])} {run_dir} --stem STEM "
+                            "... --server-pid PID --server-log LOG -- CLIENT` (the engine's pid and log, known "
+                            "once it runs): it stops the client when the engine dies and records its CPU use"]))
+        while (found := _scenario(run_dir, session)) is not None:
+            (c, inp, outp, n, _, _), cmds = found
+            items.append(("#", [f"# scenario c{c}_i{inp}_o{outp} ({n} prompts)"]))
+            for argv in (cmds.warmup, cmds.reset, cmds.metrics_before, cmds.client, cmds.metrics_after):
+                if argv:
+                    items.append(("$", redact_argv(argv)))
+    rec.array("BENCH_PLAN", plan_words(items))
+    _write(rec)
+
+
+@click.command("step")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--session", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--parse", "parse_first", is_flag=True,
+              help="First record what was measured (sskj-results parse): after a scenario, or when resuming.")
+@handle_errors
+def step(run_dir: Path, session: Path, parse_first: bool) -> None:
+    """One step of the run loop: record the finished scenario (--parse), then return the next one with
+    every command it runs (warmup, cache reset, /metrics, the client) as records; BENCH_STEM is empty
+    when the phase is done. Settings are read from the environment the shell exported.
+    """
+    from ..contract.redact import redact_argv
+    from ..run.records import Records
+
+    if parse_first:
+        _parse(run_dir, "; rerun it by hand")
+    rec = Records()
+    found = _scenario(run_dir, session)
+    if found is None:
+        rec.var("BENCH_STEM", "", export=False)
+        _write(rec)
+        return
+    (c, inp, outp, n, stem, raw), cmds = found
+    for name, value in (("BENCH_C", c), ("BENCH_IN", inp), ("BENCH_OUT", outp), ("BENCH_N", n),
+                        ("BENCH_STEM", stem), ("BENCH_RAW", str(run_dir / "raw_outputs" / raw))):
+        rec.var(name, value, export=False)
+    for name, argv in (("BENCH_WARMUP_CMD", cmds.warmup), ("BENCH_RESET_CMD", cmds.reset),
+                       ("BENCH_METRICS_BEFORE_CMD", cmds.metrics_before), ("BENCH_CLIENT_CMD", cmds.client),
+                       ("BENCH_METRICS_AFTER_CMD", cmds.metrics_after), ("BENCH_SUPERVISE_ARGS", cmds.supervise)):
+        rec.array(name, argv)
+    rec.array("BENCH_WARMUP_SHOWN", redact_argv(cmds.warmup))
+    rec.array("BENCH_CLIENT_SHOWN", redact_argv(cmds.client))
+    _write(rec)
+
+
+def _warn(message: str) -> None:
+    sys.stderr.write(f"[{time.strftime('%Y-%m-%dT%H:%M:%S%z')}] [WARN] {message}\n")
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"[{time.strftime('%Y-%m-%dT%H:%M:%S%z')}] [ERROR] {message}\n")
+
+
+def _to_stderr(args: list[str]) -> int:
+    status, out = invoke(args, capture=True)
+    sys.stderr.write(out.decode("utf-8", "surrogateescape"))
+    sys.stderr.flush()
+    return status
+
+
+def _parse(run_dir: Path, advice: str) -> int:
+    tier = os.environ.get("SLO_TIER")
+    status = _to_stderr(["parse", str(run_dir), *(["--slo-tier", tier] if tier else [])])
+    if status != 0:
+        _warn(f"sskj-results parse {run_dir} failed{advice}")
+    return status
+
+
+@click.command("phase-end")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--runset", "runset_root", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Also write the index of this multi-phase run directory (sskj-results runset).")
+@click.option("--baseline", default=None)
+@click.option("--title", default=None)
+@click.option("--matrix", default=None)
+@handle_errors
+def phase_end(run_dir: Path, runset_root: Optional[Path], baseline: Optional[str], title: Optional[str],
+              matrix: Optional[str]) -> None:
+    """End a phase (used by the run loop): parse, report (with report.html), validate, and the run set's
+    index. Exit 1 when any part failed (each says why); the index is a warning only."""
+    failed = _parse(run_dir, "") != 0
+    failed = _to_stderr(["report", str(run_dir), "--html"]) != 0 or failed
+    if _to_stderr(["validate", str(run_dir)]) != 0:
+        _error(f"results.json of {run_dir} is not valid")
+        failed = True
+    if runset_root is not None:
+        args = ["runset", str(runset_root)]
+        for option, value in (("--baseline", baseline), ("--title", title), ("--matrix", matrix)):
+            if value:
+                args += [option, value]
+        if _to_stderr(args) != 0:
+            _warn(f"sskj-results runset {runset_root} failed; rerun it by hand")
+    if failed:
+        sys.exit(1)
