@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Optional
 
 import click
@@ -32,16 +34,32 @@ def _say(level: str, message: str) -> None:
 @click.option("--grace", type=float, default=30.0, show_default=True, help="Seconds between TERM and KILL of a stale engine.")
 @click.option("--stop-stale/--no-stop-stale", default=True, show_default=True,
               help="Stop a stale engine of a dead orchestrator, or refuse with the command that stops it.")
+@click.option("--scenarios", "scenarios_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The grid, as `next` reads it: scenarios.tsv (used when it exists) ...")
+@click.option("--concurrencies", default=None, metavar="'1 4 16'", help="... else CONCURRENCIES x SHAPES.")
+@click.option("--shapes", default=None, metavar="'128x64 1024x128'", help="SHAPES (INPUTxOUTPUT), with --concurrencies.")
+@click.option("--num-prompts", type=click.IntRange(min=1), default=None, help="NUM_PROMPTS of every scenario without its own.")
+@click.option("--prompts-per-concurrency", type=click.IntRange(min=0), default=4, show_default=True)
+@click.option("--min-prompts", type=click.IntRange(min=0), default=8, show_default=True)
+@click.option("--validity", "validity", multiple=True, metavar="NAME=VALUE",
+              help="Validity threshold NAME=VALUE (docs/VALIDITY.md), over config.env's VALIDITY_<NAME> keys.")
 @click.argument("engine_cmd", nargs=-1, type=click.UNPROCESSED)
 @handle_errors
 def preflight(warn_only: bool, engine: str, client_python: Optional[str], client_module: Optional[str],
               model: Optional[str], host: str, port: Optional[int], accelerators: str, hardware_auto: bool,
               detected_platform: Optional[str], docker_image: Optional[str], disk: Optional[str],
               experiment_dir: Optional[str], orchestrator: int, grace: float, stop_stale: bool,
+              scenarios_file: Optional[Path], concurrencies: Optional[str], shapes: Optional[str],
+              num_prompts: Optional[int], prompts_per_concurrency: int, min_prompts: int, validity: tuple[str, ...],
               engine_cmd: tuple[str, ...]) -> None:
     """Check, in a few seconds, what a run needs before any model is loaded: engine and client
     interpreters and modules, model path, port (and stale engines of dead orchestrators), visible
     accelerators, Docker image, disk space. ENGINE_CMD (after --) is the server command.
+
+    With the grid (--scenarios, or --concurrencies and --shapes, and the prompts rule as `next`
+    takes it), every planned scenario is also checked against the validity rules known before
+    the run (prompts per slot; thresholds from config.env's VALIDITY_<NAME> keys and --validity):
+    one warning per scenario with the prompt count that would pass. These never stop a run.
 
     One line per problem with what to do; exit 1 when any (0 with --warn-only, except for a
     platform choice that contradicts the experiment's directory or HARDWARE=auto that cannot be
@@ -49,6 +67,11 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
     """
     from ..contract.errors import UsageError
     from ..run.preflight import Spec, engine_python_var, expected_platform, run_preflight
+
+    if scenarios_file is not None or concurrencies or shapes:
+        for line in grid_warnings(scenarios_file, concurrencies, shapes, num_prompts, prompts_per_concurrency,
+                                  min_prompts, validity):
+            _say("WARN", f"validity: {line}")
 
     kind, _, count = accelerators.partition(":")
     if kind not in ("none", "nvidia", "xpu") or (count and not count.isdigit()):
@@ -92,3 +115,18 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
         _say("WARN" if warn_only and not problem.fatal else "ERROR", problem.line())
     if any(p.fatal for p in outcome.problems) or (outcome.problems and not warn_only):
         sys.exit(1)
+
+
+def grid_warnings(scenarios_file: Optional[Path], concurrencies: Optional[str], shapes: Optional[str],
+                  num_prompts: Optional[int], prompts_per_concurrency: int, min_prompts: int,
+                  validity: tuple[str, ...]) -> list[str]:
+    """The planned grid's validity warnings (analysis.grades.planned_problems)."""
+    from ..analysis.grades import PlannedScenario, env_items, planned_problems
+    from ..analysis.validity import parse_thresholds
+    from ..run.plan import PromptsRule, load_grid
+
+    thresholds = parse_thresholds((*env_items(os.environ), *validity))
+    rule = PromptsRule(num_prompts, prompts_per_concurrency, min_prompts)
+    planned = [PlannedScenario(row.name, row.concurrency, rule.prompts(row))
+               for row in load_grid(scenarios_file, concurrencies, shapes)]
+    return planned_problems(planned, thresholds)
