@@ -309,3 +309,14 @@ def test_the_long_context_matrix_without_its_threshold_would_be_warned_about() -
     problems = planned_problems(planned)
     assert len(problems) == 15 and len(planned) == 21
     assert all(math.isfinite(p.num_prompts / p.concurrency) for p in planned)
+
+
+def test_the_html_page_shows_the_qualification_beside_the_verdict(sweep: Path, tmp_path: Path) -> None:
+    """About 5 s: the page inlines plotly.js (compressed once per process)."""
+    _, doc = compare(sweep, tmp_path / "out", "--html")
+    page = (tmp_path / "out" / "comparison.html").read_text(encoding="utf-8")
+    verdicts = page[page.index('<section id="statistical-verdicts">'):]
+    verdicts = verdicts[:verdicts.index("</section>")]
+    assert "Qualified</th>" in verdicts and "⚠ prompts_per_slot, completeness</td>" in verdicts
+    validity = page[page.index('<section id="validity">'):]
+    assert "How to change it" in validity[:validity.index("</section>")]
