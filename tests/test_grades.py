@@ -232,6 +232,8 @@ def test_thresholds_from_config_env_keys() -> None:
     with pytest.raises(UsageError, match="VALIDITY_MIN_PROMPT: not a validity threshold; use one of "
                                          "VALIDITY_MIN_PROMPTS_PER_SLOT, "):
         env_items({"VALIDITY_MIN_PROMPT": "2"})
+    with pytest.raises(UsageError, match=r"^VALIDITY_MAX_FAILED_SHARE='1 %': not a number"):
+        env_items({"VALIDITY_MAX_FAILED_SHARE": "1 %"})
     t = parse_thresholds(env_items({"VALIDITY_MAX_QUALIFIED_FAILED_SHARE": "0.2"}))
     assert t is not None and t.max_qualified_failed_share == 0.2
 
@@ -270,6 +272,15 @@ def test_preflight_warns_about_one_prompt_per_slot(tmp_path: Path) -> None:
         "point will be qualified (⚠ prompts_per_slot); send ≥ 256 prompts (PROMPTS_PER_CONCURRENCY=4, or a fourth "
         "column of scenarios.tsv), or set VALIDITY_MIN_PROMPTS_PER_SLOT=\"1\" in config.env with a comment why",
     ]  # c1 has 4 prompts (MIN_PROMPTS): 4 per slot
+
+
+def test_preflight_stops_a_run_on_a_mistyped_config_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VALIDITY_MIN_PROMPTS", "2")
+    result = CliRunner().invoke(main, ["preflight"])
+    assert result.exit_code == 1
+    assert "[ERROR] preflight: VALIDITY_MIN_PROMPTS: not a validity threshold; use one of" in result.output
+    assert result.output.rstrip().endswith("(docs/VALIDITY.md): fix or remove that key in the experiment's config.env")
+    assert CliRunner().invoke(main, ["preflight", "--warn-only"]).exit_code == 0  # DRY_RUN: a warning
 
 
 def test_planned_problems_is_empty_when_every_scenario_passes() -> None:

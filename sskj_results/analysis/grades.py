@@ -188,7 +188,12 @@ def env_items(environ: Mapping[str, str]) -> list[str]:
         if name not in fields:
             raise UsageError(f"{key}: not a validity threshold; use one of "
                              + ", ".join(env_key(f) for f in fields) + " (docs/VALIDITY.md)")
-        items.append(f"{name}={environ[key].strip()}")
+        value = environ[key].strip()
+        try:
+            float(value)
+        except ValueError:
+            raise UsageError(f"{key}={value!r}: not a number (docs/VALIDITY.md)") from None
+        items.append(f"{name}={value}")
     return items
 
 

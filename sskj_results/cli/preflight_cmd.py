@@ -4,9 +4,12 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
+
+if TYPE_CHECKING:
+    from ..contract.models import ValidityThresholds
 
 from .common import handle_errors
 
@@ -66,13 +69,20 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
     queried: errors unless PLATFORM was given).
     """
     from ..contract.errors import UsageError
-    from ..run.preflight import Spec, engine_python_var, expected_platform, run_preflight
+    from ..analysis.grades import env_items
+    from ..analysis.validity import parse_thresholds
+    from ..run.preflight import Problem, Spec, engine_python_var, expected_platform, run_preflight
 
-    if scenarios_file is not None or concurrencies or shapes:
+    problems: list[Problem] = []
+    try:  # config.env's VALIDITY_* keys: a typo stops the run here, not at the first parse after hours of GPU
+        thresholds = parse_thresholds((*env_items(os.environ), *validity))
+    except UsageError as exc:
+        thresholds = None
+        problems.append(Problem(str(exc), "fix or remove that key in the experiment's config.env"))
+    if not problems and (scenarios_file is not None or concurrencies or shapes):
         for line in grid_warnings(scenarios_file, concurrencies, shapes, num_prompts, prompts_per_concurrency,
-                                  min_prompts, validity):
+                                  min_prompts, thresholds):
             _say("WARN", f"validity: {line}")
-
     kind, _, count = accelerators.partition(":")
     if kind not in ("none", "nvidia", "xpu") or (count and not count.isdigit()):
         raise UsageError(f"--accelerators {accelerators!r}: expected none, nvidia:N or xpu:N")
@@ -109,6 +119,7 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
         orchestrator=orchestrator,
     )
     outcome = run_preflight(spec)
+    outcome.problems[:0] = problems
     for note in outcome.notes:
         _say("WARN", note)
     for problem in outcome.problems:
@@ -119,13 +130,11 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
 
 def grid_warnings(scenarios_file: Optional[Path], concurrencies: Optional[str], shapes: Optional[str],
                   num_prompts: Optional[int], prompts_per_concurrency: int, min_prompts: int,
-                  validity: tuple[str, ...]) -> list[str]:
+                  thresholds: Optional[ValidityThresholds]) -> list[str]:
     """The planned grid's validity warnings (analysis.grades.planned_problems)."""
-    from ..analysis.grades import PlannedScenario, env_items, planned_problems
-    from ..analysis.validity import parse_thresholds
+    from ..analysis.grades import PlannedScenario, planned_problems
     from ..run.plan import PromptsRule, load_grid
 
-    thresholds = parse_thresholds((*env_items(os.environ), *validity))
     rule = PromptsRule(num_prompts, prompts_per_concurrency, min_prompts)
     planned = [PlannedScenario(row.name, row.concurrency, rule.prompts(row))
                for row in load_grid(scenarios_file, concurrencies, shapes)]
