@@ -143,7 +143,7 @@ def test_comparison_says_how_to_change_each_refusal_and_qualification(sweep: Pat
     start = lines.index("### How to change it")
     how = lines[start:lines.index("## Configuration differences")]
     assert how[2] == (
-        "- **prompts_per_slot** (8 qualified ⚠; tests: 3 refused, 9 qualified): `--validity min_prompts_per_slot=2` "
+        "- **prompts_per_slot** (8 qualified ⚠; tests: 0 refused, 9 qualified): `--validity min_prompts_per_slot=2` "
         "(compare, parse, import-legacy) or `VALIDITY_MIN_PROMPTS_PER_SLOT=\"2\"` in the experiment's config.env makes "
         "them pass; a better measurement: send ≥ 4 prompts per slot (≥ 64 at concurrency 16, ≥ 128 at concurrency 32): "
         "send more prompts: PROMPTS_PER_CONCURRENCY / MIN_PROMPTS in config.env, or a fourth column of scenarios.tsv.")
@@ -157,7 +157,11 @@ def test_comparison_says_how_to_change_each_refusal_and_qualification(sweep: Pat
 
 
 def test_strict_refuses_the_qualified_verdicts(sweep: Path, tmp_path: Path) -> None:
-    _, doc = compare(sweep, tmp_path / "out", "--strict")
+    text, doc = compare(sweep, tmp_path / "out", "--strict")
+    assert doc.settings.strict is True
+    assert "- **prompts_per_slot** (8 qualified ⚠; tests: 12 refused, 0 qualified): " in text
+    assert "- This comparison ran with `--strict`: qualified points were refused too; without it their verdicts " \
+           "stand, with the qualification beside them." in text
     found = verdicts_of(doc)
     assert {t.verdict for t in found["c16_i512_o256"].values()} == {"not comparable (invalid: prompts_per_slot, completeness)"}
     assert {t.verdict for t in found["c32_i512_o256"].values()} == {"not comparable (invalid: prompts_per_slot, completeness)"}
@@ -198,6 +202,8 @@ def test_a_burst_against_a_steady_load_is_refused(sweep: Path, tmp_path: Path) -
     test = verdicts_of(doc)["c16_i4000_o512"]["ttft_ms"]
     assert test.verdict == "not comparable (invalid: prompts_per_slot)"
     assert "this run c16_i4000_o512 failed prompts_per_slot and baseline did not" in (test.reason or "")
+    text = (tmp_path / "out" / "comparison.md").read_text(encoding="utf-8")
+    assert "- **prompts_per_slot** (4 qualified ⚠; tests: 9 refused, 0 qualified): " in text
 
 
 def test_summary_only_runs_say_once_that_validity_is_unknown(tmp_path: Path) -> None:

@@ -408,6 +408,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
             alpha=options.alpha, min_change=options.min_change, confidence=options.confidence,
             bootstrap_resamples=options.n_resamples, seed=options.seed,
             family_size=sum(o.p_raw is not None for o in decided),
+            validity=list(options.validity), strict=options.strict,
         ),
         scenarios=scenarios, unmatched=unmatched,
     )

@@ -136,6 +136,10 @@ class Settings(_Doc):
     seed: int = Field(description="Seed of the bootstrap generator.")
     correction: Literal["holm"] = Field(default="holm", description="Multiple-testing correction.")
     family_size: int = Field(description="Number of tests with a p-value (the Holm family).")
+    validity: list[str] = Field(default_factory=list, description="`compare --validity NAME=VALUE` threshold overrides "
+                                                                  "the points were judged again with.")
+    strict: bool = Field(default=False, description="`compare --strict`: any failed validity check refused a test, "
+                                                    "qualified points too.")
 
 class ConfigDifference(_Doc):
     """A setting whose recorded value is not the same in every compared run."""

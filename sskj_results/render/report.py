@@ -327,7 +327,7 @@ def render_comparison(doc: ComparisonDoc) -> str:
     lines += ["", "## Statistical verdicts", ""] + _verdicts(doc)
     if lines[-1] != "":
         lines.append("")
-    lines += validity_section(rows, with_backend=True, tests=[t for sc in doc.scenarios for t in sc.tests])
+    lines += validity_section(rows, with_backend=True, doc=doc)
     lines += ["## Configuration differences", ""] + _config_differences(doc)
     if doc.unmatched:
         lines += ["## Unmatched scenarios", ""] + _unmatched(doc) + [""]

@@ -9,11 +9,11 @@ would need. When nothing could be judged, one paragraph says why.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Optional, Sequence
 
 from ..analysis.grades import RULES, better_measurement, how_to_move, mark_of, passing_limit
 from ..analysis.validity import CHECK_ORDER
-from ..contract.comparison_models import Row, StatTest
+from ..contract.comparison_models import ComparisonDoc, Row, ScenarioComparison, StatTest
 from ..contract.models import ValidityCheck
 from .mdtable import github_table
 
@@ -48,7 +48,15 @@ def _all_unknown(rows: Sequence[Row]) -> list[str]:
     return lines
 
 
-def _how_to_change(rows: Sequence[Row], tests: Sequence[StatTest], strict_note: bool) -> list[str]:
+def _refused_by(name: str, scenario: ScenarioComparison, test: StatTest, strict: bool) -> bool:
+    """The check refused the test: a point disqualified by it, the one-sided prompts_per_slot rule, or --strict."""
+    if not test.verdict.startswith("not comparable (invalid:"):
+        return False
+    listed = test.verdict[len("not comparable (invalid: "):-1].split(", ")
+    return name in listed and (strict or listed == [name] or any(name in r.disqualifying for r in scenario.rows))
+
+
+def _how_to_change(rows: Sequence[Row], doc: Optional[ComparisonDoc]) -> list[str]:
     """Per failed check: its grade, the points, how the test verdicts took it, the option or config.env key that
     moves its threshold, and what a better measurement would need."""
     by_check: dict[str, list[tuple[Row, ValidityCheck]]] = {}
@@ -58,6 +66,7 @@ def _how_to_change(rows: Sequence[Row], tests: Sequence[StatTest], strict_note: 
                 by_check.setdefault(c.name, []).append((r, c))
     if not by_check:
         return []
+    strict = doc is not None and doc.settings.strict
     lines = ["### How to change it", ""]
     for name in CHECK_ORDER:
         if name not in by_check:
@@ -70,8 +79,9 @@ def _how_to_change(rows: Sequence[Row], tests: Sequence[StatTest], strict_note: 
             grade_words.append(f"{len(qualified)} qualified ⚠")
         if len(found) > len(qualified):
             grade_words.append(f"{len(found) - len(qualified)} disqualified ✖")
-        refused = sum(1 for t in tests if t.verdict.startswith("not comparable (invalid:") and name in t.verdict)
-        kept = sum(1 for t in tests if name in t.qualified)
+        tests = [(sc, t) for sc in doc.scenarios for t in sc.tests] if doc is not None else []
+        refused = sum(1 for sc, t in tests if _refused_by(name, sc, t, strict))
+        kept = sum(1 for _, t in tests if name in t.qualified)
         verdicts = f"; tests: {refused} refused, {kept} qualified" if tests else ""
         field = RULES[name].field
         limit = passing_limit(name, points)
@@ -83,12 +93,15 @@ def _how_to_change(rows: Sequence[Row], tests: Sequence[StatTest], strict_note: 
                          "qualifies them instead")
         lines.append(f"- **{name}** ({', '.join(grade_words)}{verdicts}): {move}; a better measurement: "
                      f"{better_measurement(name, points)}.")
-    if strict_note:
+    if strict:
+        lines.append("- This comparison ran with `--strict`: qualified points were refused too; without it their "
+                     "verdicts stand, with the qualification beside them.")
+    elif doc is not None:
         lines.append("- `sskj-results compare --strict` refuses qualified points too (for CI gates).")
     return lines + [""]
 
 
-def validity_section(rows: Sequence[Row], with_backend: bool, tests: Sequence[StatTest] = ()) -> list[str]:
+def validity_section(rows: Sequence[Row], with_backend: bool, doc: Optional[ComparisonDoc] = None) -> list[str]:
     """`## Validity`: every row's mark, each failed point's checks, how to change them; said once when every point
     is unknown; nothing when no row was judged."""
     if all(r.validity is None for r in rows):
@@ -113,7 +126,7 @@ def validity_section(rows: Sequence[Row], with_backend: bool, tests: Sequence[St
                     sign = "⚠" if check.name in r.qualifying else "✖"
                     lines.append(f"- {who}, {check.name}: {sign} {check.message}")
         lines.append("")
-        lines += _how_to_change(rows, tests, strict_note=with_backend)
+        lines += _how_to_change(rows, doc)
     else:
         lines += ["No invalid point.", ""]
     return lines
