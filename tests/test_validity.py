@@ -17,7 +17,8 @@ from sskj_results.ingest.parse_run import parse_run_dir
 from sskj_results.contract.io import load_run
 from sskj_results.ingest.metadata import write_metadata
 from sskj_results.contract.models import Scenario, ValidityThresholds
-from sskj_results.analysis.validity import CHECK_ORDER, mark, parse_thresholds, remeasure_prompts
+from sskj_results.analysis.grades import mark
+from sskj_results.analysis.validity import CHECK_ORDER, parse_thresholds, remeasure_prompts
 
 DATA = Path(__file__).resolve().parent / "data" / "validity"
 STEM = "cpu_vllm_1130_{c}_{i}_{o}"
@@ -153,7 +154,8 @@ def test_each_broken_point_fails_its_check_and_nothing_else(tmp_path: Path, brok
     got = states(scenario)
     assert [name for name, ok in got.items() if ok is False] == [broken]
     assert scenario.validity is not None and scenario.validity.ok is False
-    assert mark(scenario.validity) == f"✖ {broken}"
+    qualifying = broken in ("prompts_per_slot", "achieved_concurrency")  # the workload's shape: ⚠, not ✖
+    assert mark(scenario.validity) == ("⚠ " if qualifying else "✖ ") + broken
     failing = next(c for c in scenario.validity.checks if c.name == broken)
     assert failing.value is not None and failing.threshold is not None and failing.message
 

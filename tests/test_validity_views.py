@@ -102,8 +102,9 @@ def test_compare_refuses_a_scenario_with_an_invalid_point(runs: Path) -> None:
     assert others and all(not t.verdict.startswith("not comparable (invalid") for t in others)
     assert "not comparable (invalid: prompts_per_slot, client_cpu)" in text
     lines = section(text, "## Validity")
-    assert f"- {name} ({vllm_label}), prompts_per_slot: prompts_per_slot broke" in lines
-    assert f"| {name} " in "\n".join(lines) and "✖ prompts_per_slot, client_cpu" in "\n".join(lines)
+    assert f"- {name} ({vllm_label}), prompts_per_slot: ⚠ prompts_per_slot broke" in lines
+    assert f"- {name} ({vllm_label}), client_cpu: ✖ client_cpu broke" in lines
+    assert f"| {name} " in "\n".join(lines) and "✖ client_cpu (⚠ prompts_per_slot)" in "\n".join(lines)
     # the seed-002 table itself never changes
     assert section(text, "## Side-by-side results") == section(GOLDEN.read_text(encoding="utf-8"), "## Side-by-side results")
 
@@ -123,7 +124,12 @@ def test_unknown_validity_does_not_refuse(runs: Path) -> None:
         set_validity(runs / run, {}, default=block(unknown=("client_cpu",)))
     text, doc = compare()
     assert all(not t.verdict.startswith("not comparable (invalid") for s in doc.scenarios for t in s.tests)
-    assert "| ✔" not in text and "No invalid point." in text
+    # nothing can be judged: said once, with the reason, instead of a table of blank marks
+    validity = section(text, "## Validity")
+    assert "| ✔" not in text and not any(line.startswith("| Scenario") for line in validity)
+    rows = sum(len(s.rows) for s in doc.scenarios)
+    assert f"Validity is unknown for every point ({rows} judged)" in validity[2]
+    assert validity.count(f"- client_cpu: fine ({rows} point(s))") == 1
 
 
 def report_lines(run: Path) -> list[str]:
@@ -145,7 +151,7 @@ def test_report_has_a_valid_column_and_lists_invalid_points(runs: Path) -> None:
     assert lines[start + 3].endswith(" |  |")  # unknown: blank
     assert cells[names[2]] == "✔"
     validity = section("\n".join(lines), "## Validity")
-    assert f"- {names[0]}, output_length: output_length broke" in validity
+    assert f"- {names[0]}, output_length: ✖ output_length broke" in validity
 
 
 def test_report_of_a_never_judged_run_has_a_blank_column_and_no_section(runs: Path) -> None:

@@ -111,6 +111,12 @@ platform::preflight() {
   local module=sglang.bench_serving
   [[ "${CLIENT:-sglang}" == "vllm" ]] && module=vllm.entrypoints.cli.main
   common+=(--client-module "${module}")
+  if [[ "${SLO_SEARCH:-0}" != "1" ]]; then
+    # The planned grid against the validity rules known before the run (said once, not per phase).
+    common+=(--scenarios "${SCENARIOS_FILE:-${exp_dir}/scenarios.tsv}" --concurrencies "${CONCURRENCIES:-}"
+      --shapes "${SHAPES:-}" --prompts-per-concurrency "${PROMPTS_PER_CONCURRENCY}" --min-prompts "${MIN_PROMPTS}")
+    [[ -z "${NUM_PROMPTS:-}" ]] || common+=(--num-prompts "${NUM_PROMPTS}")
+  fi
   for spec in "$@"; do
     i=$((i + 1))
     bench::parse_phase_spec "${i}" || return 1

@@ -30,8 +30,10 @@ from ..contract.comparison_models import (
     Unmatched,
 )
 from ..contract.errors import UsageError
-from ..contract.models import Scenario, SloSpec
-from .rundata import RunData, reference_slo, run_labels, same_thresholds, scenario_status, table_row
+from ..contract.models import Scenario, SloSpec, Validity, ValidityThresholds
+from .grades import SHARED_CHECKS, Severity, failed, regrade
+from .rundata import RunData, graded, reference_slo, run_labels, same_thresholds, scenario_status, table_row
+from .validity import CHECK_ORDER, DEFAULT_THRESHOLDS, parse_thresholds
 
 PathLike = Union[str, "os.PathLike[str]"]
 DEFAULT_CDF_SCENARIOS = 4
@@ -55,6 +57,8 @@ class CompareOptions:
     n_resamples: int = stats.DEFAULT_RESAMPLES
     confidence: float = stats.DEFAULT_CONFIDENCE
     seed: int = stats.DEFAULT_SEED
+    validity: tuple[str, ...] = ()  # `NAME=VALUE` threshold overrides (docs/VALIDITY.md)
+    strict: bool = False  # any failed validity check refuses a test (CI gates), not only a disqualifying one
 
     def check(self) -> None:
         if not 0 < self.alpha < 1:
@@ -67,6 +71,7 @@ class CompareOptions:
             raise UsageError(f"confidence {self.confidence:g}: must be between 0 and 1")
         if self.n_resamples < 100:
             raise UsageError(f"bootstrap resamples {self.n_resamples}: use at least 100")
+        parse_thresholds(self.validity)
 
 
 # --------------------------------------------------------------------------- labels, SLO, matching
@@ -165,17 +170,70 @@ def _finite(value: Optional[float]) -> Optional[float]:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _invalid(base: Sequence[Scenario], cand: Sequence[Scenario]) -> tuple[tuple[str, ...], Optional[str]]:
-    """Failed validity checks of either side's points (docs/VALIDITY.md), and a reason naming the points."""
+@dataclass(frozen=True)
+class Judged:
+    """A point as compare judges it: its scenario, its validity (judged again with `--validity`), its thresholds."""
+
+    scenario: Scenario
+    validity: Optional[Validity]
+    thresholds: ValidityThresholds
+
+
+@dataclass(frozen=True)
+class Grades:
+    """What validity does to one test: refuse it (checks, reason), or qualify it (checks, words)."""
+
+    refused: tuple[str, ...] = ()
+    reason: Optional[str] = None
+    qualified: tuple[str, ...] = ()
+    qualification: Optional[str] = None
+
+
+def _breaches(points: Sequence[Judged], grade: Severity) -> dict[str, list[str]]:
+    """check -> names of the points that breach it with that severity."""
+    out: dict[str, list[str]] = {}
+    for p in points:
+        for name in failed(p.validity, p.thresholds, grade):
+            out.setdefault(name, []).append(p.scenario.name)
+    return out
+
+
+def _passed(points: Sequence[Judged], check: str) -> bool:
+    """Some point of the side passed the check (known, not breached)."""
+    return any(c.name == check and c.ok is True for p in points if p.validity is not None for c in p.validity.checks)
+
+
+def _grades(base: Sequence[Judged], cand: Sequence[Judged], strict: bool) -> Grades:
+    """Disqualified points (either side) refuse the test; with `strict` any failed check does. A qualifying
+    breach qualifies it, except a breach of a SHARED_CHECKS check on one side only (a burst against a load)."""
+    sides = (("baseline", base), ("this run", cand))
     checks: list[str] = []
     parts = []
-    for side, scenarios in (("baseline", base), ("this run", cand)):
-        for s in scenarios:
-            failing = s.validity.failing if s.validity is not None else []
-            if failing:
+    for side, points in sides:
+        for p in points:
+            failing = p.validity.failing if p.validity is not None else []
+            if failing and (strict or failed(p.validity, p.thresholds, "disqualifying")):
                 checks.extend(c for c in failing if c not in checks)
-                parts.append(f"{side} {s.name} failed {', '.join(failing)}")
-    return tuple(checks), ("invalid point: " + "; ".join(parts)) if parts else None
+                parts.append(f"{side} {p.scenario.name} failed {', '.join(failing)}")
+    if parts:
+        return Grades(refused=tuple(checks), reason="invalid point: " + "; ".join(parts))
+    qual = [_breaches(base, "qualifying"), _breaches(cand, "qualifying")]
+    for check in SHARED_CHECKS:
+        for i, (side, points) in enumerate(sides):
+            other_side, other_points = sides[1 - i]
+            if check in qual[i] and check not in qual[1 - i] and _passed(other_points, check):
+                return Grades(refused=(check,), reason=(
+                    f"invalid point: {side} {', '.join(qual[i][check])} failed {check} and {other_side} did not: "
+                    "a burst against a steady load is no comparison"))
+    if not qual[0] and not qual[1]:
+        return Grades()
+    names = [c for c in CHECK_ORDER if c in qual[0] or c in qual[1]]
+    words = []
+    for check in names:
+        who = [f"{side} {', '.join(q[check])}" for (side, _), q in zip(sides, qual) if check in q]
+        both = "both sides: " if len(who) == 2 else ""
+        words.append(f"{check} ({both}{'; '.join(who)})")
+    return Grades(qualified=tuple(names), qualification="qualified: " + "; ".join(words))
 
 
 def invalid_verdict(checks: Sequence[str]) -> str:
@@ -184,13 +242,15 @@ def invalid_verdict(checks: Sequence[str]) -> str:
 
 
 def _stat_test(label: str, metric: MetricName, outcome: stats.Outcome, caveat: Optional[str],
-               invalid: Sequence[str] = ()) -> StatTest:
+               grades: Grades = Grades()) -> StatTest:
     if outcome.verdict is None:
         raise ValueError(f"{label} {metric}: outcome has no verdict (not decided)")
     reason = outcome.reason
     if caveat:
         reason = f"{reason}; {caveat}" if reason else caveat
+    invalid = grades.refused
     return StatTest(
+        qualified=list(grades.qualified), qualification=grades.qualification,  # type: ignore[arg-type]
         run=label, metric=metric, test=outcome.test, verdict=invalid_verdict(invalid) if invalid else outcome.verdict,
         p_value=outcome.p_adjusted, p_raw=outcome.p_raw, ratio=_finite(outcome.ratio),
         ci_low=_finite(outcome.ci_low), ci_high=_finite(outcome.ci_high),
@@ -199,13 +259,15 @@ def _stat_test(label: str, metric: MetricName, outcome: stats.Outcome, caveat: O
     )
 
 
-Pending = tuple[int, MetricName, stats.Outcome, Optional[str], tuple[str, ...]]
+Pending = tuple[int, MetricName, stats.Outcome, Optional[str], Grades]
 
 
-def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptions) -> list[Pending]:
-    """Undecided outcomes of one group: (candidate run index, metric, outcome, caveat, failed validity checks).
+def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptions,
+                    judged: Sequence[Sequence[Judged]]) -> list[Pending]:
+    """Undecided outcomes of one group: (candidate run index, metric, outcome, caveat, validity grades).
 
-    A point of either side that failed a validity check makes the group's tests not comparable.
+    A disqualified point of either side (with --strict: any failed check) makes the group's tests not
+    comparable; qualifying breaches qualify them.
     """
     base_run = runs[0]
     base_members = group.members[0]
@@ -216,9 +278,9 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
         cand_members = group.members[ci]
         cand_scen = [cand_run.results.scenarios[j] for j in cand_members]
         difference = _parameter_difference(base_scen, cand_scen)
-        invalid, why = _invalid(base_scen, cand_scen)
-        if why:
-            difference = why
+        invalid = _grades([judged[0][j] for j in base_members], [judged[ci][j] for j in cand_members], options.strict)
+        if invalid.reason:
+            difference = invalid.reason
         capped = any(base_run.samples[j].capped for j in base_members) or any(
             cand_run.samples[j].capped for j in cand_members)
         caveat = "per-request data capped (first requests only)" if capped else None
@@ -295,9 +357,10 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
     recompute = [options.slo is not None or not same_thresholds(r.results.slo, spec) for r in runs]
     groups, unmatched = match_scenarios(runs, labels)
 
-    pending: list[tuple[int, int, MetricName, stats.Outcome, Optional[str], tuple[str, ...]]] = []
+    judged = [judge_points(run, options.validity) for run in runs]
+    pending: list[tuple[int, int, MetricName, stats.Outcome, Optional[str], Grades]] = []
     for gi, group in enumerate(groups):
-        for ci, metric, outcome, caveat, invalid in _group_outcomes(runs, group, options):
+        for ci, metric, outcome, caveat, invalid in _group_outcomes(runs, group, options, judged):
             pending.append((gi, ci, metric, outcome, caveat, invalid))
     decided = stats.decide(
         [p[3] for p in pending], [p[2] == THROUGHPUT_METRIC for p in pending],
@@ -311,9 +374,13 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
     for gi, group in enumerate(groups):
         rows = [
             table_row(run, labels[ri], run.results.scenarios[j],
-                 scenario_status(run.results.scenarios[j], spec, recompute[ri]))
+                      scenario_status(run.results.scenarios[j], spec, recompute[ri]))
             for ri, run in enumerate(runs) for j in group.members[ri]
         ]
+        if options.validity:
+            points = [judged[ri][j] for ri in range(len(runs)) for j in group.members[ri]]
+            rows = [r.model_copy(update={"validity": p.validity, **graded(p.validity, p.thresholds)})
+                    for r, p in zip(rows, points)]
         scenarios.append(ScenarioComparison(
             name=group.name, concurrency=group.key[0] or None, input_len=group.key[1], output_len=group.key[2],
             rows=rows, tests=tests_by_group.get(gi, []),
@@ -341,9 +408,19 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
             alpha=options.alpha, min_change=options.min_change, confidence=options.confidence,
             bootstrap_resamples=options.n_resamples, seed=options.seed,
             family_size=sum(o.p_raw is not None for o in decided),
+            validity=list(options.validity), strict=options.strict,
         ),
         scenarios=scenarios, unmatched=unmatched,
     )
+
+
+def judge_points(run: RunData, overrides: Sequence[str] = ()) -> list[Judged]:
+    """Every scenario of a run with its thresholds (recorded, then `--validity` overrides) and its validity
+    (judged again from the recorded values when there are overrides)."""
+    recorded = run.results.validity_thresholds
+    thresholds = parse_thresholds(overrides, recorded) or DEFAULT_THRESHOLDS
+    return [Judged(s, regrade(s.validity, s, thresholds) if overrides else s.validity, thresholds)
+            for s in run.results.scenarios]
 
 
 # --------------------------------------------------------------------------- run order

@@ -10,14 +10,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 from ..contract.comparison_models import Row
 from ..contract.errors import ResultsError
 from ..contract.io import load_run
-from ..contract.models import Results, Scenario, SloSpec, SloStatus
+from ..contract.models import Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds
+from .grades import failed, grade
 from .slo import resolve_slo, slo_status
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -137,8 +138,15 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus) -
         request_throughput=scenario.request_throughput, output_token_throughput=scenario.output_token_throughput,
         ttft_p95_ms=lat.ttft_ms.p95, ttft_p99_ms=lat.ttft_ms.p99, tpot_mean_ms=lat.tpot_ms.mean,
         tpot_p95_ms=lat.tpot_ms.p95, tpot_p99_ms=lat.tpot_ms.p99, e2e_p99_ms=lat.e2e_ms.p99, slo_status=status,
-        validity=scenario.validity,
+        validity=scenario.validity, **graded(scenario.validity, run.results.validity_thresholds),
     )
+
+
+def graded(validity: Optional[Validity], thresholds: Optional[ValidityThresholds]) -> dict[str, Any]:
+    """A Row's grade fields (validity_grade, qualifying, disqualifying) of a validity block."""
+    return {"validity_grade": grade(validity, thresholds),
+            "qualifying": failed(validity, thresholds, "qualifying"),
+            "disqualifying": failed(validity, thresholds, "disqualifying")}
 
 def mean_known(values: Sequence[Optional[float]]) -> Optional[float]:
     known = [v for v in values if v is not None]

@@ -17,8 +17,9 @@ inputs were not recorded (or that does not apply to the run) is unknown
 | completeness | failed / all requests | <= max_failed_share (0) |
 
 The block is false when any check failed, true when every check passed, and
-null otherwise. `remeasure_prompts` is the SLO search's rule for an invalid
-point: measure it once more, with more prompts.
+null otherwise. How a failed check grades the point (⚠ qualified, ✖
+disqualified) is `grades.py`'s. `remeasure_prompts` is the SLO search's rule
+for an invalid point: measure it once more, with more prompts.
 """
 
 from __future__ import annotations
@@ -268,15 +269,6 @@ def parse_thresholds(items: Iterable[str], base: Optional[ValidityThresholds] = 
 def invalid_checks(scenario: Scenario) -> list[str]:
     """Failed check names of a scenario ([] when valid or never judged)."""
     return scenario.validity.failing if scenario.validity is not None else []
-
-
-def mark(validity: Optional[Validity]) -> str:
-    """`✔`, `✖ name, name` or "" (unknown / never judged): the report's Valid cell."""
-    if validity is None or validity.ok is None:
-        return ""
-    if validity.ok:
-        return "✔"
-    return "✖ " + ", ".join(validity.failing)
 
 
 # --------------------------------------------------------------------------- SLO search

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -44,8 +45,11 @@ def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], sl
     """
     from ..ingest.parse_run import parse_run_dir
     from ..contract.io import load_run
+    from ..analysis.grades import env_items
     from ..analysis.validity import parse_thresholds
 
+    # config.env's VALIDITY_<NAME> keys (the shell exports them), then the command line, over the recorded ones
+    validity = (*env_items(os.environ), *validity)
     recorded = load_run(run_dir).validity_thresholds if validity and (run_dir / "results.json").is_file() else None
     outcome = parse_run_dir(run_dir, _slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), name_format=name_format,
                             validity=parse_thresholds(validity, recorded))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -10,6 +11,7 @@ import click
 from .common import handle_errors
 
 if TYPE_CHECKING:
+    from ..contract.models import ValidityThresholds
     from ..run.preflight import Outcome
 
 
@@ -39,23 +41,52 @@ def _say(level: str, message: str) -> None:
 @click.option("--phase-file", "phase_files", multiple=True, type=click.Path(dir_okay=False),
               help="A phase to check: a file of NUL-terminated words ENGINE MODEL CLIENT_PYTHON SERVER_WORD... "
                    "(instead of --engine/--model/--client-python and ENGINE_CMD). Repeatable: each problem said once.")
+@click.option("--scenarios", "scenarios_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The grid, as `next` reads it: scenarios.tsv (used when it exists) ...")
+@click.option("--concurrencies", default=None, metavar="'1 4 16'", help="... else CONCURRENCIES x SHAPES.")
+@click.option("--shapes", default=None, metavar="'128x64 1024x128'", help="SHAPES (INPUTxOUTPUT), with --concurrencies.")
+@click.option("--num-prompts", type=click.IntRange(min=1), default=None, help="NUM_PROMPTS of every scenario without its own.")
+@click.option("--prompts-per-concurrency", type=click.IntRange(min=0), default=4, show_default=True)
+@click.option("--min-prompts", type=click.IntRange(min=0), default=8, show_default=True)
+@click.option("--validity", "validity", multiple=True, metavar="NAME=VALUE",
+              help="Validity threshold NAME=VALUE (docs/VALIDITY.md), over config.env's VALIDITY_<NAME> keys.")
 @click.argument("engine_cmd", nargs=-1, type=click.UNPROCESSED)
 @handle_errors
 def preflight(warn_only: bool, engine: str, client_python: Optional[str], client_module: Optional[str],
               model: Optional[str], host: str, port: Optional[int], accelerators: str, hardware_auto: bool,
               detected_platform: Optional[str], docker_image: Optional[str], disk: Optional[str],
               experiment_dir: Optional[str], orchestrator: int, grace: float, stop_stale: bool,
-              phase_files: tuple[str, ...], engine_cmd: tuple[str, ...]) -> None:
+              phase_files: tuple[str, ...], scenarios_file: Optional[Path], concurrencies: Optional[str],
+              shapes: Optional[str], num_prompts: Optional[int], prompts_per_concurrency: int, min_prompts: int,
+              validity: tuple[str, ...], engine_cmd: tuple[str, ...]) -> None:
     """Check, in a few seconds, what a run needs before any model is loaded: engine and client
     interpreters and modules, model path, port (and stale engines of dead orchestrators), visible
     accelerators, Docker image, disk space. ENGINE_CMD (after --) is the server command.
+
+    With the grid (--scenarios, or --concurrencies and --shapes, and the prompts rule as `next`
+    takes it), every planned scenario is also checked against the validity rules known before
+    the run (prompts per slot; thresholds from config.env's VALIDITY_<NAME> keys and --validity):
+    one warning per scenario with the prompt count that would pass. These never stop a run.
 
     One line per problem with what to do; exit 1 when any (0 with --warn-only, except for a
     platform choice that contradicts the experiment's directory or HARDWARE=auto that cannot be
     queried: errors unless PLATFORM was given).
     """
+    from ..analysis.grades import env_items
+    from ..analysis.validity import parse_thresholds
     from ..contract.errors import UsageError
+    from ..run.preflight import Problem
 
+    problems: list[Problem] = []
+    try:  # config.env's VALIDITY_* keys: a typo stops the run here, not at the first parse after hours of GPU
+        thresholds = parse_thresholds((*env_items(os.environ), *validity))
+    except UsageError as exc:
+        thresholds = None
+        problems.append(Problem(str(exc), "fix or remove that key in the experiment's config.env"))
+    if not problems and (scenarios_file is not None or concurrencies or shapes):
+        for line in grid_warnings(scenarios_file, concurrencies, shapes, num_prompts, prompts_per_concurrency,
+                                  min_prompts, thresholds):
+            _say("WARN", f"validity: {line}")
     kind, _, count = accelerators.partition(":")
     if kind not in ("none", "nvidia", "xpu") or (count and not count.isdigit()):
         raise UsageError(f"--accelerators {accelerators!r}: expected none, nvidia:N or xpu:N")
@@ -82,6 +113,10 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
     seen_notes: set[str] = set()
     seen: set[str] = set()
     failed = False
+    for problem in problems:
+        seen.add(problem.line())
+        _say("WARN" if warn_only and not problem.fatal else "ERROR", problem.line())
+    failed = bool(problems and not warn_only)
     for phase_engine, phase_model, phase_client, phase_argv in phases:
         outcome = _check_phase(phase_engine, phase_argv, phase_client, client_module, phase_model, host, port, kind,
                                count, hardware_auto, detected_platform, experiment_dir, docker_image, disk_dir,
@@ -128,3 +163,16 @@ def _check_phase(engine: str, argv: list[str], client_python: str, client_module
         orchestrator=orchestrator,
     )
     return run_preflight(spec)
+
+
+def grid_warnings(scenarios_file: Optional[Path], concurrencies: Optional[str], shapes: Optional[str],
+                  num_prompts: Optional[int], prompts_per_concurrency: int, min_prompts: int,
+                  thresholds: Optional[ValidityThresholds]) -> list[str]:
+    """The planned grid's validity warnings (analysis.grades.planned_problems)."""
+    from ..analysis.grades import PlannedScenario, planned_problems
+    from ..run.plan import PromptsRule, load_grid
+
+    rule = PromptsRule(num_prompts, prompts_per_concurrency, min_prompts)
+    planned = [PlannedScenario(row.name, row.concurrency, rule.prompts(row))
+               for row in load_grid(scenarios_file, concurrencies, shapes)]
+    return planned_problems(planned, thresholds)

@@ -89,11 +89,17 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], html: bool, slo_ti
                    "`(configurations differ)` is appended when the runs differ in more than what is compared.")
 @click.option("--matrix", "matrix", default=None, metavar="NAME",
               help="Name of the scenario matrix in the default title, e.g. `long-context matrix`.")
+@click.option("--validity", "validity", multiple=True, metavar="NAME=VALUE",
+              help="Validity threshold NAME=VALUE, repeatable (docs/VALIDITY.md), e.g. min_prompts_per_slot=2: every "
+                   "point's recorded check values are judged again against it (over each run's recorded thresholds).")
+@click.option("--strict", is_flag=True,
+              help="Refuse a test on any failed validity check, qualified (⚠) points too (for CI gates); by default "
+                   "only disqualified (✖) points are refused and qualified verdicts stand with their qualification.")
 @slo_options
 @handle_errors
 def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path, min_change: float, alpha: float,
             no_plots: bool, cdf: Optional[int], html: bool, title: Optional[str], matrix: Optional[str],
-            slo_tier: Optional[str],
+            validity: tuple[str, ...], strict: bool, slo_tier: Optional[str],
             slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
     """Compare RUN_DIRs side by side, with statistical verdicts against the baseline.
 
@@ -107,7 +113,8 @@ def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path,
     from ..render.publish import write_comparison
 
     options = CompareOptions(alpha=alpha, min_change=min_change, plots=not no_plots, cdf=cdf, title=title,
-                             matrix=matrix, slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms))
+                             matrix=matrix, slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
+                             validity=validity, strict=strict)
     out = write_comparison(run_dirs, out_dir, options, baseline=baseline, html=html)
     click.echo(f"wrote {out.markdown} and {out.json}"
                + (f" and {len(out.plots)} plot(s) in {out_dir}" if out.plots else ""))

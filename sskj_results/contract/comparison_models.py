@@ -10,7 +10,7 @@ from typing import Annotated, Final, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from .models import SloSpec, SloStatus, Validity
+from .models import CheckName, SloSpec, SloStatus, Validity
 
 MetricName = Literal["ttft_ms", "tpot_ms", "e2e_ms", "output_token_throughput"]
 LATENCY_METRICS: tuple[MetricName, ...] = ("ttft_ms", "tpot_ms", "e2e_ms")
@@ -73,6 +73,11 @@ class Row(_Doc):
     slo_status: SloStatus = Field(description="SLO verdict against the comparison's SLO.")
     validity: Optional[Validity] = Field(default=None, description="The scenario's validity block (docs/VALIDITY.md); "
                                                                    "null when it was never judged.")
+    validity_grade: Optional[Literal["valid", "qualified", "disqualified"]] = Field(
+        default=None, description="`qualified`: only workload-shape breaches (⚠); `disqualified`: a measurement-integrity "
+                                  "check failed (✖); `valid`: every check passed; null: never judged or unknown.")
+    qualifying: list[CheckName] = Field(default_factory=list, description="Failed checks that qualify the point (⚠).")
+    disqualifying: list[CheckName] = Field(default_factory=list, description="Failed checks that disqualify it (✖).")
 
 class StatTest(_Doc):
     """One statistical test of a candidate run against the baseline."""
@@ -83,7 +88,8 @@ class StatTest(_Doc):
     test: str = Field(description="`mann-whitney-u` (per-request latencies) or `welch-t` (repeated throughput).")
     verdict: Verdict = Field(
         description="faster/slower only when significant and beyond --min-change; "
-                    "`not comparable (invalid: <checks>)` when a point of either side failed a validity check.")
+                    "`not comparable (invalid: <checks>)` when a point of either side is disqualified (or, with "
+                    "--strict, failed any validity check).")
     p_value: Optional[float] = Field(description="Holm-Bonferroni adjusted p-value over the whole family; null without a test.")
     p_raw: Optional[float] = Field(description="Unadjusted p-value.")
     ratio: Optional[float] = Field(description="Candidate / baseline: ratio of medians (latency) or of means (throughput).")
@@ -94,6 +100,10 @@ class StatTest(_Doc):
     baseline_value: Optional[float] = Field(description="Baseline median (latency, ms) or mean (throughput, tok/s).")
     candidate_value: Optional[float] = Field(description="Candidate median or mean.")
     reason: Optional[str] = Field(description="Why there is no test (insufficient samples, not comparable), or a caveat.")
+    qualified: list[CheckName] = Field(default_factory=list, description="Qualifying validity breaches (⚠) of either "
+                                       "side: the verdict stands, for what was measured (docs/VALIDITY.md).")
+    qualification: Optional[str] = Field(default=None, description="The qualification in words: which side's points "
+                                         "breached which check; null when the verdict is unqualified.")
 
 class ScenarioComparison(_Doc):
     """A scenario shape present in every run."""
@@ -126,6 +136,10 @@ class Settings(_Doc):
     seed: int = Field(description="Seed of the bootstrap generator.")
     correction: Literal["holm"] = Field(default="holm", description="Multiple-testing correction.")
     family_size: int = Field(description="Number of tests with a p-value (the Holm family).")
+    validity: list[str] = Field(default_factory=list, description="`compare --validity NAME=VALUE` threshold overrides "
+                                                                  "the points were judged again with.")
+    strict: bool = Field(default=False, description="`compare --strict`: any failed validity check refused a test, "
+                                                    "qualified points too.")
 
 class ConfigDifference(_Doc):
     """A setting whose recorded value is not the same in every compared run."""

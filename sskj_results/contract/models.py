@@ -309,6 +309,11 @@ class ValidityThresholds(_Model):
     max_failed_share: float = Field(
         default=0.0, ge=0, le=1, description="completeness: failed / all requests at most this share.",
     )
+    max_qualified_failed_share: float = Field(
+        default=0.05, ge=0, le=1,
+        description="completeness: a failed share above max_failed_share and at most this one qualifies the point "
+        "(a small failure share, ⚠); above it the point is disqualified (many failures, ✖).",
+    )
 
 
 class ValidityCheck(_Model):

@@ -2,7 +2,8 @@
 
 The side-by-side table is the team's daily format (seed report 002) and is
 rendered by hand, byte for byte: `| a | b |` cells and the alignment row
-`|---|---|---:|...`. Other tables go through tabulate's GitHub format.
+`|---|---|---:|...`. Other tables go through tabulate's GitHub format
+(`mdtable`); the Validity section is `validity_md`'s.
 
 `publish.write_report` writes report.md from results.json alone, with its
 plots under RUN_DIR/plots/; `publish.write_comparison` writes comparison.md.
@@ -15,13 +16,13 @@ from collections import Counter
 from pathlib import PurePath
 from typing import Any, Iterable, Optional, Sequence
 
-from tabulate import tabulate
 
 from ..contract.comparison_models import ComparisonDoc, Row, StatTest
 from ..contract.models import Metadata, SloSpec
 from ..analysis.rundata import RunData, run_labels, scenario_status, table_row
 from ..analysis.slo import MET_BOTH, MET_NONE, MET_ONE, NOT_MEASURED, describe
-from ..analysis.validity import mark
+from .mdtable import cell, github_table
+from .validity_md import validity_mark, validity_section
 
 TABLE_HEADER = (
     "| Scenario | Backend | Conc | Input | Output | Req/s | OutTok/s | TTFT P95(ms) | TTFT P99(ms) "
@@ -57,11 +58,6 @@ def num(value: Optional[float], digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def cell(text: Any) -> str:
-    """A Markdown table cell: pipes escaped, newlines flattened."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def code(text: str) -> str:
     """Inline code that survives backticks in the text."""
     return f"`` {text} ``" if "`" in text else f"`{text}`"
@@ -92,14 +88,6 @@ def results_table(rows: Iterable[Row]) -> list[str]:
 def report_table(rows: Iterable[Row]) -> list[str]:
     """report.md's Results table: the side-by-side table plus a Valid column (✔, ✖ failed checks, blank unknown)."""
     return [REPORT_TABLE_HEADER, REPORT_TABLE_ALIGN] + [f"{table_line(r)} {cell(validity_mark(r))} |" for r in rows]
-
-
-def github_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: Optional[Sequence[str]] = None) -> list[str]:
-    text = tabulate(
-        [[cell(c) for c in r] for r in rows], headers=list(headers), tablefmt="github",
-        disable_numparse=True, colalign=list(align) if align else None,
-    )
-    return text.splitlines()
 
 
 NOT_MEASURED_NOTE = (
@@ -238,17 +226,21 @@ def _verdicts(doc: ComparisonDoc) -> list[str]:
     order = ("faster", "slower", "no significant difference", "insufficient samples", "not comparable")
     invalid = tuple(sorted(v for v in counts if v not in order))  # not comparable (invalid: …)
     lines += ["Verdicts: " + ", ".join(f"{counts[v]} {v}" for v in order + invalid) + f" ({len(tests)} tests).", ""]
+    qualified = sum(1 for _, t in tests if t.qualified)
+    if qualified:
+        lines[-2] = lines[-2][:-2] + f"; {qualified} qualified ⚠, see Validity)."
     shown = [(sc, t) for sc, t in tests if not t.verdict.startswith("not comparable")]
     if shown:
         rows = [
             [sc.name, t.run, METRIC_LABELS[t.metric], f"{t.n_baseline}/{t.n_candidate}", num(t.baseline_value),
              num(t.candidate_value), num(t.ratio, 3), _ci(t), _p(t.p_value), _verdict(t.verdict)]
+            + ([("⚠ " + ", ".join(t.qualified)) if t.qualified else ""] if qualified else [])
             for sc, t in shown
         ]
         headers = ["Scenario", "Run", "Metric", "n (base/run)", "Baseline", "This run", "Ratio",
-                   f"{s.confidence:.0%} CI", "p (Holm)", "Verdict"]
+                   f"{s.confidence:.0%} CI", "p (Holm)", "Verdict"] + (["Qualified"] if qualified else [])
         align = ["left", "left", "left", "right", "right", "right", "right", "right", "right", "left"]
-        lines += github_table(headers, rows, align) + [""]
+        lines += github_table(headers, rows, align + (["left"] if qualified else [])) + [""]
     # Untested (or qualified) results, one line per run, verdict, reason and set of metrics.
     metrics_of: dict[tuple[str, str, str, str], list[str]] = {}
     for sc, t in tests:
@@ -326,36 +318,6 @@ def _runs_table(doc: ComparisonDoc) -> list[str]:
                          "Git commit"], rows)
 
 
-def validity_mark(row: Row) -> str:
-    """The Valid cell: `✔`, `✖ <failed checks>`, or blank when unknown (docs/VALIDITY.md)."""
-    return mark(row.validity)
-
-
-def _validity_section(rows: Sequence[Row], with_backend: bool) -> list[str]:
-    """`## Validity`: every row's mark and each invalid point's failed checks; nothing when no row was judged."""
-    if all(r.validity is None for r in rows):
-        return []
-    lines = ["## Validity", "",
-             "Whether each point measured the engine (docs/VALIDITY.md): ✔ every check passed, ✖ a check failed, "
-             "blank unknown (a check's inputs were not recorded).", ""]
-    if with_backend:
-        lines += github_table(["Scenario", "Backend", "Valid"], [[r.scenario, r.run, validity_mark(r)] for r in rows],
-                              ["left", "left", "left"]) + [""]
-    invalid = [r for r in rows if r.validity is not None and r.validity.ok is False]
-    if invalid:
-        lines += [f"Invalid points ({len(invalid)}):", ""]
-        for r in invalid:
-            assert r.validity is not None
-            who = f"{r.scenario} ({r.run})" if with_backend else r.scenario
-            for check in r.validity.checks:
-                if check.ok is False:
-                    lines.append(f"- {who}, {check.name}: {check.message}")
-        lines.append("")
-    else:
-        lines += ["No invalid point.", ""]
-    return lines
-
-
 def render_comparison(doc: ComparisonDoc) -> str:
     """comparison.md: the seed-002 layout (Summary, Side-by-side results, Notes) then verdicts, unmatched, plots, runs."""
     rows = [r for s in doc.scenarios for r in s.rows]
@@ -365,7 +327,7 @@ def render_comparison(doc: ComparisonDoc) -> str:
     lines += ["", "## Statistical verdicts", ""] + _verdicts(doc)
     if lines[-1] != "":
         lines.append("")
-    lines += _validity_section(rows, with_backend=True)
+    lines += validity_section(rows, with_backend=True, doc=doc)
     lines += ["## Configuration differences", ""] + _config_differences(doc)
     if doc.unmatched:
         lines += ["## Unmatched scenarios", ""] + _unmatched(doc) + [""]
@@ -533,7 +495,7 @@ def render_report(run: RunData, spec: SloSpec, recompute: bool, plot_files: Sequ
     if has_missing(rows):
         notes.append("- `-` marks a value the run did not record.")
     lines += ["", "## Notes", ""] + notes + [""]
-    lines += _validity_section(rows, with_backend=False)
+    lines += validity_section(rows, with_backend=False)
     lines += ["## Warnings", ""]
     warnings = _report_warnings(run)
     lines += warnings or ["None: every value is the client's own, no scenario was skipped, no request failed.", ""]

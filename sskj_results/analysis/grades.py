@@ -1,0 +1,270 @@
+"""Grades of validity: which failed check qualifies a point (⚠) and which disqualifies it (✖). Pure: no I/O.
+
+Two questions, two grades (docs/VALIDITY.md):
+
+* *Does this number describe the engine under steady load?* A breach of the
+  workload's shape — too few prompts per slot, a low achieved concurrency, a
+  small share of failed requests (at most ``max_qualified_failed_share``) —
+  **qualifies** the point: its numbers describe what was measured (a burst,
+  a run with a failure), and an A/B verdict on two such points stands, with
+  the qualification beside it.
+* *Is this measurement broken?* Client bottleneck, outputs cut short,
+  client/server token mismatch, zero-token successes, many failures
+  **disqualify** the point: no verdict is made on it.
+
+The grades are read from a validity block as recorded (the checks' `ok` and
+`value`) and the thresholds it was judged against, so results.json keeps its
+format; `regrade` judges recorded values again against other thresholds
+(`compare --validity`). `planned_problems` is what can be known before a run
+(prompts per slot of every planned scenario), for preflight.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Literal, Mapping, Optional, Sequence
+
+from ..contract.errors import UsageError
+from ..contract.models import Scenario, Validity, ValidityCheck, ValidityThresholds
+from .validity import DEFAULT_THRESHOLDS
+
+Severity = Literal["qualifying", "disqualifying"]
+Grade = Literal["valid", "qualified", "disqualified"]
+QUALIFIED_MARK = "⚠"
+DISQUALIFIED_MARK = "✖"
+VALID_MARK = "✔"
+ENV_PREFIX = "VALIDITY_"
+# A qualifying breach of these must be shared by both sides of an A/B test (a burst against a steady load is
+# not a comparison); the others qualify a verdict from either side.
+SHARED_CHECKS = ("prompts_per_slot",)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How a check is graded and moved: its severity, the threshold field, what a better measurement needs."""
+
+    severity: Severity
+    field: str
+    better: str
+
+
+RULES: dict[str, Rule] = {
+    "prompts_per_slot": Rule("qualifying", "min_prompts_per_slot",
+                             "send more prompts: PROMPTS_PER_CONCURRENCY / MIN_PROMPTS in config.env, or a fourth "
+                             "column of scenarios.tsv"),
+    "achieved_concurrency": Rule("qualifying", "min_concurrency_fraction",
+                                 "more prompts per slot (a longer steady phase); with enough prompts, a client that "
+                                 "keeps up (see client_cpu)"),
+    "output_length": Rule("disqualifying", "max_short_output_share",
+                          "make the client ignore EOS (`vllm bench serve --ignore-eos`), check max_model_len "
+                          "against input + output"),
+    "zero_token_successes": Rule("disqualifying", "max_zero_token_successes",
+                                 "find why the engine answered with no token (engine log: context length, stop strings)"),
+    "output_token_parity": Rule("disqualifying", "max_token_mismatch",
+                                "client and server must count the same tokens (outputs cut short? other traffic?)"),
+    "prompt_token_parity": Rule("disqualifying", "max_token_mismatch",
+                                "prompts whose text encodes back to the client's token ids (docs/VALIDITY.md)"),
+    "client_cpu": Rule("disqualifying", "max_client_cpu",
+                       "split the load over two client processes, or move the client to another core or machine"),
+    "completeness": Rule("qualifying", "max_failed_share",
+                         "fix the failures' cause (report.md, Failed requests: the first error)"),
+}
+
+
+def thresholds_of(recorded: Optional[ValidityThresholds]) -> ValidityThresholds:
+    return recorded or DEFAULT_THRESHOLDS
+
+
+def severity(check: ValidityCheck, thresholds: Optional[ValidityThresholds] = None) -> Optional[Severity]:
+    """The grade of a failed check; None when it passed or is unknown."""
+    if check.ok is not False:
+        return None
+    if check.name == "completeness":
+        t = thresholds_of(thresholds)
+        limit = max(t.max_failed_share, t.max_qualified_failed_share)
+        return "qualifying" if check.value is not None and check.value <= limit else "disqualifying"
+    return RULES[check.name].severity
+
+
+def failed(validity: Optional[Validity], thresholds: Optional[ValidityThresholds], grade: Severity) -> list[str]:
+    """Names of the failed checks of one severity."""
+    if validity is None:
+        return []
+    return [c.name for c in validity.checks if severity(c, thresholds) == grade]
+
+
+def grade(validity: Optional[Validity], thresholds: Optional[ValidityThresholds] = None) -> Optional[Grade]:
+    """`disqualified` (a measurement-integrity check failed), `qualified` (only workload-shape breaches),
+    `valid` (every check passed), None (never judged, or some check unknown and none failed)."""
+    if validity is None:
+        return None
+    if failed(validity, thresholds, "disqualifying"):
+        return "disqualified"
+    if failed(validity, thresholds, "qualifying"):
+        return "qualified"
+    return "valid" if validity.ok is True else None
+
+
+def mark(validity: Optional[Validity], thresholds: Optional[ValidityThresholds] = None) -> str:
+    """`✔`, `⚠ <qualifying breaches>`, `✖ <disqualifying> (⚠ <qualifying>)` or "" (unknown, never judged)."""
+    return mark_of(grade(validity, thresholds), failed(validity, thresholds, "qualifying"),
+                   failed(validity, thresholds, "disqualifying"))
+
+
+def mark_of(g: Optional[str], qualifying: Sequence[str], disqualifying: Sequence[str]) -> str:
+    """The mark of a grade and its breaches (a comparison row carries them, not the thresholds)."""
+    if g == "disqualified":
+        text = f"{DISQUALIFIED_MARK} " + ", ".join(disqualifying)
+        return text + (f" ({QUALIFIED_MARK} {', '.join(qualifying)})" if qualifying else "")
+    if g == "qualified":
+        return f"{QUALIFIED_MARK} " + ", ".join(qualifying)
+    return VALID_MARK if g == "valid" else ""
+
+
+# --------------------------------------------------------------------------- judging recorded values again
+
+
+def _limit(name: str, t: ValidityThresholds, scenario: Scenario) -> Optional[float]:
+    if name == "achieved_concurrency":
+        return t.min_concurrency_fraction * scenario.concurrency if scenario.concurrency is not None else None
+    return float(getattr(t, RULES[name].field))
+
+
+def _passes(name: str, value: float, limit: float) -> bool:
+    if name in ("prompts_per_slot", "achieved_concurrency"):
+        return value >= limit
+    if name in ("output_token_parity", "prompt_token_parity"):
+        return abs(value) <= limit
+    if name == "client_cpu":
+        return value < limit
+    return value <= limit
+
+
+def regrade(validity: Optional[Validity], scenario: Scenario, thresholds: ValidityThresholds) -> Optional[Validity]:
+    """The recorded checks judged again against other thresholds (their recorded values; unknown stays unknown)."""
+    if validity is None:
+        return None
+    checks = []
+    for c in validity.checks:
+        limit = _limit(c.name, thresholds, scenario)
+        if c.value is None or limit is None or limit == c.threshold:
+            checks.append(c)
+            continue
+        ok: Optional[bool] = _passes(c.name, c.value, limit)
+        if c.name == "achieved_concurrency" and not ok and scenario.failed:
+            ok = None  # failed requests held slots for unrecorded times (as validity.achieved_concurrency)
+        verdict = "passes" if ok else "fails" if ok is False else "unknown (failed requests held slots)"
+        field = RULES[c.name].field
+        checks.append(c.model_copy(update={
+            "ok": ok, "threshold": limit,
+            "message": f"{c.message} — judged again with {field}={getattr(thresholds, field):g}: {verdict}",
+        }))
+    if any(c.ok is False for c in checks):
+        ok_all: Optional[bool] = False
+    elif checks and all(c.ok is True for c in checks):
+        ok_all = True
+    else:
+        ok_all = None
+    return Validity(ok=ok_all, checks=checks)
+
+
+# --------------------------------------------------------------------------- thresholds: options and config.env
+
+
+def env_key(field: str) -> str:
+    """`min_prompts_per_slot` -> `VALIDITY_MIN_PROMPTS_PER_SLOT` (the config.env key)."""
+    return ENV_PREFIX + field.upper()
+
+
+def env_items(environ: Mapping[str, str]) -> list[str]:
+    """`NAME=VALUE` settings from `VALIDITY_<NAME>` variables (config.env, exported by the shell); empty ones ignored."""
+    fields = ValidityThresholds.model_fields
+    items = []
+    for key in sorted(environ):
+        if not key.startswith(ENV_PREFIX) or not environ[key].strip():
+            continue
+        name = key[len(ENV_PREFIX):].lower()
+        if name not in fields:
+            raise UsageError(f"{key}: not a validity threshold; use one of "
+                             + ", ".join(env_key(f) for f in fields) + " (docs/VALIDITY.md)")
+        value = environ[key].strip()
+        try:
+            float(value)
+        except ValueError:
+            raise UsageError(f"{key}={value!r}: not a number (docs/VALIDITY.md)") from None
+        items.append(f"{name}={value}")
+    return items
+
+
+def how_to_move(field: str, value: float) -> str:
+    """The options and config key that set one threshold."""
+    text = f"{value:g}"
+    return (f"`--validity {field}={text}` (compare, parse, import-legacy) or `{env_key(field)}=\"{text}\"` "
+            "in the experiment's config.env")
+
+
+Point = tuple[ValidityCheck, Optional[int]]  # a failed check and the point's concurrency
+
+
+def passing_limit(name: str, points: Sequence[Point]) -> Optional[float]:
+    """The threshold at which every listed failed point of check `name` would pass (None when unknown)."""
+    values = [c.value for c, _ in points if c.value is not None]
+    if not values:
+        return None
+    if name == "prompts_per_slot":
+        return math.floor(min(values) * 100) / 100
+    if name == "achieved_concurrency":
+        fractions = [c.value / conc for c, conc in points if c.value is not None and conc]
+        return math.floor(min(fractions) * 100) / 100 if fractions else None
+    if name in ("output_token_parity", "prompt_token_parity"):
+        return math.ceil(max(abs(v) for v in values) * 1e4) / 1e4
+    if name == "client_cpu":
+        return math.floor(max(values) * 100) / 100 + 0.01
+    if name == "zero_token_successes":
+        return float(math.ceil(max(values)))
+    return math.ceil(max(values) * 1e4) / 1e4
+
+
+def better_measurement(name: str, points: Sequence[Point]) -> str:
+    """What a measurement that passes would need; for prompts_per_slot the prompt count of each concurrency."""
+    rule = RULES[name]
+    if name == "prompts_per_slot":
+        limits = {c.threshold for c, _ in points if c.threshold is not None}
+        limit = max(limits) if limits else DEFAULT_THRESHOLDS.min_prompts_per_slot
+        need = sorted({(conc, math.ceil(limit * conc)) for _, conc in points if conc is not None})
+        counts = ", ".join(f"≥ {n} at concurrency {c}" for c, n in need)
+        return f"send ≥ {limit:g} prompts per slot ({counts}): {rule.better}"
+    return rule.better
+
+
+# --------------------------------------------------------------------------- before the run: preflight
+
+
+@dataclass(frozen=True)
+class PlannedScenario:
+    """A scenario the run loop will measure: its name, concurrency and prompts."""
+
+    name: str
+    concurrency: int
+    num_prompts: int
+
+
+def planned_problems(planned: Iterable[PlannedScenario], thresholds: Optional[ValidityThresholds] = None) -> list[str]:
+    """One line per planned scenario that breaks a rule known before the run (prompts per slot),
+    with the prompt count that would pass; [] when every scenario satisfies its rules."""
+    t = thresholds_of(thresholds)
+    limit = t.min_prompts_per_slot
+    lines = []
+    for p in planned:
+        per_slot = p.num_prompts / p.concurrency
+        if per_slot >= limit:
+            continue
+        need = math.ceil(limit * p.concurrency)
+        lines.append(
+            f"{p.name}: {p.num_prompts} prompts for concurrency {p.concurrency} = {per_slot:.2f} per slot, below "
+            f"min_prompts_per_slot {limit:g}: every point will be qualified (⚠ prompts_per_slot); send ≥ {need} "
+            f"prompts (PROMPTS_PER_CONCURRENCY={math.ceil(limit)}, or a fourth column of scenarios.tsv), or set "
+            f"{env_key('min_prompts_per_slot')}=\"{math.floor(per_slot * 100) / 100:g}\" in config.env with a comment why"
+        )
+    return lines
