@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from sskj_results.analysis.runtable import load_runs
 from sskj_results.analysis.validity import completeness, Evidence, DEFAULT_THRESHOLDS
+from sskj_results.cli import main
 from sskj_results.contract.io import load_run, save_run
 from sskj_results.contract.models import Results
 
@@ -265,6 +267,53 @@ def test_sweep_summary_element_without_its_run_file_is_imported(tmp_path: Path) 
     by_file = sorted((Path(s.source.file).name, s) for s in scenarios if s.source)
     assert [name for name, _ in by_file] == ["run=0.json", "run=1.json", "summary.json"]
     assert_client_stats(by_file[2][1], runs[2])
+
+
+# ---------------------------------------------------------------- 7. one redaction for every written file
+
+# each form docs/PLATFORMS.md lists, with its own secret
+SECRET_FORMS = {
+    "S1apikeyeq": "--api-key=S1apikeyeq",
+    "S2apikeysp": "--api-key S2apikeysp",
+    "S3password": "-password S3password",
+    "S4enveq": "--env=HF_TOKEN=S4enveq",
+    "S5envsp": "--env HF_TOKEN=S5envsp",
+    "S6dashe": "-e OPENAI_API_KEY=S6dashe",
+    "S7assign": "HF_TOKEN=S7assign",
+    "S8bearer": "-H 'Authorization: Bearer S8bearer'",
+    "S9user": "-u admin:S9user",
+    "S10url": "https://admin:S10url@models.example/m",
+    "S11query": "https://models.example/m?api_key=S11query",
+    "S12json": "--hf-overrides '{\"hf_token\": \"S12json\"}'",
+}
+
+
+def test_no_written_file_of_an_import_holds_a_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = tmp_path / "raw"
+    failing = sglang_run(n=8)
+    failing["errors"] = [""] * 7 + ["401 for https://admin:S13err@api.example/v1 (Authorization: Bearer S14err)"]
+    write(raw / "sglang_0707_2_32_4.jsonl", failing)
+    write(raw / "sglang_0707_4_32_4.jsonl", sglang_run(n=8, max_concurrency=4, errors=[""] * 8,
+                                                       model="https://admin:S15model@hub.example/m"))
+    server_args = "vllm serve m " + " ".join(SECRET_FORMS.values())
+    argv = ["import-legacy", str(raw), "--out", str(tmp_path / "out"), "--chip", "h200", "--server-args", server_args]
+    monkeypatch.setattr("sys.argv", ["sskj-results", *argv])  # the command line the provenance README quotes
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    run_dirs = list((tmp_path / "out").iterdir())
+    for run_dir in run_dirs:
+        report = CliRunner().invoke(main, ["report", str(run_dir), "--html", "--no-plots"])
+        assert report.exit_code == 0, report.output
+    assert CliRunner().invoke(main, ["collect", str(tmp_path / "out"), "--out", str(tmp_path / "out" / "runs.csv")]).exit_code == 0
+    written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    names = {p.name for p in written}
+    assert {"results.json", "report.md", "report.html", "README.md", "runs.csv"} <= names
+    secrets = [*SECRET_FORMS, "S13err", "S14err", "S15model"]
+    leaks = [(p.name, s) for p in written for s in secrets if s.encode() in p.read_bytes()]
+    assert leaks == []
+    readme = (run_dirs[0] / "README.md").read_text()
+    assert "--api-key <redacted>" in readme and "--api-key=<redacted>" in readme
+    assert [s for s in secrets if s in result.output] == []
 
 
 def test_the_workflow_records_where_a_run_time_came_from(tmp_path: Path) -> None:

@@ -260,7 +260,12 @@ class RawRequest(_Model):
     itl_ms: Optional[float] = Field(default=None, ge=0, description="Mean of this request's inter-token gaps, ms; null without gaps.")
     accept_length: Optional[float] = Field(default=None, description="Speculative acceptance length of this request, when the client reports it.")
     success: bool = Field(description="The client recorded no error for this request.")
-    error: Optional[str] = Field(default=None, description="The client's error text for a failed request.")
+    error: Optional[str] = Field(default=None, description="The client's error text for a failed request (secrets redacted).")
+
+    @model_validator(mode="after")
+    def _no_secrets(self) -> "RawRequest":
+        _redact_attrs(self, ("error",))
+        return self
 
 
 class Source(_Model):
@@ -435,6 +440,14 @@ class Scenario(_Model):
             raise ValueError(problem)
         return self
 
+    @model_validator(mode="after")
+    def _no_secrets(self) -> "Scenario":
+        """Texts quoted from raw files (notes, the request format, the dataset) go through the one redaction."""
+        _redact_attrs(self, ("request_format", "dataset_name"))
+        if self.notes:
+            object.__setattr__(self, "notes", [redact_text(n) for n in self.notes])
+        return self
+
 
 class SloSpec(_Model):
     """SLO thresholds the run was judged against."""
@@ -453,6 +466,12 @@ class SkippedScenario(_Model):
     output_len: Optional[int] = Field(default=None, ge=0, description="Output length.")
     reason: str = Field(description="Why it was skipped.")
     log_excerpt: Optional[str] = Field(default=None, description="Server log lines that show the reason.")
+
+    @model_validator(mode="after")
+    def _no_secrets(self) -> "SkippedScenario":
+        """The reason and the log lines quote raw files and logs: they go through the one redaction."""
+        _redact_attrs(self, ("reason", "log_excerpt"))
+        return self
 
 
 class SloSearchStep(_Model):

@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Optional
 from .. import __version__
 from ..contract.io import RESULTS_NAME, atomic_write_text, save_run
 from ..contract.models import Results, Scenario
-from ..contract.redact import redact
+from ..contract.redact import redact, redact_text
 
 ReportRenderer = Callable[[Results, Path], str]
 UNKNOWN = "unknown"
@@ -103,5 +103,5 @@ def provenance_readme(results: Results, sources: Iterable[tuple[Path, str, int, 
     for path, digest, size, nlines in sources:
         lines.append(f"| {path} | `{digest}` | {nlines} | {size} |")
     lines.append("")
-    return "\n".join(lines)
+    return redact_text("\n".join(lines))  # the one redaction, over the whole file
 

@@ -15,6 +15,7 @@ from ..analysis.metrics import per_request, request_itl_means, slo_attainment, s
 from ..analysis.slo import slo_status
 from ..contract.errors import ConfigError, RawFormatError, ResultsError
 from ..contract.io import describe_os_error, display_name, one_line
+from ..contract.redact import redact_text
 from ..contract.times import TimePrecision, TimeSource
 from ..contract.models import Latencies, Percentiles, RawRequest, Scenario, SkippedScenario, SloSpec, Source
 from .filenames import NameHints, name_hints
@@ -252,7 +253,7 @@ def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: 
         make(
             request_id=str(i), input_tokens=inputs[i], output_tokens=outputs[i], e2e_ms=e2e[i],
             ttft_ms=ttft[i], tpot_ms=tpot[i], itl_ms=itl[i], accept_length=None,
-            success=bool(ok[i]), error=None if ok[i] else errors[i],
+            success=bool(ok[i]), error=None if ok[i] else redact_text(errors[i]),
         )
         for i in range(n)
     ]
