@@ -508,7 +508,9 @@ def _report_warnings(run: RunData) -> list[str]:
 
 
 def _meta_rows(meta: Metadata) -> list[list[str]]:
-    return [[name, str(value)] for name, value in meta.model_dump().items() if value is not None]
+    """Every recorded field; an unknown time says so (it is never left out as if not asked)."""
+    return [[name, "unknown" if value is None else str(value)] for name, value in meta.model_dump().items()
+            if value is not None or name == "timestamp"]
 
 
 def _report_provenance(run: RunData) -> list[str]:
