@@ -278,7 +278,7 @@ def _concurrency(data: dict[str, Any], arrays: _Arrays, hints: NameHints, rate: 
                  notes: list[str], prompts_from_name: Optional[int] = None) -> Optional[int]:
     """The concurrency cap: the run's max_concurrency, else the file name's (unless it is num_prompts), else
     null for an open-loop run (finite rate) or all requests at once (unlimited rate)."""
-    if prompts_from_name is not None and "max_concurrency" not in data and _int(data, "max_concurrency") is None:
+    if prompts_from_name is not None and "max_concurrency" not in data:
         # a layout from before sglang.bench_serving had --max-concurrency: no cap, and the name's number is the
         # prompt count, never a concurrency
         if rate is None:
