@@ -128,7 +128,7 @@ BROKEN: list[tuple[str, Mutation, str, str]] = [
     ("unknown scenario key", _set(f"{S0}.ttft", 1), S0, "unknown key(s) ttft"),
     ("metadata missing model", _set("metadata.model", _DELETE), "metadata.model", "missing required key"),
     ("scenarios not a list", _set("scenarios", {}), "scenarios", "expected array"),
-    ("schema_version 2", _set("schema_version", 2), "schema_version", "expected 1"),
+    ("schema_version 3", _set("schema_version", 3), "schema_version", "expected one of 1, 2"),
     ("concurrency zero", _set(f"{S0}.concurrency", 0), f"{S0}.concurrency", "out of range"),
 ]
 

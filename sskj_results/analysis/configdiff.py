@@ -43,7 +43,8 @@ PROVENANCE = "provenance"
 
 # metadata fields that name a run rather than describe how it ran (shown in the Runs table instead)
 IDENTITY_METADATA = frozenset({
-    "experiment", "run_id", "timestamp", "phase", "description", "script", "tool_version", "imported_at",
+    "experiment", "run_id", "timestamp", "timestamp_precision", "timestamp_source", "phase", "description", "script",
+    "tool_version", "imported_at",
     "imported_from", "engine", "backend", "chip", "accelerator",
 })
 METADATA_AXES: dict[str, str] = {

@@ -103,7 +103,7 @@ def _schema_message(error: Any) -> tuple[str, str]:
         return format_loc(path), f"unknown key(s) {', '.join(extra)}; see schema/results.schema.json"
     if kind in ("anyOf", "oneOf"):
         for sub in error.context or ():
-            if sub.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+            if sub.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "pattern"):
                 return _schema_message(sub)  # the right type, out of range (e.g. an optional count of 0)
         expected = " or ".join(dict.fromkeys(_schema_types(error.schema))) or "a valid value"
         return format_loc(path), f"expected {expected}, got {_short(error.instance)}"

@@ -56,7 +56,7 @@ class Evidence:
     concurrency: Optional[int]  # None: open loop (a request rate, no concurrency limit)
     output_len: int
     success: int
-    failed: int
+    failed: Optional[int]  # None: unknown (the client wrote only its completed requests)
     num_prompts: Optional[int] = None
     rate_limited: bool = False
     duration_s: Optional[float] = None
@@ -116,7 +116,10 @@ def achieved_concurrency(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
     ok: Optional[bool] = achieved >= need
     text = (f"achieved concurrency {achieved:.2f} (sum of request latencies / duration {ev.duration_s:.3g} s), "
             f"{'at least' if ok else 'below'} {t.min_concurrency_fraction:g} x {ev.concurrency} = {need:.2f}")
-    if not ok and ev.failed:
+    if not ok and ev.failed is None:
+        ok = None
+        text += "; unknown: the failure count is unknown, and failed requests hold slots for unrecorded times"
+    elif not ok and ev.failed:
         # failed requests held a slot for a time nobody recorded: the true value may be higher
         ok = None
         text += f"; unknown: {ev.failed} failed request(s) held slots for unrecorded times"
@@ -168,6 +171,9 @@ def _parity(name: CheckName, what: str, client: Optional[float], server: Optiona
         return _unknown(name, limit, ev.why(name, f"client {what} tokens not recorded"))
     if server is None:
         return _unknown(name, limit, ev.why(name, f"server {what}-token counters not recorded (server_metrics/)"))
+    if ev.failed is None:
+        return _unknown(name, limit, "unknown: the failure count is unknown, and failed requests count on the server "
+                        "but not in the client's totals")
     if ev.failed:
         return _unknown(name, limit, f"unknown: {ev.failed} failed request(s) count on the server but not in the client's totals")
     if server <= 0:
@@ -204,6 +210,8 @@ def client_cpu(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
 
 def completeness(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
     limit = t.max_failed_share
+    if ev.failed is None:
+        return _unknown("completeness", limit, "failed count unknown: the client recorded only its completed requests")
     total = ev.success + ev.failed
     if total == 0:
         return _unknown("completeness", limit, "no requests recorded")
@@ -288,6 +296,6 @@ def remeasure_prompts(measurements: Sequence[Scenario], thresholds: Optional[Val
     if point.validity is None or point.validity.ok is not False:
         return None
     t = thresholds or DEFAULT_THRESHOLDS
-    sent = point.num_prompts if point.num_prompts is not None else point.success + point.failed
+    sent = point.num_prompts if point.num_prompts is not None else point.success + (point.failed or 0)
     steady = math.ceil(t.min_prompts_per_slot * point.concurrency) if point.concurrency is not None else 0
     return max(2 * sent, steady, 1)

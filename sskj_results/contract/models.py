@@ -21,24 +21,41 @@ Metric definitions used throughout (also in docs/METRICS.md):
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Final, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .redact import redact_text, redact_value_of
 
-SCHEMA_VERSION: Final = 1
+# 2: `failed` may be null (unknown), timestamps may be null or partial, with their precision and source
+SCHEMA_VERSION: Final = 2
+SCHEMA_VERSIONS = (1, 2)
 SCHEMA_ID = "https://sskj.dev/schema/results.schema.json"
 
 SloMark = Literal["✅", "⚠️", "❌", "❔"]
 
-TIMESTAMP_PATTERN = (
-    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
+from .times import (  # noqa: E402 - re-exported: the timestamp forms are part of the contract
+    _TIMESTAMP_RE,
+    PARTIAL_TIMESTAMP_PATTERN,
+    TIMESTAMP_PATTERN,  # noqa: F401
+    TIMESTAMP_PRECISION_DESCRIPTION,
+    TIMESTAMP_SOURCE_DESCRIPTION,
+    TimePrecision,
+    TimeSource,
+    check_time_form,
 )
-_TIMESTAMP_RE = re.compile(TIMESTAMP_PATTERN)
 
 NonNegInt = Annotated[int, Field(ge=0)]
+
+
+def _redact_attrs(obj: BaseModel, names: tuple[str, ...]) -> None:
+    """Every text attribute named goes through the one redaction (in place, no re-validation)."""
+    for name in names:
+        value = getattr(obj, name)
+        if isinstance(value, str):
+            cleaned = redact_text(value)
+            if cleaned != value:
+                object.__setattr__(obj, name, cleaned)
 
 
 class _Model(BaseModel):
@@ -57,10 +74,14 @@ class Metadata(_Model):
 
     experiment: str = Field(description="Experiment name, e.g. `dsv4_h200_dspark`.")
     run_id: str = Field(description="Run identifier, by default `YYYYMMDD-HHMMSS`.")
-    timestamp: str = Field(
-        pattern=TIMESTAMP_PATTERN,
-        description="Start of the run, ISO-8601 with a UTC offset, e.g. `2026-07-07T13:26:41+08:00`.",
+    timestamp: Optional[str] = Field(
+        pattern=PARTIAL_TIMESTAMP_PATTERN,
+        description="Start of the run, ISO-8601 with a UTC offset, e.g. `2026-07-07T13:26:41+08:00`; as much of it as "
+        "is known (see timestamp_precision: `2026-03-24`, `--10-15`); null when unknown (never completed from a "
+        "file's modification time).",
     )
+    timestamp_precision: Optional[TimePrecision] = Field(default=None, description=TIMESTAMP_PRECISION_DESCRIPTION)
+    timestamp_source: Optional[TimeSource] = Field(default=None, description=TIMESTAMP_SOURCE_DESCRIPTION)
     model: str = Field(description="Model path or name served by the engine.")
     backend: Optional[str] = Field(
         default=None,
@@ -116,22 +137,19 @@ class Metadata(_Model):
         default=None, description="Absolute path of the raw-output directory an import-legacy run was imported from.",
     )
 
-    @field_validator("timestamp")
-    @classmethod
-    def _timestamp_has_offset(cls, value: str) -> str:
-        if not _TIMESTAMP_RE.match(value):
+    @model_validator(mode="after")
+    def _timestamp_has_offset(self) -> "Metadata":
+        if self.timestamp is not None and self.timestamp_precision is None and not _TIMESTAMP_RE.match(self.timestamp):
             raise ValueError("timestamp must be ISO-8601 with a UTC offset, e.g. 2026-07-07T13:26:41+08:00")
-        return value
+        problem = check_time_form(self.timestamp, self.timestamp_precision)
+        if problem:
+            raise ValueError(problem)
+        return self
 
     @model_validator(mode="after")
     def _no_secrets(self) -> "Metadata":
         """Every text field goes through the one redaction (URLs with credentials, tokens)."""
-        for name in type(self).model_fields:
-            value = getattr(self, name)
-            if isinstance(value, str):
-                cleaned = redact_text(value)
-                if cleaned != value:
-                    object.__setattr__(self, name, cleaned)
+        _redact_attrs(self, tuple(type(self).model_fields))
         return self
 
 
@@ -242,7 +260,12 @@ class RawRequest(_Model):
     itl_ms: Optional[float] = Field(default=None, ge=0, description="Mean of this request's inter-token gaps, ms; null without gaps.")
     accept_length: Optional[float] = Field(default=None, description="Speculative acceptance length of this request, when the client reports it.")
     success: bool = Field(description="The client recorded no error for this request.")
-    error: Optional[str] = Field(default=None, description="The client's error text for a failed request.")
+    error: Optional[str] = Field(default=None, description="The client's error text for a failed request (secrets redacted).")
+
+    @model_validator(mode="after")
+    def _no_secrets(self) -> "RawRequest":
+        _redact_attrs(self, ("error",))
+        return self
 
 
 class Source(_Model):
@@ -356,7 +379,10 @@ class Scenario(_Model):
     output_len: int = Field(ge=0, description="Requested output length in tokens.")
     duration_s: Optional[float] = Field(ge=0, description="Benchmark duration as the client measured it, s.")
     success: NonNegInt = Field(description="Successful requests.")
-    failed: NonNegInt = Field(description="Failed requests.")
+    failed: Optional[NonNegInt] = Field(
+        description="Failed requests; null when unknown (the client wrote only its completed requests: no failure "
+        "count, no request count, no per-request outcome). Never 0 for want of data.",
+    )
     request_throughput: Optional[float] = Field(ge=0, description="Completed requests per second (client's value).")
     input_token_throughput: Optional[float] = Field(ge=0, description="Input tokens per second (client's value).")
     output_token_throughput: Optional[float] = Field(ge=0, description="Output tokens per second (client's value).")
@@ -392,10 +418,13 @@ class Scenario(_Model):
         "statistics computed from per-request data (the client's own statistics include them); null when unknown.",
     )
     timestamp: Optional[str] = Field(
-        default=None, pattern=TIMESTAMP_PATTERN,
-        description="When the client ran this scenario, from the raw run itself (its `date` key, else the file name's MMDD "
-        "with the year of the file's modification time); null when the raw run does not say.",
+        default=None, pattern=PARTIAL_TIMESTAMP_PATTERN,
+        description="When the client ran this scenario, as much as is known: from the raw run itself (its `date` key "
+        "and the other time keys of docs/METRICS.md), else the raw file's name (a full date-time, or a month and day "
+        "without a year, `--10-15`); null when neither says (never the file's modification time).",
     )
+    timestamp_precision: Optional[TimePrecision] = Field(default=None, description=TIMESTAMP_PRECISION_DESCRIPTION)
+    timestamp_source: Optional[TimeSource] = Field(default=None, description=TIMESTAMP_SOURCE_DESCRIPTION)
     dataset_name: Optional[str] = Field(default=None, description="Client dataset, e.g. `random`, `random-ids`.")
     request_format: Optional[str] = Field(default=None, description="The client's `backend`: the request format it spoke, not the server.")
     accelerator_usage: Optional[AcceleratorSummary] = Field(default=None, description="Accelerator samples during the scenario.")
@@ -408,6 +437,21 @@ class Scenario(_Model):
         default=None,
         description="Whether this point measured the engine (docs/VALIDITY.md); null or absent when never judged.",
     )
+
+    @model_validator(mode="after")
+    def _time_form(self) -> "Scenario":
+        problem = check_time_form(self.timestamp, self.timestamp_precision)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
+    def _no_secrets(self) -> "Scenario":
+        """Texts quoted from raw files (notes, the request format, the dataset) go through the one redaction."""
+        _redact_attrs(self, ("request_format", "dataset_name"))
+        if self.notes:
+            object.__setattr__(self, "notes", [redact_text(n) for n in self.notes])
+        return self
 
 
 class SloSpec(_Model):
@@ -427,6 +471,12 @@ class SkippedScenario(_Model):
     output_len: Optional[int] = Field(default=None, ge=0, description="Output length.")
     reason: str = Field(description="Why it was skipped.")
     log_excerpt: Optional[str] = Field(default=None, description="Server log lines that show the reason.")
+
+    @model_validator(mode="after")
+    def _no_secrets(self) -> "SkippedScenario":
+        """The reason and the log lines quote raw files and logs: they go through the one redaction."""
+        _redact_attrs(self, ("reason", "log_excerpt"))
+        return self
 
 
 class SloSearchStep(_Model):
@@ -485,7 +535,12 @@ class Results(_Model):
         title="sskj results.json",
     )
 
-    schema_version: Literal[1] = Field(default=SCHEMA_VERSION, description="Version of this format; absent means 1.")
+    schema_version: Literal[1, 2] = Field(
+        default=1,
+        description="Version of this format; absent means 1. 2 allows an unknown (null) `failed`, null or partial "
+        "timestamps and their `timestamp_precision` / `timestamp_source`; a file that needs none of these is written "
+        "as version 1 is read.",
+    )
     metadata: Metadata = Field(description="Experiment, platform, engine and provenance.")
     config: Config = Field(description="Engine configuration and the exact server launch command.")
     scenarios: list[Scenario] = Field(description="Measured scenarios.")
@@ -507,6 +562,33 @@ class Results(_Model):
         return None
 
 
+# keys added by schema version 2 (absent from a version-1 file)
+VERSION_2_KEYS = ("timestamp_precision", "timestamp_source")
+
+
+def needs_version_2(results: Results) -> bool:
+    """The run holds something schema version 1 cannot say (an unknown failure count, a null or partial time)."""
+    def timed(obj: Any) -> bool:
+        return obj.timestamp_precision is not None or obj.timestamp_source is not None
+
+    meta = results.metadata
+    if meta.timestamp is None or timed(meta):
+        return True
+    return any(s.failed is None or timed(s) or (s.timestamp is not None and not _TIMESTAMP_RE.match(s.timestamp))
+               for s in results.scenarios)
+
+
 def dump_dict(results: Results) -> dict[str, Any]:
-    """The JSON-ready dictionary written to results.json (every key present)."""
-    return results.model_dump(mode="json")
+    """The JSON-ready dictionary written to results.json (every key present).
+
+    A run is written as version 1 (without the keys version 2 added) while it holds nothing only version 2 can say,
+    so that every reader of version 1 keeps reading it; else as version 2."""
+    data = results.model_dump(mode="json")
+    if data.get("schema_version") == 1:
+        if needs_version_2(results):
+            data["schema_version"] = SCHEMA_VERSION
+        else:
+            for obj in (data["metadata"], *data["scenarios"]):
+                for key in VERSION_2_KEYS:
+                    obj.pop(key, None)
+    return data

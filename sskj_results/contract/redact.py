@@ -189,7 +189,7 @@ def redact_argv(words: Sequence[str]) -> List[str]:
             if is_secret_option(name):
                 out.append(f"{name}={REDACTED}" if value else word)
                 continue
-            out.append(f"{name}={_redact_fragments(value)}")
+            out.append(f"{name}={_redact_word(value)}")
             continue
         if word.lower() == "bearer":
             pending = "value"
@@ -201,8 +201,17 @@ def redact_argv(words: Sequence[str]) -> List[str]:
             out.append(word)
             continue
         assigned = _redact_assignment(word)
-        out.append(assigned if assigned is not None else _redact_fragments(word))
+        out.append(assigned if assigned is not None else _redact_word(word))
     return out
+
+
+def _redact_word(word: str) -> str:
+    """One word's secrets; a word holding a whole command line (`--server-args 'vllm serve m --api-key V'`) is
+    redacted as the command line it is."""
+    word = _redact_fragments(word)
+    if any(c in word for c in " \t\n") and word.lstrip()[:1] not in ("{", "["):  # JSON: its pairs are done above
+        return redact(word)
+    return word
 
 
 # --- command lines as text ------------------------------------------------------

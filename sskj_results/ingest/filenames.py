@@ -6,8 +6,10 @@ user's own naming rule; the default rules are sglang's and sskj's.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Optional
 
 from ..catalog.chips import KNOWN_CHIPS
@@ -31,6 +33,9 @@ class NameHints:
     model: Optional[str] = None
     # the chip is one of KNOWN_CHIPS (or given by --name-pattern), not just the first part of `{chip}_{engine}`
     chip_known: bool = False
+    # a full date (and time) the name holds, e.g. `2026-03-24_11-23-55`, `20240301-101010`: naive, and its precision
+    when: Optional[datetime] = None
+    when_precision: Optional[str] = None  # "second" | "day"
 
 
 _NAME = re.compile(r"^(?P<prefix>.+?)_(?P<mmdd>\d{4})_(?P<c>\d+)_(?P<i>\d+)_(?P<o>\d+)(?:_r\d+)?$")
@@ -90,7 +95,35 @@ def _chip_split(prefix: str) -> tuple[Optional[str], Optional[str]]:
     return None, prefix
 
 
+# a date-time in a name: 2026-03-24_11-23-55, 2026-03-24T11:23:55, 20240301-101010 (vLLM's default name), 20240301_101010;
+# a date alone only with its dashes (2026-03-24): eight bare digits may be anything
+_NAME_TIMES = (
+    (re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})[_T -](\d{2})[-:.](\d{2})[-:.](\d{2})(?!\d)"), "second"),
+    (re.compile(r"(?<!\d)(\d{4})(\d{2})(\d{2})[-_](\d{2})(\d{2})(\d{2})(?!\d)"), "second"),
+    (re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?![\d])"), "day"),
+)
+
+
+def name_time(stem: str) -> tuple[Optional[datetime], Optional[str]]:
+    """(naive date-time, precision) of the first full date (with its time, when there is one) in a file name."""
+    for pattern, precision in _NAME_TIMES:
+        for match in pattern.finditer(stem):
+            try:
+                parts = [int(g) for g in match.groups()] + [0, 0, 0]
+                return datetime(parts[0], parts[1], parts[2], parts[3], parts[4], parts[5]), precision
+            except ValueError:
+                continue  # not a calendar date (e.g. a 9999-99-99 run label)
+    return None, None
+
+
 def name_hints(stem: str, pattern: Optional[re.Pattern[str]] = None) -> NameHints:
+    """What the file name says (see _name_hints), with the full date-time it holds, if any."""
+    hints = _name_hints(stem, pattern)
+    when, precision = name_time(stem)
+    return dataclasses.replace(hints, when=when, when_precision=precision) if when is not None else hints
+
+
+def _name_hints(stem: str, pattern: Optional[re.Pattern[str]] = None) -> NameHints:
     """What the file name says: a --name-pattern first, then `{backend}_{MMDD}_{c}_{in}_{out}` (legacy),
     `{chip}_{engine}_{MMDD}_{c}_{in}_{out}` (new), sglang's `{backend}_{MMDD}_{n}_{dataset}`, a chip prefix."""
     if pattern is not None:

@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from .. import __version__
 from ..analysis.slo import resolve_slo
@@ -32,8 +32,9 @@ from ..contract.models import (
     ValidityThresholds,
 )
 from .evidence import judge_run
-from .filenames import NameHints, compile_name_pattern, name_hints
+from .filenames import compile_name_pattern, name_hints
 from .naming import format_rate, name_scenarios
+from .rawio import loads_lenient
 from .rawkeys import ENGINE_OF_BACKEND
 from .readers import RawRun, ReadOptions
 from .run_dir import UNKNOWN, ReportRenderer, _client_of, _own_previous, _safe, _unique_dir, _write_run_dir_atomically
@@ -41,11 +42,13 @@ from .scenario import (
     RAW_REQUESTS_CAP,
     RAW_SUFFIXES,
     Problem,
+    RunTime,
     _bulk,
-    _local,
     _skip_entry,
     build_scenario,
     read_raw_file,
+    run_time,
+    stamp_time,
     unexpected,
 )
 
@@ -117,6 +120,8 @@ class RawSource:
     path: Path
     label: str
     skip: Optional[str] = None
+    # runs of the file left out, by their position in its JSON array, and why (a sweep summary's repeats)
+    skip_items: tuple[tuple[int, str], ...] = ()
 
 
 _SWEEP_RUN = re.compile(r"^run=\d+\.json$")
@@ -153,7 +158,11 @@ def collect_raw_sources(raw_dir: Path, ignored: Optional[list[tuple[str, str]]] 
         label = str(path.relative_to(root))
         siblings_runs = path.parent in sweep_dirs
         if path.name == "summary.json" and siblings_runs:
-            sources.append(RawSource(path, label, "sweep summary: repeats the run=N.json files beside it, each imported once"))
+            repeats = sweep_repeats(path, sorted(p for p in paths if p.parent == path.parent and _SWEEP_RUN.match(p.name)))
+            if repeats is not None and repeats[1] and len(repeats[0]) == repeats[1]:
+                sources.append(RawSource(path, label, "sweep summary: repeats the run=N.json files beside it, each imported once"))
+            else:  # unreadable (the reader says why), or runs of its own: those are imported
+                sources.append(RawSource(path, label, skip_items=tuple(sorted(repeats[0].items())) if repeats else ()))
         elif path.name == "warmup.json" and siblings_runs:
             sources.append(RawSource(path, label, "sweep warm-up run: not measured"))
         elif path.name.endswith(".failure.json"):
@@ -161,6 +170,41 @@ def collect_raw_sources(raw_dir: Path, ignored: Optional[list[tuple[str, str]]] 
         else:
             sources.append(RawSource(path, label))
     return sources
+
+
+def _load_json(path: Path) -> Any:
+    return loads_lenient(read_checked(path, "raw output"))
+
+
+def _same_run(element: dict[str, Any], run: dict[str, Any]) -> bool:
+    """The summary element is that run: every key both hold has the same value (statistics, counts, date), and
+    they share a count and a statistic (two runs of one sweep share their settings, never all their numbers)."""
+    common = [k for k in element if k in run]
+    if "completed" not in common and "date" not in common:
+        return False
+    if not any(k.endswith("_ms") for k in common):
+        return False
+    return all(element[k] == run[k] for k in common)
+
+
+def sweep_repeats(summary: Path, run_files: list[Path]) -> Optional[tuple[dict[int, str], int]]:
+    """({position: why} of the summary's elements that repeat a `run=N.json` beside it, number of elements);
+    None when a file cannot be read as JSON (then the summary is read as any raw file, and says why)."""
+    try:
+        data = _load_json(summary)
+        runs = [(p.name, _load_json(p)) for p in run_files]
+    except (OSError, ValueError, RecursionError, RawFormatError):
+        return None
+    elements = data if isinstance(data, list) else [data]
+    repeats: dict[int, str] = {}
+    for i, element in enumerate(elements):
+        if not isinstance(element, dict):
+            continue
+        for name, run in runs:
+            if isinstance(run, dict) and _same_run(element, run):
+                repeats[i] = f"sweep summary element repeats {name} beside it (imported once, from {name})"
+                break
+    return repeats, len(elements)
 
 
 def _failure_reason(path: Path) -> str:
@@ -175,20 +219,35 @@ def _failure_reason(path: Path) -> str:
     return "sweep failure record: the benchmark did not produce results"
 
 
-def run_time(run: RawRun, hints: NameHints, mtime: float) -> tuple[datetime, str]:
-    """When a raw run ran: its `date` key, else the name's MMDD with the year of the file's mtime, else the mtime."""
-    if run.started is not None:
-        return _local(run.started).replace(microsecond=0), "date"
-    modified = datetime.fromtimestamp(mtime).astimezone()
-    if hints.mmdd is not None:
-        try:
-            day = datetime(modified.year, int(hints.mmdd[:2]), int(hints.mmdd[2:]))
-            if day.date() > modified.date():  # a December run written to disk in January
-                day = day.replace(year=modified.year - 1)
-            return _local(day), "name"
-        except ValueError:
-            pass
-    return modified.replace(microsecond=0), "mtime"
+def group_time(times: list[RunTime]) -> tuple[RunTime, str]:
+    """(start, run id) of a run directory: its earliest fully dated run (`YYYYMMDD-HHMMSS`, `YYYYMMDD` for a date);
+    else its earliest month and day without a year (`MMDD`); else unknown (`undated`)."""
+    dated = [t for t in times if t.order is not None]
+    if dated:
+        first = min(dated, key=lambda t: t.order or datetime.min)
+        assert first.order is not None
+        return first, first.order.strftime("%Y%m%d" if first.precision == "day" else "%Y%m%d-%H%M%S")
+    partial = sorted((t for t in times if t.value is not None), key=lambda t: t.value or "")
+    if partial:
+        return partial[0], (partial[0].value or "").replace("-", "")
+    return RunTime(), "undated"
+
+
+def _engine_of(run: RawRun, given: Optional[str], file_engine: Optional[str], where: str, warnings: list[str]) -> str:
+    """The engine of one run: --engine; else the server the run itself names (`framework`, `server_info`), which
+    outranks the file name and `backend` (both name the request format in sglang.bench_serving's default names);
+    else the file name's engine; else the engine `backend` names; else unknown."""
+    if given:
+        return given
+    server = run.server_engine
+    if server is not None:
+        if file_engine and file_engine != server and file_engine.startswith(server + "-"):
+            return file_engine  # the name refines the server's engine (vllm-dspark is a vllm server)
+        if file_engine and file_engine != server:
+            warnings.append(f"{where}: the run names its server {server} (`{run.server_engine_source}`) but the file name "
+                            f"says {file_engine}; imported under {server}")
+        return server
+    return file_engine or run.engine or UNKNOWN
 
 
 @dataclass
@@ -199,8 +258,10 @@ class _Group:
     scenarios: list[Scenario] = field(default_factory=list)
     skipped: list[SkippedScenario] = field(default_factory=list)
     sources: dict[Path, tuple[str, int, int]] = field(default_factory=dict)
-    times: list[datetime] = field(default_factory=list)
+    times: list[RunTime] = field(default_factory=list)
     recorded_hardware: set[str] = field(default_factory=set)
+    engine_versions: dict[str, str] = field(default_factory=dict)  # version -> the key it came from
+    client_versions: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -208,7 +269,7 @@ class FileImport:
     """What one raw file gives: scenarios with their (engine, model, chip), problems, plan lines."""
 
     source: RawSource
-    runs: list[tuple[tuple[str, Optional[str], str], Scenario, datetime]] = field(default_factory=list)
+    runs: list[tuple[tuple[str, Optional[str], str], Scenario, RawRun, RunTime]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     skipped: list[SkippedScenario] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -244,6 +305,16 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
             result.warnings.append(f"{label}: not imported: {source.skip}")
         return result
     outcome = read_raw_file(path, label, hints, strict=strict, options=options)
+    if source.skip_items:
+        left_out = dict(source.skip_items)
+        for run in outcome.runs:
+            index = run.index if run.index is not None else 0
+            if index in left_out:
+                result.plan.append(f"skip {label}:{_where(run)}: {left_out[index]}")
+        outcome.runs = [r for r in outcome.runs if (r.index if r.index is not None else 0) not in left_out]
+        if outcome.runs:
+            result.warnings.append(f"{label}: {len(outcome.runs)} sweep summary element(s) with no run=N.json beside "
+                                   f"them ({', '.join(_where(r) for r in outcome.runs)}): imported from the summary")
     result.problems.extend(outcome.problems)
     if outcome.sha256 is None:  # unreadable: one problem says why (read_raw_file), nothing is attributed
         for problem in outcome.problems:
@@ -251,7 +322,6 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
         return result
     digest, size, lines = outcome.sha256, outcome.size, outcome.lines
     result.digest = (digest, size, lines)
-    mtime = path.stat().st_mtime
     # a chip the name states wins over the given one (a kunlun_p800_* file never joins an H200 run);
     # the first part of `{prefix}_{engine}_…` counts only when it is a known chip
     name_chip = hints.chip if hints.chip_known else None
@@ -266,7 +336,7 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
         for note in run.notes:
             if note.startswith("file name says"):
                 result.warnings.append(f"{label}:{_where(run)}: {note}")
-        run_engine = file_engine or run.engine or UNKNOWN
+        run_engine = _engine_of(run, engine, file_engine, f"{label}:{_where(run)}", result.warnings)
         run_model = model or run.model or hints.model
         try:  # one run's boundary
             scenario = build_scenario(run, spec, Source(file=str(path), line=run.line, index=run.index, sha256=digest,
@@ -281,10 +351,10 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
             outcome.problems.append(problem)
             result.problems.append(problem)
             continue
-        when, how = run_time(run, hints, mtime)
-        scenario.timestamp = when.isoformat()
-        if how == "mtime":
-            scenario.notes.append("run time unknown (no date in the run or its file name): the file's modification time")
+        when = run_time(run, hints)
+        stamp_time(scenario, when)
+        if run.engine_version is not None:
+            scenario.notes.append(f"engine version {run.engine_version} from the run's `{run.engine_version_source}`")
         run_chip = chip
         if run.chip is not None and run.chip_source is not None:
             # the chip the run itself records wins: it was written when the run ran
@@ -298,7 +368,7 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
                 result.warnings.append(f"{label}:{_where(run)}: the run records chip {run.chip} (`{where}`: {text!r}) "
                                        f"but {said} {other}; imported under {run.chip}")
         key = (run_engine, run_model, run_chip)
-        result.runs.append((key, scenario, when))
+        result.runs.append((key, scenario, run, when))
         result.plan.append(
             f"import {label}:{_where(run)}: engine {run_engine}, model {run_model or UNKNOWN}, chip {run_chip}, "
             f"{_describe_shape(scenario)} -> {scenario.name}"
@@ -372,10 +442,14 @@ def import_legacy(
         warnings.extend(done.warnings)
         plan.extend(done.plan)
         keys = []
-        for key, scenario, when in done.runs:
+        for key, scenario, run, when in done.runs:
             group = groups.setdefault(key, _Group(*key))
             group.scenarios.append(scenario)
             group.times.append(when)
+            if run.engine_version is not None:
+                group.engine_versions.setdefault(run.engine_version, run.engine_version_source or "")
+            if run.client_version is not None:
+                group.client_versions.add(run.client_version)
             group.sources[source.path] = done.digest
             group.recorded_hardware |= done.hardware.get(key, set())
             keys.append(key)
@@ -411,8 +485,10 @@ def import_legacy(
         eng, run_model, chip = key
         # the error boundary of one run directory: a group that cannot be written costs that group only
         try:
-            started = min(group.times)
-            run_id = started.strftime("%Y%m%d-%H%M%S")
+            started, run_id = group_time(group.times)
+            if len(group.engine_versions) > 1:
+                warnings.append(f"run directory of engine {eng}, model {run_model or UNKNOWN}, chip {chip}: its runs record "
+                                f"engine versions {', '.join(sorted(group.engine_versions))}; each scenario's notes say which")
             hardware, accelerator = (platform.hardware, platform.accelerator) if chip == platform.chip else (None, None)
             if chip == UNKNOWN:
                 hardware = UNKNOWN
@@ -422,7 +498,10 @@ def import_legacy(
             results = Results(
                 metadata=Metadata(
                     experiment=experiment or f"import_{raw_dir.resolve().name}", run_id=run_id,
-                    timestamp=started.isoformat(), model=run_model or UNKNOWN, engine=eng, backend=eng,
+                    timestamp=started.value, timestamp_precision=started.precision, timestamp_source=started.source,
+                    engine_version=", ".join(sorted(group.engine_versions)) or None,
+                    client_version=", ".join(sorted(group.client_versions)) or None,
+                    model=run_model or UNKNOWN, engine=eng, backend=eng,
                     hardware=hardware, accelerator=accelerator, chip=chip,
                     platform=platform.name if chip == platform.chip else None, script="sskj-results import-legacy",
                     client=_client_of(group.scenarios), tool_version=__version__,

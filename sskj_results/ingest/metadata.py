@@ -20,6 +20,7 @@ from ..contract.errors import ResultsError, UsageError
 from ..contract.io import RESULTS_NAME, format_loc, load_run, model_message, save_run
 from ..contract.models import Config, Metadata, Results, SloSpec
 from ..contract.redact import redact
+from ..contract.times import precision_of
 
 META_KEYS = tuple(Metadata.model_fields)
 REQUIRED_ON_CREATE = ("experiment", "model")
@@ -145,6 +146,10 @@ def write_metadata(
     existing = load_run(file) if file.exists() or file.is_symlink() else None
     meta_dict: dict[str, Any] = existing.metadata.model_dump() if existing else {}
     meta_dict.update({k: (v if v != "" else None) for k, v in meta.items()})
+    if meta.get("timestamp") and "timestamp_source" not in meta:  # a time given by hand
+        meta_dict["timestamp_source"] = "given"
+        if "timestamp_precision" not in meta:
+            meta_dict["timestamp_precision"] = precision_of(meta["timestamp"])
     for key in LIST_META_KEYS:  # given as comma-separated text
         if isinstance(meta_dict.get(key), str):
             meta_dict[key] = meta_dict[key].split(",")
@@ -155,7 +160,8 @@ def write_metadata(
                 f"{file} does not exist yet: give {' '.join(f'--meta {k}=...' for k in missing)} to create it"
             )
         meta_dict.setdefault("run_id", run_dir.resolve().name)
-        meta_dict.setdefault("timestamp", now_iso())
+        if not meta_dict.get("timestamp"):  # the workflow's clock as it creates the run
+            meta_dict.update(timestamp=now_iso(), timestamp_precision="second", timestamp_source="clock")
         meta_dict.setdefault("host", socket.gethostname())
         if not meta_dict.get("git_commit"):
             meta_dict["git_commit"] = git_commit(cwd or Path.cwd())

@@ -16,7 +16,7 @@ from .filenames import name_hints
 from .hashing import sha256_files_each
 from .naming import name_scenarios
 from .rawio import list_raw_dir
-from .scenario import RAW_REQUESTS_CAP, Problem, _bulk, _local, _skip_entry, build_scenario, read_raw_file, unexpected
+from .scenario import RAW_REQUESTS_CAP, Problem, _bulk, _skip_entry, build_scenario, read_raw_file, run_time, unexpected
 from .sidecars import (
     accept_length_between,
     read_metrics,
@@ -95,6 +95,7 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
     problems: list[Problem] = []
     skipped: list[SkippedScenario] = []
     read = reused = 0
+    versions: dict[str, set[str]] = {"engine_version": set(), "client_version": set()}
 
     def keep_recorded(label: str, reason: str) -> None:
         """parse never forgets a measured scenario: a raw file imported before that is now
@@ -150,8 +151,11 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
                         scenario.accept_length = accept
                         scenario.reconstructed["accept_length"] = "server_metrics"
                     scenario.accelerator_usage = gpu
-                    if run.started is not None:  # the run's own time (the client's `date`)
-                        scenario.timestamp = _local(run.started).replace(microsecond=0).isoformat()
+                    when = run_time(run)  # the run's own time keys only (the client's `date`)
+                    if when.value is not None:
+                        scenario.timestamp, scenario.timestamp_precision = when.value, when.precision
+                        scenario.timestamp_source = when.source
+                    _note_server(run, existing.metadata.engine, label, versions, warnings)
                     scenario.validity = judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds)
                     check_writable(scenario)
                 except Exception as exc:  # noqa: BLE001 - one run's boundary
@@ -188,14 +192,30 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
     config = existing.config
     if name_format and name_format != config.scenario_name_format:
         config = config.model_copy(update={"scenario_name_format": name_format})
+    meta_update: dict[str, Any] = {"tool_version": __version__}
+    for key, found in versions.items():
+        if getattr(existing.metadata, key) is None and found:  # what the runs record, when nothing else did
+            meta_update[key] = ", ".join(sorted(found))
     results = existing.model_copy(update={
         "scenarios": name_scenarios(scenarios, fmt), "raw_files": records, "slo": spec, "skipped": skipped,
-        "metadata": existing.metadata.model_copy(update={"tool_version": __version__}), "config": config,
+        "metadata": existing.metadata.model_copy(update=meta_update), "config": config,
         "validity_thresholds": thresholds,
     })
     if read or results != existing:  # an unchanged run is not rewritten
         save_run(results, file)
     return ParseOutcome(results, problems, warnings, read, reused)
+
+
+def _note_server(run: Any, engine: Optional[str], label: str, versions: dict[str, set[str]], warnings: list[str]) -> None:
+    """Collect the versions a run records; warn when the server it names is not the run's recorded engine."""
+    if run.engine_version is not None:
+        versions["engine_version"].add(run.engine_version)
+    if run.client_version is not None:
+        versions["client_version"].add(run.client_version)
+    server = run.server_engine
+    if server is not None and engine and server != engine and not engine.startswith(server + "-"):
+        warnings.append(f"{display_name(label)}:{run.line}: the run names its server {server} "
+                        f"(`{run.server_engine_source}`) but the run directory records engine {engine}")
 
 
 def _rejudged(scenario: Scenario, spec: SloSpec, same_slo: bool) -> Scenario:

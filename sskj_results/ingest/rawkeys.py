@@ -187,3 +187,97 @@ def _array(data: dict[str, Any], key: str, kind: type) -> np.ndarray:
         return arr.astype(np.int64)
     return arr
 
+
+
+# ---------------------------------------------------------------- the server a run measured, and versions
+
+# how runs name their server in a `framework` key (vLLM's `--metadata framework=…`, wrappers): the engine it is
+FRAMEWORK_ALIASES = {"sgl": "sglang", "sglang": "sglang", "srt": "sglang", "vllm": "vllm", "trtllm": "trt",
+                     "trt-llm": "trt", "tensorrt_llm": "trt"}
+# keys whose text names the server (not the request format): top level, then a nested `metadata` object
+SERVER_KEYS = ("framework", "server_framework", "inference_engine", "serving_engine")
+
+
+def _text(value: Any) -> Optional[str]:
+    return value.strip()[:200] if isinstance(value, str) and value.strip() else None
+
+
+def _engine_name(text: str) -> str:
+    low = text.strip().lower()
+    return FRAMEWORK_ALIASES.get(low) or ENGINE_OF_BACKEND.get(low) or low
+
+
+def _server_info_entries(info: Any) -> list[tuple[Optional[str], dict[str, Any]]]:
+    """(role, entry) of sglang's `server_info`: one server's /get_server_info, or a prefill/decode pair (lists)."""
+    if not isinstance(info, dict):
+        return []
+    roles = [role for role in ("prefill", "decode") if role in info]
+    if not roles:
+        return [(None, info)]
+    out: list[tuple[Optional[str], dict[str, Any]]] = []
+    for role in roles:
+        part = info[role]
+        for entry in part if isinstance(part, list) else [part]:
+            if isinstance(entry, dict):
+                out.append((role, entry))
+    return out
+
+
+def server_identity(data: dict[str, Any]) -> tuple[Optional[str], Optional[str]]:
+    """(engine, key) of the server the run itself names: a `framework` key (vLLM's --metadata, wrappers), else
+    sglang's `server_info` (its /get_server_info, which only an SGLang server answers). `backend` is the request
+    format, not the server: it is not read here."""
+    places: list[tuple[str, Any]] = [("", data)]
+    if isinstance(data.get("metadata"), dict):
+        places.append(("metadata.", data["metadata"]))
+    for prefix, place in places:
+        for key in SERVER_KEYS:
+            text = _text(place.get(key))
+            if text is not None and re.fullmatch(r"[A-Za-z][\w.+-]{0,63}", text):
+                return _engine_name(text), f"{prefix}{key}: {text}"
+    entries = _server_info_entries(data.get("server_info"))
+    if any(_text(e.get("version")) or _text(e.get("model_path")) for _, e in entries):
+        return "sglang", "server_info (sglang's /get_server_info)"
+    return None, None
+
+
+def engine_version(data: dict[str, Any]) -> tuple[Optional[str], Optional[str]]:
+    """(version, key) of the server as the run records it: sglang's `server_info.version` (a prefill/decode pair
+    gives both: `0.5.5.post3 (prefill) / 0.5.6 (decode)` when they differ), vLLM's `server_config.vllm_version`."""
+    entries = _server_info_entries(data.get("server_info"))
+    per_role: dict[Optional[str], list[str]] = {}
+    for role, entry in entries:
+        version = _text(entry.get("version"))
+        if version is not None and version not in per_role.setdefault(role, []):
+            per_role[role].append(version)
+    per_role = {role: v for role, v in per_role.items() if v}
+    if per_role:
+        every = {v for versions in per_role.values() for v in versions}
+        if len(every) == 1:
+            return next(iter(every)), "server_info.version"
+        shown = " / ".join(f"{', '.join(v)} ({role})" if role else ", ".join(v) for role, v in per_role.items())
+        return shown, "server_info.version"
+    config = data.get("server_config")
+    if isinstance(config, dict):
+        for key in ("vllm_version", "sglang_version", "engine_version", "version"):
+            version = _text(config.get(key))
+            if version is not None:
+                return version, f"server_config.{key}"
+    for key in ("engine_version", "server_version"):
+        version = _text(data.get(key))
+        if version is not None:
+            return version, key
+    return None, None
+
+
+# keys under which a client (or a wrapper around it) records its own version
+CLIENT_VERSION_KEYS = ("client_version", "benchmark_version", "bench_version", "tool_version")
+
+
+def client_version(data: dict[str, Any]) -> Optional[str]:
+    """The benchmark client's version as the run records it (never the server's `server_info.version`)."""
+    for key in CLIENT_VERSION_KEYS:
+        version = _text(data.get(key))
+        if version is not None:
+            return version
+    return None

@@ -15,6 +15,7 @@ docs/METRICS.md lists every accepted key spelling and the order of sources.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Optional
@@ -22,10 +23,13 @@ from typing import Any, Optional
 import numpy as np
 
 from ..analysis.metrics import flatten_gaps, per_request
-from ..catalog.chips import normalize_chip
 from .filenames import NameHints
+from .runfacts import _recorded_chip, _started
 from .rawkeys import (
     _COMPLETED,
+    client_version,
+    engine_version,
+    server_identity,
     _DURATION,
     _FAILED,
     _SENT,
@@ -82,7 +86,7 @@ class RawRun:
     output_len: int
     client: dict[str, dict[str, float]]
     success: int
-    failed: int
+    failed: Optional[int]  # None: unknown (the client wrote only its completed requests)
     duration_s: Optional[float] = None
     request_throughput: Optional[float] = None
     input_throughput: Optional[float] = None
@@ -102,7 +106,14 @@ class RawRun:
     client_extra: dict[str, dict[str, float]] = field(default_factory=dict)
     # the run's start as the client recorded it (naive local time), and where it came from
     started: Optional[datetime] = None
+    started_precision: str = "second"  # "second", or "day" for a date without a time (`20250312`)
     engine: Optional[str] = None  # the serving engine named by the run's `backend`, when it names one
+    # the server the run itself names (`framework`, `server_info`): outranks `backend`, the request format
+    server_engine: Optional[str] = None
+    server_engine_source: Optional[str] = None
+    engine_version: Optional[str] = None  # the server's version as the run records it, and the key it came from
+    engine_version_source: Optional[str] = None
+    client_version: Optional[str] = None
     empty_outputs: Optional[int] = None
     lengths_averaged: tuple[str, ...] = ()
     # the client's own totals over successful requests, and its random-length spread (validity checks)
@@ -253,10 +264,35 @@ def _length_keys(data: dict[str, Any], which: str) -> Optional[int]:
     return None
 
 
+def _name_counts_prompts(data: dict[str, Any], hints: NameHints, completed: int) -> bool:
+    """The number of a `{backend}_{MMDD}_{N}_{in}_{out}` name is the prompts sent (sglang.bench_serving's default
+    name), for a run that records no request or failure count: N is at least the completed requests and is not the
+    run's own concurrency cap (the team's convention puts the concurrency there, and its runs record it)."""
+    named = hints.concurrency
+    if hints.convention != "legacy" or named is None or named < completed:
+        return False
+    return _int(data, "max_concurrency") != named
+
+
 def _concurrency(data: dict[str, Any], arrays: _Arrays, hints: NameHints, rate: Optional[float],
-                 notes: list[str]) -> Optional[int]:
+                 notes: list[str], prompts_from_name: Optional[int] = None) -> Optional[int]:
     """The concurrency cap: the run's max_concurrency, else the file name's (unless it is num_prompts), else
     null for an open-loop run (finite rate) or all requests at once (unlimited rate)."""
+    if prompts_from_name is not None and "max_concurrency" not in data:
+        # a layout from before sglang.bench_serving had --max-concurrency: no cap, and the name's number is the
+        # prompt count, never a concurrency
+        if rate is None:
+            notes.append(f"no concurrency cap: the run's layout predates --max-concurrency (no max_concurrency key) and "
+                         f"its rate is unlimited; the file name's {prompts_from_name} is the prompt count, not a "
+                         "concurrency: concurrency recorded as null (unlimited)")
+        else:
+            notes.append(f"the file name's {prompts_from_name} is the prompt count, not a concurrency; the run is "
+                         f"rate-limited ({rate:g} req/s) without a concurrency cap: an open-loop run")
+        return None
+    if prompts_from_name is not None:
+        hints = dataclasses.replace(hints, concurrency=None)
+        notes.append(f"the file name's {prompts_from_name} is the prompt count (sglang.bench_serving's default name), "
+                     "not a concurrency")
     concurrency = _int(data, "max_concurrency")
     if concurrency is not None:
         if hints.concurrency is not None and hints.concurrency != concurrency:
@@ -273,6 +309,8 @@ def _concurrency(data: dict[str, Any], arrays: _Arrays, hints: NameHints, rate: 
             sent = arrays.n
         elif completed is not None:
             sent = completed + (failed or 0)
+    if prompts_from_name is not None:
+        sent = prompts_from_name
     named = hints.concurrency
     if named is not None and hints.convention != "pattern" and sent is not None and named == sent:
         notes.append(
@@ -342,28 +380,6 @@ def _lengths(data: dict[str, Any], arrays: _Arrays, hints: NameHints, options: R
     return values["input"], values["output"], tuple(averaged)
 
 
-# keys under which a run records its chip (vllm's --metadata KEY=VALUE lands at the top level; some forks nest a
-# `metadata` object), best first
-CHIP_KEYS = ("chip", "gpu", "gpu_type", "gpu_name", "gpu_model", "accelerator", "accelerator_type", "device_name",
-             "hardware", "device")
-
-
-def _recorded_chip(data: dict[str, Any]) -> tuple[Optional[str], Optional[tuple[str, str]]]:
-    """(chip id, (key, text)) from the run's own keys (top level, then a nested `metadata` object); never guessed."""
-    places: list[tuple[str, dict[str, Any]]] = [("", data)]
-    nested = data.get("metadata")
-    if isinstance(nested, dict):
-        places.append(("metadata.", nested))
-    for prefix, place in places:
-        for key in CHIP_KEYS:
-            value = place.get(key)
-            if isinstance(value, str) and value.strip():
-                chip = normalize_chip(value)
-                if chip is not None:
-                    return chip, (prefix + key, value.strip()[:200])
-    return None, None
-
-
 def _accept_length(data: dict[str, Any], fmt: str) -> Optional[float]:
     value = _first_number(data, "accept_length", "spec_decode_acceptance_length")
     if value is not None:
@@ -372,36 +388,6 @@ def _accept_length(data: dict[str, Any], fmt: str) -> Optional[float]:
     accepted = _number(data, "spec_decode_accepted_tokens")
     if drafts and accepted is not None:
         return 1.0 + accepted / drafts
-    return None
-
-
-# keys that hold when a run ran, first present wins: vLLM's `date`, then what forks and wrappers write
-_TIME_KEYS = ("date", "timestamp", "datetime", "start_time", "started_at")
-# an epoch in seconds is read only in this window (2015 … 2040): other numbers under these keys are not times
-_EPOCH_WINDOW = (1.42e9, 2.21e9)
-
-
-def _started(data: dict[str, Any], notes: list[str]) -> Optional[datetime]:
-    """When the run ran, from its own keys (_TIME_KEYS): `%Y%m%d-%H%M%S` (vLLM) and other compact forms, ISO-8601,
-    or epoch seconds; naive local time or aware. None when no key holds a time."""
-    for key in _TIME_KEYS:
-        value = data.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if _EPOCH_WINDOW[0] <= value <= _EPOCH_WINDOW[1]:
-                return datetime.fromtimestamp(value).astimezone()
-            continue
-        if not isinstance(value, str) or not value.strip():
-            continue
-        text = value.strip()
-        for fmt in ("%Y%m%d-%H%M%S", "%Y%m%d_%H%M%S", "%Y%m%d%H%M%S", "%Y-%m-%d %H:%M:%S", "%Y%m%d"):
-            try:
-                return datetime.strptime(text, fmt)
-            except ValueError:
-                pass
-        try:
-            return datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            notes.append(f"{key} {value!r} not understood as a time")
     return None
 
 
@@ -476,6 +462,7 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     details = arrays.details
     client_failed = _first_int(data, _FAILED)
     num_prompts = _first_int(data, _SENT)
+    prompts_from_name: Optional[int] = None
     if arrays.success is not None:
         success = int(arrays.success.sum())
         failed = int(arrays.success.size - success)
@@ -485,17 +472,27 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
         if completed is None:
             raise RunError("no `completed` count and no per-request outcome (errors)")
         success = completed
+        failed = None
         if client_failed is not None:
             failed = client_failed
         elif num_prompts is not None and num_prompts >= completed:
             failed = num_prompts - completed
             if failed:
                 notes.append(f"failed = num_prompts - completed = {num_prompts} - {completed} (the client wrote no failure count)")
+        elif _name_counts_prompts(data, hints, completed):
+            assert hints.concurrency is not None
+            prompts_from_name = hints.concurrency
+            failed = prompts_from_name - completed
+            notes.append(
+                f"failed = {prompts_from_name} - {completed} = {failed}, derived from the file name: the run records "
+                "no request or failure count, so the name's number is sglang.bench_serving's default "
+                "{backend}_{MMDD}_{num_prompts}_{in}_{out}: the prompts sent"
+            )
         else:
-            failed = 0
-            notes.append("failed count unknown: the file records only completed requests")
+            notes.append("failed count unknown: the file records only completed requests (no failure count, no request "
+                         "count, no per-request errors): recorded as null, not 0")
     if success == 0:
-        total = success + failed
+        total = success + (failed or 0)
         errors = arrays.errors or []
         first = next((e for e in errors if e), "")
         if not first:
@@ -506,7 +503,9 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
         counted = f"0 of {total} requests succeeded" if total else "0 requests succeeded (completed: 0; no request count)"
         raise RunError(f"{counted}{reason}")
     rate = _request_rate(data, notes)
-    concurrency = _concurrency(data, arrays, hints, rate, notes)
+    if prompts_from_name is not None and num_prompts is None:
+        num_prompts = prompts_from_name
+    concurrency = _concurrency(data, arrays, hints, rate, notes, prompts_from_name)
     input_len, output_len, averaged = _lengths(data, arrays, hints, options, success, notes)
     duration = _first_number(data, *_DURATION)
     client, extra = _client_stats(data, notes)
@@ -525,9 +524,11 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
         request_rate=rate,
         dataset_name=data.get("dataset_name") if isinstance(data.get("dataset_name"), str) else None,
         request_format=backend, model=_model_name(data), details=details, notes=notes,
-        started=_started(data, notes), engine=ENGINE_OF_BACKEND.get((backend or "").lower()),
-        lengths_averaged=averaged,
+        engine=ENGINE_OF_BACKEND.get((backend or "").lower()), lengths_averaged=averaged,
     )
+    run.started, run.started_precision = _started(data, notes)
+    run.server_engine, run.server_engine_source = server_identity(data)
+    (run.engine_version, run.engine_version_source), run.client_version = engine_version(data), client_version(data)
     _fix_e2e_swap(run, data, arrays)
     run.chip, run.chip_source = _recorded_chip(data)
     goodput = _first_number(data, "request_goodput", "request_goodput:")

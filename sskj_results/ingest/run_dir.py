@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Optional
 from .. import __version__
 from ..contract.io import RESULTS_NAME, atomic_write_text, save_run
 from ..contract.models import Results, Scenario
-from ..contract.redact import redact
+from ..contract.redact import redact, redact_text
 
 ReportRenderer = Callable[[Results, Path], str]
 UNKNOWN = "unknown"
@@ -79,9 +79,10 @@ def provenance_readme(results: Results, sources: Iterable[tuple[Path, str, int, 
     lines = [
         f"# Provenance of {meta.chip}_{meta.engine}_{meta.run_id}",
         "",
-        f"Imported by sskj-results {__version__} on {meta.imported_at or meta.timestamp}; the runs started "
-        f"{meta.timestamp} (from the raw runs: the client's `date` key, else the file name's MMDD with the year of "
-        "the file's modification time; times without a zone are this machine's local time).",
+        f"Imported by sskj-results {__version__} on {meta.imported_at or 'an unknown date'}; the runs started "
+        f"{meta.timestamp or 'at an unknown time'} (from the raw runs: their own time keys, else a date-time in the "
+        "file name, else the name's MMDD as a month and day without a year; never a file's modification time; times "
+        "without a zone are this machine's local time).",
         "",
         "Command:",
         "",
@@ -89,9 +90,10 @@ def provenance_readme(results: Results, sources: Iterable[tuple[Path, str, int, 
         redact(command) if command else "(not recorded)",
         "```",
         "",
-        f"Engine `{meta.engine}`, model `{meta.model}` and chip `{meta.chip}` come from the command line, else the "
-        "file name (`{chip}_{engine}_…`, a chip prefix, or --name-pattern), else the runs' own keys (`backend`, "
-        "`model_id`, `server_info.model_path`); `unknown` where none of them says.",
+        f"Engine `{meta.engine}`, model `{meta.model}` and chip `{meta.chip}` come from the command line, else (the "
+        "engine) the server the runs name (`framework`, `server_info`), else the file name (`{chip}_{engine}_…`, a "
+        "chip prefix, or --name-pattern), else the runs' own keys (`backend`, `model_id`, `server_info.model_path`); "
+        "`unknown` where none of them says.",
         "",
         "## Source files",
         "",
@@ -101,5 +103,5 @@ def provenance_readme(results: Results, sources: Iterable[tuple[Path, str, int, 
     for path, digest, size, nlines in sources:
         lines.append(f"| {path} | `{digest}` | {nlines} | {size} |")
     lines.append("")
-    return "\n".join(lines)
+    return redact_text("\n".join(lines))  # the one redaction, over the whole file
 

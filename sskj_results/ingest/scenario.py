@@ -15,6 +15,8 @@ from ..analysis.metrics import per_request, request_itl_means, slo_attainment, s
 from ..analysis.slo import slo_status
 from ..contract.errors import ConfigError, RawFormatError, ResultsError
 from ..contract.io import describe_os_error, display_name, one_line
+from ..contract.redact import redact_text
+from ..contract.times import TimePrecision, TimeSource
 from ..contract.models import Latencies, Percentiles, RawRequest, Scenario, SkippedScenario, SloSpec, Source
 from .filenames import NameHints, name_hints
 from .naming import scenario_name
@@ -215,7 +217,7 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         itl_ms=_percentiles(run.client.get("itl_ms", {}), computed["itl_ms"], "latencies.itl_ms", "per_request",
                             reconstructed, extra.get("itl_ms"), measured),
     )
-    total = run.success + run.failed
+    total = run.success + (run.failed or 0)
     return Scenario(
         name=name or scenario_name(run.concurrency, run.input_len, run.output_len, request_rate=run.request_rate),
         concurrency=run.concurrency, input_len=run.input_len, output_len=run.output_len,
@@ -251,7 +253,7 @@ def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: 
         make(
             request_id=str(i), input_tokens=inputs[i], output_tokens=outputs[i], e2e_ms=e2e[i],
             ttft_ms=ttft[i], tpot_ms=tpot[i], itl_ms=itl[i], accept_length=None,
-            success=bool(ok[i]), error=None if ok[i] else errors[i],
+            success=bool(ok[i]), error=None if ok[i] else redact_text(errors[i]),
         )
         for i in range(n)
     ]
@@ -272,3 +274,52 @@ def _local(dt: datetime) -> datetime:
     """An aware datetime; naive times (the clients write local time without a zone) take this machine's zone."""
     return dt.astimezone() if dt.tzinfo is None else dt
 
+
+
+@dataclass(frozen=True)
+class RunTime:
+    """When a raw run ran, as much as is known: the ISO text, its precision and source (null: unknown)."""
+
+    value: Optional[str] = None
+    precision: Optional[TimePrecision] = None
+    source: Optional[TimeSource] = None  # "run" | "file name"
+    order: Optional[datetime] = None  # an aware datetime to sort by (None for a month and day without a year)
+
+
+def _full(dt: datetime, precision: str, source: TimeSource) -> RunTime:
+    aware = _local(dt).replace(microsecond=0)
+    if precision == "day":
+        return RunTime(aware.date().isoformat(), "day", source, aware)
+    return RunTime(aware.isoformat(), "second", source, aware)
+
+
+def run_time(run: RawRun, hints: Optional[NameHints] = None) -> RunTime:
+    """The run's own time key; else a full date-time in the file name (`2026-03-24_11-23-55`); else the name's
+    MMDD as a month and day without a year (`--10-15`); else unknown. Never the file's modification time."""
+    if run.started is not None:
+        return _full(run.started, run.started_precision, "run")
+    if hints is None:
+        return RunTime()
+    if hints.when is not None and hints.when_precision is not None:
+        return _full(hints.when, hints.when_precision, "file name")
+    if hints.mmdd is not None:
+        month, day = int(hints.mmdd[:2]), int(hints.mmdd[2:])
+        try:
+            datetime(2000, month, day)  # a leap year: 0229 is a month and day
+        except ValueError:
+            return RunTime()
+        return RunTime(f"--{month:02d}-{day:02d}", "month-day", "file name")
+    return RunTime()
+
+
+def stamp_time(scenario: Scenario, when: RunTime) -> None:
+    """Record when on the scenario, with a note when it is partial or unknown."""
+    scenario.timestamp, scenario.timestamp_precision, scenario.timestamp_source = when.value, when.precision, when.source
+    if when.value is None:
+        scenario.notes.append("run time unknown (no date in the run or its file name): recorded as null, not the "
+                              "file's modification time")
+    elif when.precision == "month-day":
+        scenario.notes.append(f"run date {when.value} from the file name's MMDD: month and day only, the year is "
+                              "unknown (not taken from the file's modification time)")
+    elif when.source == "file name":
+        scenario.notes.append(f"run time {when.value} from the file name")

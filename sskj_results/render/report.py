@@ -356,10 +356,24 @@ def _report_title(run: RunData, label: str) -> str:
     return f"# {meta.experiment}: {label}" + (f" on {where}" if where else "") + f" (run {meta.run_id})"
 
 
+UNKNOWN_COUNT = "?"  # a count nobody recorded (never 0)
+
+
+def time_text(value: Optional[str], precision: Optional[str]) -> str:
+    """A recorded time as a reader should see it: `unknown` for null, the known part said for a partial one."""
+    if value is None:
+        return "unknown"
+    if precision == "month-day":
+        return f"{value} (month and day; year unknown)"
+    if precision == "day":
+        return f"{value} (date only)"
+    return value
+
+
 def _report_summary(run: RunData, label: str, spec: SloSpec, recomputed: bool, rows: list[Row]) -> list[str]:
     meta = run.results.metadata
     res = run.results
-    lines = [f"- Experiment: {code(meta.experiment)} (run {code(meta.run_id)}, {meta.timestamp})",
+    lines = [f"- Experiment: {code(meta.experiment)} (run {code(meta.run_id)}, {time_text(meta.timestamp, meta.timestamp_precision)})",
              f"- Model: {code(meta.model)}"]
     engine = label + (f" {meta.engine_version}" if meta.engine_version else "")
     lines.append(f"- Engine: {engine}")
@@ -387,10 +401,12 @@ def _report_summary(run: RunData, label: str, spec: SloSpec, recomputed: bool, r
     lines.append(f"- SLO reference: {ref}")
     marks = Counter(r.slo_status.overall for r in rows)
     failed = sum(1 for s in res.scenarios if s.failed)
+    unknown = sum(1 for s in res.scenarios if s.failed is None)
     lines.append(
         f"- Scenarios: {len(rows)} measured ({marks[MET_BOTH]} {MET_BOTH}, {marks[MET_ONE]} {MET_ONE}, "
         f"{marks[MET_NONE]} {MET_NONE}" + (f", {marks[NOT_MEASURED]} {NOT_MEASURED}" if marks[NOT_MEASURED] else "")
         + f"), {len(res.skipped)} skipped, {failed} with failed requests"
+        + (f", {unknown} with an unknown failure count" if unknown else "")
     )
     return lines
 
@@ -423,11 +439,19 @@ def _report_warnings(run: RunData) -> list[str]:
     failures = []
     for i in order:
         s = res.scenarios[i]
-        if s.failed:
+        if s.failed is None:
+            failures.append([s.name, UNKNOWN_COUNT, s.num_prompts if s.num_prompts is not None else UNKNOWN_COUNT,
+                             "failed count unknown: the client recorded only its completed requests"])
+        elif s.failed:
             first = run.samples[i].first_error if i < len(run.samples) else None
             failures.append([s.name, s.failed, s.success + s.failed, first or "-"])
     if failures:
+        known = [row[1] for row in failures if isinstance(row[1], int)]
+        unknown = len(failures) - len(known)
         lines += ["### Failed requests", ""]
+        if unknown:
+            lines += [f"{sum(known)} failed request(s) in {len(known)} scenario(s); {unknown} scenario(s) with an unknown "
+                      f"failure count ({UNKNOWN_COUNT}), not counted as 0.", ""]
         lines += github_table(["Scenario", "Failed", "Requests", "First error"], failures,
                               ["left", "right", "right", "left"]) + [""]
     empty = [[res.scenarios[i].name, res.scenarios[i].empty_outputs, res.scenarios[i].success]
@@ -446,7 +470,9 @@ def _report_warnings(run: RunData) -> list[str]:
 
 
 def _meta_rows(meta: Metadata) -> list[list[str]]:
-    return [[name, str(value)] for name, value in meta.model_dump().items() if value is not None]
+    """Every recorded field; an unknown time says so (it is never left out as if not asked)."""
+    return [[name, "unknown" if value is None else str(value)] for name, value in meta.model_dump().items()
+            if value is not None or name == "timestamp"]
 
 
 def _report_provenance(run: RunData) -> list[str]:
