@@ -22,7 +22,7 @@ from ..contract.io import atomic_write_text
 from ..contract.models import Results, SloSpec
 from .report import render_comparison, render_report
 from ..analysis.rundata import RunData, load_run_data, reference_slo, run_data, run_labels, same_thresholds
-from ..contract.runset import expand, load_run_set, phase_paths
+from ..contract.runset import expand, load_run_set, phase_paths, runs_inside
 from ..analysis.slo import resolve_slo
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -169,7 +169,11 @@ def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions()) ->
 
 
 def write_reports(path: PathLike, options: ReportOptions = ReportOptions()) -> list[ReportOutput]:
-    """report.md of a run directory, or of every phase of a run-set directory."""
+    """report.md of a run directory, of every phase of a run-set directory, or of every run of a folder of
+    runs (`imported/`)."""
+    inside = runs_inside(path)
+    if inside:
+        return [out for run in inside for out in write_reports(run, options)]
     run_set = load_run_set(path) if Path(path).is_dir() or Path(path).is_file() else None
     if run_set is None:
         return [write_report(path, options)]
@@ -205,9 +209,13 @@ def write_comparison(
         raise UsageError(f"--baseline {baseline}: is a run set; give one of its phase directories")
     ordered = order_runs(expanded, baseline)
     if len(ordered) < 2:
-        raise UsageError("compare needs at least two runs (a baseline and one to compare with it)")
+        found = ""
+        if ordered and [Path(p) for p in ordered] != [Path(p) for p in paths]:  # a folder stood for its runs
+            found = f"; {', '.join(map(str, paths))} holds only {', '.join(map(str, ordered))}"
+        raise UsageError(f"compare needs at least two runs (a baseline and one to compare with it){found}")
     runs = [load_run_data(p) for p in ordered]
     doc = build_comparison(runs, options)
+    refuse_incomparable(doc, runs)
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -228,6 +236,18 @@ def write_comparison(
     except OSError as exc:
         raise ConfigError(f"{exc.filename or out}: cannot write: {exc.strerror}; choose another --out") from None
     return ComparisonOutput(markdown=md_path, json=json_path, plots=written, doc=doc, html=page)
+
+
+def refuse_incomparable(doc: ComparisonDoc, runs: Sequence[RunData]) -> None:
+    """Raise ResultsError when the runs have no scenario in common (nothing to put side by side)."""
+    if doc.scenarios:
+        return
+    where = ", ".join(str(info.path) for info in doc.runs)
+    if not any(run.results.scenarios for run in runs):
+        raise ResultsError(f"{where}: no run holds a measured scenario (a DRY_RUN=1 run writes metadata only); "
+                           "nothing to compare")
+    raise ResultsError(f"{where}: no scenario in common (matched by concurrency, input_len and output_len); nothing "
+                       "to compare; `sskj-results report RUN` shows each run alone")
 
 
 def report_text(results: Results, target: PathLike) -> str:
