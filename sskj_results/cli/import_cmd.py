@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from ..contract.models import SloSpec
 
 from ..contract.io import display_name
-from .common import ExitError, echo, handle_errors, slo_options
+from .common import ExitError, PlatformFile, catalog_chip_name, echo, handle_errors, slo_options
 
 
 VALIDITY_HELP = ("Validity threshold NAME=VALUE, repeatable (docs/VALIDITY.md), e.g. min_prompts_per_slot=8; "
@@ -67,9 +67,11 @@ def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], sl
 @click.option("--out", "out", default=None, type=click.Path(file_okay=False, path_type=Path),
               help="Directory that receives one run directory per (engine, model, chip) "
                    "(default: imported/ beside RAW_DIR; never inside RAW_DIR).")
-@click.option("--platform", "platform_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="platforms/<chip>.env giving CHIP, ACCELERATOR, HARDWARE.")
-@click.option("--chip", help="Chip, e.g. nvidia_h200 (instead of --platform). Without either: 'unknown', with a warning.")
+@click.option("--platform", "platform_file", type=PlatformFile(),
+              help="platforms/<chip>.env giving CHIP, ACCELERATOR, HARDWARE, or the platform's name "
+                   "(nvidia_h200: the repository's platforms/nvidia_h200.env).")
+@click.option("--chip", help="Chip, e.g. nvidia_h200 or H200 (the catalog's name is recorded; instead of --platform). "
+                             "Without either: 'unknown', with a warning.")
 @click.option("--accelerator", help="Accelerator family, e.g. 'NVIDIA H200'.")
 @click.option("--hardware", help="Hardware description, e.g. '8x NVIDIA H200 143GB'.")
 @click.option("--engine", help="Engine of every file (default: the file name, else the runs' backend key).")
@@ -112,6 +114,8 @@ def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Pa
     from ..render.publish import report_text
     from ..analysis.validity import parse_thresholds
 
+    if chip:
+        chip = catalog_chip_name(chip)
     if platform_file is not None:
         platform = read_platform_file(platform_file)
         platform.accelerator = accelerator or platform.accelerator

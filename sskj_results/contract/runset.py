@@ -138,7 +138,7 @@ def runs_inside(path: PathLike) -> list[Path]:
     `results/`, a dry run's `results/<RUN_ID>/` without an index): each subdirectory holding a results.json,
     `phase<N>_*` by N then the others by name; [] for anything else."""
     p = Path(path)
-    if not p.is_dir() or (p / RESULTS_NAME).exists():
+    if not p.is_dir() or os.path.lexists(p / RESULTS_NAME):
         return []
     return [d for d in discover_phases(p) if not d.name.startswith(".")]
 

@@ -309,6 +309,15 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
     return result
 
 
+def _run_dir_base(key: tuple[str, Optional[str], str], per_chip_engine: dict[tuple[str, str], int]) -> str:
+    """`<chip>_<engine>` of a run directory (`_<model>` added when the chip and engine have several models)."""
+    eng, run_model, chip = key
+    base = f"{_safe(chip)}_{_safe(eng)}"
+    if per_chip_engine[(chip, eng)] > 1:
+        base += f"_{_safe(Path(run_model).name if run_model else UNKNOWN)}"
+    return base
+
+
 @_bulk
 def import_legacy(
     raw_dir: Path,
@@ -395,16 +404,22 @@ def import_legacy(
             if group.model is None:
                 warnings.append(f"{name}: not attributed to a model (the runs do not name it); recorded as 'unknown' "
                                 f"under engine {group.engine}: give --model")
-    if dry_run:
-        return ImportOutcome([], problems, warnings, plan)
-    run_dirs: list[Path] = []
-    replaced: list[Path] = []
-    out.mkdir(parents=True, exist_ok=True)
     raw_abs = str(raw_dir.resolve())
     per_chip_engine: dict[tuple[str, str], int] = {}
     for key in groups:
         if groups[key].scenarios:
             per_chip_engine[(key[2], key[0])] = per_chip_engine.get((key[2], key[0]), 0) + 1
+    if dry_run:
+        for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
+            if group.scenarios:
+                name = _run_dir_base(key, per_chip_engine) + "_" + min(group.times).strftime("%Y%m%d-%H%M%S")
+                verb = "would replace" if _own_previous(out / name, raw_abs, key) else "would write"
+                plan.append(f"{verb} run folder {out / name}: engine {key[0]}, model {key[1] or UNKNOWN}, chip {key[2]}, "
+                            f"{len(group.scenarios)} scenario(s) from {len(group.sources)} file(s)")
+        return ImportOutcome([], problems, warnings, plan)
+    run_dirs: list[Path] = []
+    replaced: list[Path] = []
+    out.mkdir(parents=True, exist_ok=True)
     for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
         if not group.scenarios:
             continue
@@ -436,9 +451,7 @@ def import_legacy(
                            for p, d, s, _ in srcs],
                 validity_thresholds=validity,
             )
-            base = f"{_safe(chip)}_{_safe(eng)}"
-            if per_chip_engine[(chip, eng)] > 1:
-                base += f"_{_safe(Path(run_model).name if run_model else UNKNOWN)}"
+            base = _run_dir_base(key, per_chip_engine)
             target = out / f"{base}_{run_id}"
             previous = _own_previous(target, raw_abs, key)
             if previous:
@@ -447,9 +460,11 @@ def import_legacy(
                 target = _unique_dir(target)
             _write_run_dir_atomically(target, results, srcs, command, render_report, replace=previous)
             run_dirs.append(target)
-            # an earlier import of the same raw directory and group under another time (files were added or removed)
-            for stale in sorted(out.glob(f"{base}_*")):
-                if stale != target and stale.is_dir() and _own_previous(stale, raw_abs, key):
+            # an earlier import of the same raw directory and group under another time (files were added or
+            # removed), or of the same raw files under another chip (an earlier import without --platform)
+            files = frozenset((Path(p).name, d) for p, d, _, _ in srcs)
+            for stale in sorted(out.glob(f"{base}_*")) + sorted(out.glob(f"*_{_safe(eng)}_*")):
+                if stale != target and stale.is_dir() and _own_previous(stale, raw_abs, key, files):
                     shutil.rmtree(stale)
                     if target not in replaced:
                         replaced.append(target)

@@ -6,6 +6,7 @@ folder of runs, or nothing sskj can read. Used by the commands that take runs (`
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Optional
@@ -67,7 +68,7 @@ def check_run_path(path: Path) -> None:
                 raise ResultsError(f"{display_name(path)}: is a raw client output ({client}), not a results.json; "
                                    + _import_hint(path.parent))
         return
-    if not path.is_dir() or (path / RESULTS_NAME).exists() or runs_inside(path):
+    if not path.is_dir() or os.path.lexists(path / RESULTS_NAME) or runs_inside(path):
         return
     raw = path / "raw_outputs"
     if raw.is_dir():
