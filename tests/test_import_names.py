@@ -122,3 +122,20 @@ def test_dry_run_names_the_run_folders(raw: Path) -> None:
         f"dry run: nothing written (would write under {raw / 'imported'})",
     ]
     assert not Path("imported").exists()
+
+
+def test_a_line_too_long_for_orjson_is_read_by_the_standard_library(raw: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson refuses documents of about 2 GB ("Not enough memory to allocate buffer for parsing"); the
+    documented limit is 4 GiB: past ORJSON_MAX_BYTES the standard library reads the line, to the same values."""
+    from sskj_results.ingest import rawio
+
+    assert cli("import-legacy", "raw_outputs", "--chip", "cpu", "--out", "fast").exit_code == 0
+    monkeypatch.setattr(rawio, "ORJSON_MAX_BYTES", 64)  # every line of these files is longer
+    (raw / "raw_outputs" / "vllm_0705_9_1_1.jsonl").write_text('{"backend": "vllm", "completed": 1, "pad": "' + "x" * 40 + '", "x": [1, 2,]}\n')
+    result = cli("import-legacy", "raw_outputs", "--chip", "cpu", "--out", "slow")
+    assert result.exit_code == 1
+    assert ("skipped: raw_outputs/vllm_0705_9_1_1.jsonl:1: not valid JSON (Expecting value: line 1 column 99 "
+            "(char 98))") in result.stderr, result.stderr
+    fast, slow = (json.loads(next(Path(d).glob("*/results.json")).read_text(encoding="utf-8")) for d in ("fast", "slow"))
+    assert fast["scenarios"] == slow["scenarios"] and len(fast["scenarios"]) == 4
+    assert fast["scenarios"][0]["request_rate"] is None  # the file's bare Infinity, as orjson's path reads it
