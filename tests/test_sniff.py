@@ -3,6 +3,7 @@ contract/runset.runs_inside, publish.refuse_incomparable, run/reparse.reparse_ta
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -124,3 +125,46 @@ def test_reparse_a_folder_of_runs_reparses_each(user: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout == "wrote results/sglang/report.md\nwrote results/vllm/report.md\n"
     assert not Path("results/results.json").exists()  # not mistaken for a run set of two phases
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_drawn_on_a_terminal_after_the_delay_and_cleared() -> None:
+    from sskj_results.cli.progress import Progress
+
+    now = [0.0]
+    stream = _Tty()
+    with Progress("importing", stream=stream, clock=lambda: now[0], delay_s=2.0) as progress:
+        progress(0, 4, "a.jsonl")  # within the first 2 s: nothing
+        assert stream.getvalue() == ""
+        now[0] = 2.5
+        progress(1, 4, "b.jsonl")
+        assert stream.getvalue() == "\rimporting [######..................] 1/4 b.jsonl"
+        now[0] = 3.0
+        progress(4, 4, "")
+    assert stream.getvalue().endswith("\rimporting [########################] 4/4" + " " * 8 + "\r" + " " * 40 + "\r")
+
+
+def test_progress_is_quiet_when_stderr_is_not_a_terminal() -> None:
+    from sskj_results.cli.progress import Progress
+
+    stream = io.StringIO()
+    with Progress("importing", stream=stream, clock=lambda: 100.0, delay_s=0.0) as progress:
+        progress(1, 2, "x")
+    assert stream.getvalue() == ""
+
+
+def test_a_long_import_and_report_call_progress(user: Path) -> None:
+    from sskj_results.ingest.legacy import Platform, import_legacy
+    from sskj_results.render.publish import ReportOptions, write_reports
+
+    calls: list[tuple[int, int, str]] = []
+    import_legacy(Path("raw_outputs"), Path("out"), Platform(chip="cpu", accelerator=None, hardware=None),
+                  progress=lambda d, t, i: calls.append((d, t, i)))
+    assert calls == [(0, 1, "sglang_0707_2_128_32.jsonl"), (1, 1, "")]
+    calls.clear()
+    write_reports("imported/vllm", ReportOptions(plots=False, html=True), lambda d, t, i: calls.append((d, t, i)))
+    assert calls == [(1, 3, "report.md"), (2, 3, "report.html"), (3, 3, "")]

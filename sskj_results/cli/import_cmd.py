@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 from ..contract.io import display_name
 from .common import ExitError, PlatformFile, catalog_chip_name, echo, handle_errors, slo_options
+from .progress import Progress
 
 
 VALIDITY_HELP = ("Validity threshold NAME=VALUE, repeatable (docs/VALIDITY.md), e.g. min_prompts_per_slot=8; "
@@ -131,11 +132,13 @@ def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Pa
             click.echo(f"output directory: {out} (imported/ beside {raw_dir}; --out to choose another)")
     check_import_dir(raw_dir, out)
     command = " ".join(shlex.quote(a) for a in ["sskj-results", *sys.argv[1:]]) if sys.argv[1:2] == ["import-legacy"] else None
-    outcome = run_import(raw_dir, out, platform, engine=engine, model=model, experiment=experiment,
-                         slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), strict=strict,
-                         server_args=server_args, command=command, name_format=name_format,
-                         name_pattern=name_pattern, input_len=input_len, output_len=output_len, dry_run=dry_run,
-                         render_report=report_text, validity=parse_thresholds(validity))
+    with Progress("importing") as progress:
+        outcome = run_import(raw_dir, out, platform, engine=engine, model=model, experiment=experiment,
+                             slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), strict=strict,
+                             server_args=server_args, command=command, name_format=name_format,
+                             name_pattern=name_pattern, input_len=input_len, output_len=output_len,
+                             dry_run=dry_run, render_report=report_text, validity=parse_thresholds(validity),
+                             progress=progress)
     for warning in outcome.warnings:
         echo(f"warning: {warning}", err=True)
     if dry_run:

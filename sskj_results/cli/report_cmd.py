@@ -62,8 +62,11 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], html: bool, slo_ti
     from ..render.publish import ReportOptions, write_reports
 
     check_run_path(run_dir)
-    outs = write_reports(run_dir, ReportOptions(slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
-                                                plots=not no_plots, cdf=cdf, html=html))
+    from .progress import Progress
+
+    with Progress(f"report {run_dir}") as progress:
+        outs = write_reports(run_dir, ReportOptions(slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
+                                                    plots=not no_plots, cdf=cdf, html=html), progress)
     for out in outs:
         click.echo(f"wrote {out.markdown}"
                    + (f" and {len(out.plots)} plot(s) in {out.plots[0].parent}" if out.plots else ""))

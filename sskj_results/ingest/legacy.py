@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from .. import __version__
 from ..analysis.slo import resolve_slo
@@ -339,8 +339,10 @@ def import_legacy(
     dry_run: bool = False,
     render_report: Optional[ReportRenderer] = None,
     validity: Optional[ValidityThresholds] = None,
+    progress: Optional[Callable[[int, int, str], None]] = None,
 ) -> ImportOutcome:
     """Import every raw file under raw_dir into one run directory per (engine, model, chip) under out.
+    `progress(done, total, file)` is called before each raw file is read and once at the end.
 
     `render_report(results, run_dir)` gives the text of each run's report.md
     (the CLI passes `publish.report_text`); without it no report.md is written.
@@ -367,7 +369,9 @@ def import_legacy(
     if not platform.chip_given:
         warnings.append("no chip given (--platform or --chip): runs that record no chip, in files whose name names none, are imported with "
                         "chip 'unknown'; set it later with `sskj-results metadata RUN_DIR --chip CHIP --hardware TEXT`")
-    for source in sources:
+    for number, source in enumerate(sources):
+        if progress is not None:
+            progress(number, len(sources), str(source.label))
         # the error boundary of one file: whatever goes wrong costs this file (or line) only
         try:
             done = import_file(source, platform, spec, engine=engine, model=model, strict=strict, cap=cap,
@@ -394,6 +398,8 @@ def import_legacy(
                 group = groups.setdefault(owner, _Group(*owner))
                 group.skipped.extend(done.skipped)
                 group.sources.setdefault(source.path, done.digest)
+    if progress is not None:
+        progress(len(sources), len(sources), "")
     for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
         if not group.scenarios:
             continue

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 from ..analysis.compare import CompareOptions, build_comparison, match_scenarios, order_runs, pool
 from ..contract.comparison_models import ComparisonDoc
@@ -26,6 +26,7 @@ from ..contract.runset import expand, load_run_set, phase_paths, runs_inside
 from ..analysis.slo import resolve_slo
 
 PathLike = Union[str, "os.PathLike[str]"]
+Progress = Callable[[int, int, str], None]  # (steps done, steps, what is next)
 
 COMPARISON_MD = "comparison.md"
 COMPARISON_JSON = "comparison.json"
@@ -138,9 +139,15 @@ def draw_report_plots(run: RunData, spec: SloSpec, plot_dir: Path, cdf: Optional
         ))
     return [p for p in written if p is not None]
 
-def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions()) -> ReportOutput:
+def _quiet(done: int, total: int, item: str) -> None:
+    """No progress shown."""
+
+
+def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions(),
+                 progress: Optional[Progress] = None) -> ReportOutput:
     """Regenerate RUN_DIR/report.md (and RUN_DIR/plots/*.png, and RUN_DIR/report.html when options.html)
-    from RUN_DIR/results.json."""
+    from RUN_DIR/results.json. `progress(done, total, step)` is called before each step and at the end."""
+    step = progress or _quiet
     if options.cdf is not None and options.cdf < 0:
         raise UsageError(f"--cdf {options.cdf}: give `all` or a number of shapes >= 0")
     directory = Path(run_dir)
@@ -153,7 +160,9 @@ def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions()) ->
     try:
         written: list[Path] = []
         if options.plots:
+            step(0, 3, "plots")
             written = draw_report_plots(run, spec, directory / PLOTS_DIR, options.cdf)
+        step(1, 3, REPORT_MD)
         rel = [p.relative_to(directory).as_posix() for p in written]
         text = render_report(run, spec, recompute, rel)
         atomic_write_text(md, text)
@@ -162,24 +171,27 @@ def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions()) ->
             from .html import render_report_html
 
             page = directory / REPORT_HTML
+            step(2, 3, REPORT_HTML)
             atomic_write_text(page, render_report_html(run, spec, recompute, text))
+        step(3, 3, "")
     except OSError as exc:
         raise ConfigError(f"{exc.filename or md}: cannot write: {exc.strerror}") from None
     return ReportOutput(markdown=md, plots=written, html=page)
 
 
-def write_reports(path: PathLike, options: ReportOptions = ReportOptions()) -> list[ReportOutput]:
+def write_reports(path: PathLike, options: ReportOptions = ReportOptions(),
+                  progress: Optional[Progress] = None) -> list[ReportOutput]:
     """report.md of a run directory, of every phase of a run-set directory, or of every run of a folder of
     runs (`imported/`)."""
     inside = runs_inside(path)
     if inside:
-        return [out for run in inside for out in write_reports(run, options)]
+        return [out for run in inside for out in write_reports(run, options, progress)]
     run_set = load_run_set(path) if Path(path).is_dir() or Path(path).is_file() else None
     if run_set is None:
-        return [write_report(path, options)]
+        return [write_report(path, options, progress)]
     if not run_set.phases:
         raise ResultsError(f"{path}: the run-set index lists no phase; rebuild it with `sskj-results runset {path}`")
-    return [write_report(p, options) for p in phase_paths(path, run_set)]
+    return [write_report(p, options, progress) for p in phase_paths(path, run_set)]
 
 
 def write_comparison(
