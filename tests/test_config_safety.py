@@ -140,3 +140,12 @@ def test_check_names_command() -> None:
     assert runner.invoke(main, ["check-names", "RUN_ID=20260101-000000", "EXPERIMENT=e"]).exit_code == 0
     result = runner.invoke(main, ["check-names", "RUN_ID=../x"])
     assert result.exit_code == 1 and "RUN_ID '../x' contains '/'" in result.output
+
+
+def test_template_and_shipped_experiments_take_tp_from_the_platform() -> None:
+    """A copy of TEMPLATE on an H20 or a 4-GPU box asks for the platform's DEFAULT_TP GPUs, not a fixed 8."""
+    configs = [REPO / "experiments" / "TEMPLATE" / "config.env", *sorted(REPO.glob("experiments/*/*/config.env"))]
+    for config in configs:
+        keys = [k for k, _ in parse_env_text(config.read_text(encoding="utf-8"), config.name, {"MODEL_ROOT": "/m"},
+                                             set(), set()).assignments]
+        assert "TP" not in keys, f"{config.relative_to(REPO)} sets TP; leave it to the platform's DEFAULT_TP"

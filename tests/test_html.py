@@ -93,8 +93,9 @@ def test_comparison_table_has_one_row_per_run_per_scenario(pages):
     assert len(trs) == len(rows) == 21
     table = page[page.index('id="results-table"'):]
     headers = re.findall(r"<th class=\"[a-z]+\">(.*?)</th>", table[: table.index("</thead>")])
-    # one engine per label and one chip: the seed-002 columns (Engine and Chip only when they tell rows apart)
-    assert headers == ["Scenario", "Backend", "Engine", "Conc", "Input", "Output", "Req/s", "OutTok/s", "TTFT P95(ms)",
+    # one chip, and every Backend label names its engine: the seed-002 columns (Engine and Chip only when they
+    # tell rows apart, and Engine not when the Backend label already says it)
+    assert headers == ["Scenario", "Backend", "Conc", "Input", "Output", "Req/s", "OutTok/s", "TTFT P95(ms)",
                        "TTFT P99(ms)", "TPOT Mean(ms)", "TPOT P95(ms)", "TPOT P99(ms)", "E2E P99(ms)", "SLO"]
     for (scenario, engine, chip, slo, run, cells), row in zip(trs, rows):
         assert (scenario, engine, run, slo) == (row["scenario"], row["engine"], htmlmod.escape(row["run"]),
@@ -319,3 +320,87 @@ def test_report_page_in_a_browser(browser, pages, tmp_path):
     assert rows == len(data["scenarios"])
     assert_plots_drawn(browser, 4)
     assert browser.save_screenshot(str(tmp_path / "report.png"))
+
+
+SHOTS = Path("/tmp/newuser_shots")
+FIT_SCRIPT = """
+    const plots = Array.from(document.querySelectorAll('div.plot')).map(div => {
+        const svg = div.querySelector('.main-svg').getBoundingClientRect();
+        return {id: div.id, box_w: div.clientWidth, box_h: div.clientHeight, svg_w: svg.width, svg_h: svg.height,
+                right: div.getBoundingClientRect().right};
+    });
+    const heads = Array.from(document.querySelectorAll('#results-table thead th'));
+    const slo = heads.find(th => th.textContent === 'SLO').getBoundingClientRect();
+    const box = document.getElementById('results-table').parentElement.getBoundingClientRect();
+    return {plots: plots, width: document.documentElement.clientWidth, slo_right: slo.right, box_right: box.right,
+            heads: heads.map(th => th.textContent)};
+"""
+
+
+def resized(driver: Any, width: int) -> dict[str, Any]:
+    """Resize the window, wait for page.js to redraw the figures, return their geometry and the table's."""
+    driver.set_window_size(width, 1800)
+    time.sleep(0.3)  # the page redraws 150 ms after the last resize event
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and driver.execute_script(
+            "return document.body.getAttribute('data-plots')") != "ready":
+        time.sleep(0.1)
+    return driver.execute_script(FIT_SCRIPT)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("name", ["comparison", "report"])
+def test_figures_fit_their_boxes_at_every_width(browser, pages, name):
+    """Each figure takes its box's width and the height of its panels at 1400, 1200 and 900 px (none wider
+    or taller than its box: no panel cut, no title over the next figure); the SLO column in view at 1400 px."""
+    SHOTS.mkdir(exist_ok=True)
+    browser.set_window_size(1400, 1800)
+    open_page(browser, pages[name])
+    heights = {}
+    for width in (1400, 1200, 900):
+        seen = resized(browser, width)
+        assert len(seen["plots"]) == 4
+        for plot in seen["plots"]:
+            assert plot["svg_w"] <= plot["box_w"] and plot["svg_h"] <= plot["box_h"], (width, plot)
+            assert plot["box_w"] >= 0.9 * (width - 80) and plot["right"] <= seen["width"], (width, plot)
+        heights[width] = {p["id"]: p["box_h"] for p in seen["plots"]}
+        if width == 1400:
+            assert seen["slo_right"] <= seen["box_right"], seen
+        assert "Engine" not in seen["heads"]  # the Backend label names the engine
+        assert ("Valid" in seen["heads"]) == (name == "report")
+        browser.execute_script("document.getElementById('plots').scrollIntoView()")
+        time.sleep(0.2)
+        assert browser.save_screenshot(str(SHOTS / f"{name}_{width}.png"))
+    # three panels a row at 1400 px, two at 900 px: the curves figures grow a row
+    assert heights[900]["fig-ttft"] > heights[1400]["fig-ttft"]
+    assert browser.get_log("browser") == []
+
+
+def test_log_ticks_label_several_values_in_a_narrow_range():
+    from sskj_results.render.figures import log_ticks
+
+    assert log_ticks([90.0, 3000.0]) == ([100.0, 200.0, 500.0, 1000.0, 2000.0], ["100", "200", "500", "1,000", "2,000"])
+    assert log_ticks([1.0, 1e6])[0] == [1.0, 10.0, 100.0, 1000.0, 1e4, 1e5, 1e6]  # 1-2-5 would be 19 labels
+    assert log_ticks([]) == ([], [])
+
+
+def test_interactivity_axis_starts_at_zero_and_narrow_placements_are_given(pages):
+    data = embedded_data(pages["comparison"].read_text(encoding="utf-8"))
+    tput = next(f for f in data["figures"] if f["id"] == "fig-tput")
+    panels = len([k for k in tput["layout"] if k.startswith("xaxis")])
+    assert all(tput["layout"][f"xaxis{i or ''}"]["rangemode"] == "tozero" for i in ([0] + list(range(2, panels + 1))))
+    places = tput["layout"]["meta"]["places"]
+    assert sorted(places) == ["1", "2", "3"][:min(3, panels)]
+    assert places["1"]["height"] > places[str(min(3, panels))]["height"]
+    ttft = next(f for f in data["figures"] if f["id"] == "fig-ttft")
+    if ttft["layout"]["yaxis"]["type"] == "log":
+        assert len(ttft["layout"]["yaxis"]["tickvals"]) >= 3
+
+
+def test_report_html_has_the_valid_column_of_report_md(pages, tmp_path):
+    text = pages["report"].read_text(encoding="utf-8")
+    head = re.search(r'<table class="sortable results" id="results-table"><thead><tr>(.*?)</tr>', text).group(1)
+    assert re.findall(r">([^<]+)</th>", head)[-2:] == ["SLO", "Valid"]
+    assert "Valid" in pages["report_md"].read_text(encoding="utf-8").splitlines()[
+        next(i for i, line in enumerate(pages["report_md"].read_text(encoding="utf-8").splitlines())
+             if line.startswith("| Scenario"))]

@@ -556,7 +556,7 @@ def test_request_format_in_the_default_name_is_read_as_its_engine(tmp_path: Path
     write(raw / "vllm-dspark_0708_4_32_4.jsonl", sglang_run(n=8, max_concurrency=4))  # an engine name stays as it is
     result = run_import(raw, tmp_path / "out", "--chip", "h200")
     assert result.exit_code == 0, result.output
-    assert sorted(p.name.rsplit("_", 1)[0] for p in (tmp_path / "out").iterdir()) == ["h200_sglang", "h200_vllm-dspark"]
+    assert sorted(p.name.rsplit("_", 1)[0] for p in (tmp_path / "out").iterdir()) == ["nvidia_h200_sglang", "nvidia_h200_vllm-dspark"]
     (s,) = load_run(next(p for p in (tmp_path / "out").iterdir() if "_sglang_" in p.name)).scenarios
     assert (s.concurrency, s.request_format) == (8, "sglang-oai")  # 8 prompts at once, the slot was num_prompts
 
@@ -627,15 +627,17 @@ def test_the_chip_a_run_records_is_used_and_never_guessed(tmp_path: Path) -> Non
     result = run_import(raw, tmp_path / "out", "--chip", "h20")
     assert result.exit_code == 0, result.output
     runs = {load_run(p).metadata.chip: load_run(p) for p in (tmp_path / "out").iterdir()}
-    assert sorted(runs) == ["h20", "nvidia_h20", "nvidia_h200", "nvidia_l40s"]
+    # --chip h20 is the catalog's nvidia_h20: the run without a chip joins the one that records H20
+    assert sorted(runs) == ["nvidia_h20", "nvidia_h200", "nvidia_l40s"]
     assert runs["nvidia_l40s"].metadata.hardware == "4xNVIDIA_L40S"
     (s,) = runs["nvidia_l40s"].scenarios
     assert "chip nvidia_l40s from the run's own `gpu` key ('4xNVIDIA_L40S')" in s.notes
     assert any("`metadata.gpu_type`" in n for n in runs["nvidia_h200"].scenarios[0].notes)
-    assert [Path(x.source.file).name for x in runs["h20"].scenarios] == ["device_kind.json"]  # the given chip
+    assert sorted(Path(x.source.file).name for x in runs["nvidia_h20"].scenarios) == [
+        "device_kind.json", "kunlun_p800_vllm_0312_4_64_8.json"]  # the given chip, and the one the run records
     # the run's own record wins over the file name's chip prefix, and says so
     assert "records chip nvidia_h20 (`hardware`: '8x NVIDIA H20') but the file name says kunlun_p800" in result.output
-    assert "the given chip is h20; imported under nvidia_l40s" in result.output
+    assert "the given chip is nvidia_h20; imported under nvidia_l40s" in result.output
 
 
 # ---------------------------------------------------------------- early-2024 vLLM and other spellings

@@ -191,7 +191,8 @@ def test_cli_run_dir_without_results_json(tmp_path, monkeypatch):
     (tmp_path / "empty").mkdir()
     result = CliRunner().invoke(main, ["report", "empty"])
     assert result.exit_code == 1
-    assert result.stderr == "error: empty/results.json: no such file\n"
+    assert result.stderr == ("error: empty: no results.json here nor one level down; give a run directory (one "
+                             "holding results.json), a folder of them, or a results.json\n")
 
 
 def test_cli_invalid_results_json(run_dir):

@@ -344,11 +344,85 @@ class Skipped:
 
 @dataclass(frozen=True)
 class RunsTable:
-    """The table and the runs that could not be read."""
+    """The table, the runs that could not be read, and the doubles left out (drop_doubles)."""
 
     frame: pd.DataFrame
     files: list[Path]
     skipped: list[Skipped]
+    dropped: list[Dropped] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """Rows of a run left out because another run holds the same raw runs (same raw file sha256 and line)."""
+
+    run_dir: str
+    rows: int
+    kept_in: str
+
+    def line(self) -> str:
+        return (f"{self.run_dir}: {self.rows} scenario(s) left out, the same raw runs (raw file sha256 and line) "
+                f"as in {self.kept_in}")
+
+
+# Values a raw line gives every import of it alike (the chip, model or platform may differ between imports).
+MEASURED = ("duration_s", "request_throughput", "output_token_throughput")
+
+
+def drop_doubles(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Dropped]]:
+    """One row per raw run: rows of two run directories with the same raw file (name and sha256), the same
+    line (and position in it) and the same measured duration and throughputs are the same measurement
+    imported twice (an earlier `unknown_*` import beside a `--platform` one). Kept: the row of a run with a
+    known chip, then of the latest import, then the first found."""
+    known = frame["source_sha256"].notna().to_numpy()
+    if not known.any():
+        return frame, []
+    cols = {c: frame[c].tolist() for c in ("source_sha256", "source_file", "source_line", "source_index", "chip",
+                                            "imported_at", "run_dir") + MEASURED}
+
+    def missing(value: Any) -> bool:
+        return value is None or value is pd_na()
+
+    def row_key(i: int) -> tuple[Any, ...]:
+        return (cols["source_sha256"][i], os.path.basename(str(cols["source_file"][i])), cols["source_line"][i],
+                *(None if missing(cols[c][i]) else cols[c][i] for c in ("source_index",) + MEASURED))
+
+    def rank(i: int) -> tuple[bool, str, int]:
+        chip, when = cols["chip"][i], cols["imported_at"][i]
+        unknown = missing(chip) or chip == "unknown"
+        return (unknown, "" if missing(when) else str(when), -i)
+
+    best: dict[tuple[Any, ...], int] = {}
+    for i in (int(i) for i in known.nonzero()[0]):
+        key = row_key(i)
+        j = best.get(key)
+        if j is None:
+            best[key] = i
+            continue
+        if cols["run_dir"][i] == cols["run_dir"][j]:
+            continue  # one run directory's own rows are never doubles of each other
+        (unknown_i, when_i, _), (unknown_j, when_j, _) = rank(i), rank(j)
+        if (unknown_i, when_j) < (unknown_j, when_i):  # i: known chip first, then the later import
+            best[key] = i
+    keep = [True] * len(frame)
+    counts: dict[tuple[str, str], int] = {}
+    for i in (int(i) for i in known.nonzero()[0]):
+        key = row_key(i)
+        j = best[key]
+        if j != i and cols["run_dir"][i] != cols["run_dir"][j]:
+            keep[i] = False
+            pair = (str(cols["run_dir"][i]), str(cols["run_dir"][j]))
+            counts[pair] = counts.get(pair, 0) + 1
+    if all(keep):
+        return frame, []
+    dropped = [Dropped(run, n, kept) for (run, kept), n in sorted(counts.items())]
+    return frame.loc[keep].reset_index(drop=True), dropped
+
+
+def pd_na() -> Any:
+    import pandas as pd
+
+    return pd.NA
 
 
 @contextlib.contextmanager
@@ -376,7 +450,8 @@ def collect_table(paths: Iterable[PathLike]) -> RunsTable:
                 skipped.append(Skipped(str(file), str(exc)))
                 continue
             builder.add(file, results)
-    return RunsTable(builder.frame(), files, skipped)
+    frame, dropped = drop_doubles(builder.frame())
+    return RunsTable(frame, files, skipped, dropped)
 
 
 def load_runs(paths: Union[PathLike, Iterable[PathLike]], skip_invalid: bool = False) -> pd.DataFrame:
@@ -386,7 +461,8 @@ def load_runs(paths: Union[PathLike, Iterable[PathLike]], skip_invalid: bool = F
     (results/<RUN_ID>/phaseN_x/), results.json files, or any directory
     (searched recursively). An invalid results.json raises ResultsError
     naming it and the JSON path of the problem, unless ``skip_invalid``
-    (then it is left out; ``collect_table`` also says which and why).
+    (then it is left out; ``collect_table`` also says which and why). A raw run imported into two run
+    directories (same raw file sha256 and line) is one row (``collect_table`` says which were left out).
     Columns and dtypes: ``COLUMNS`` (docs/RUNS_TABLE.md).
     """
     if isinstance(paths, (str, os.PathLike)):
@@ -399,7 +475,7 @@ def load_runs(paths: Union[PathLike, Iterable[PathLike]], skip_invalid: bool = F
     return table.frame
 
 
-__all__ = ["COLUMNS", "DTYPES", "Column", "RunsTable", "Skipped", "TableBuilder", "collect_table", "empty_frame",
+__all__ = ["COLUMNS", "DTYPES", "Column", "Dropped", "RunsTable", "drop_doubles", "Skipped", "TableBuilder", "collect_table", "empty_frame",
            "columns_markdown", "find_results_files", "load_runs", "paused_gc", "read_run", "to_frame"]
 
 

@@ -32,3 +32,31 @@ def normalize_chip(text: str) -> Optional[str]:
             return chip
     return value[:64] or None
 
+
+
+# short names a user types (`--chip H200`) -> the name platforms/*.env and the catalog use
+CHIP_ALIASES = {
+    "h200": "nvidia_h200", "h20": "nvidia_h20", "h100": "nvidia_h100", "h800": "nvidia_h800", "a100": "nvidia_a100",
+    "a800": "nvidia_a800", "b200": "nvidia_b200", "l40s": "nvidia_l40s", "l20": "nvidia_l20",
+    "rtx6000d": "nvidia_rtx6000d", "pro6000": "nvidia_rtx6000d", "pro6000d": "nvidia_rtx6000d",
+    "nvidia_rtx_pro_6000d": "nvidia_rtx6000d", "p800": "kunlun_p800", "kunlunxin_p800": "kunlun_p800",
+    "mi300x": "amd_mi300x", "mi325x": "amd_mi325x", "910b": "ascend_910b",
+}
+CATALOG_CHIPS = tuple(sorted({c for c in KNOWN_CHIPS if c not in CHIP_ALIASES}))
+
+
+def catalog_chip(text: str) -> tuple[str, bool]:
+    """(name, known) of a chip a user gave (`--chip H200`): the catalog's name (nvidia_h200) when the text
+    names a known chip, else the text as given and False (the caller warns)."""
+    value = normalize_chip(text)
+    if value is None:
+        return text, False
+    value = CHIP_ALIASES.get(value, value)
+    if value in CATALOG_CHIPS:
+        return value, True
+    return text, False
+
+
+def unknown_chip_warning(text: str) -> str:
+    return (f"--chip {text}: not a chip sskj knows; recorded as given (known: {' '.join(CATALOG_CHIPS)}; "
+            "a new chip is added in sskj_results/catalog/chips.py)")

@@ -21,7 +21,8 @@ def collect(paths: tuple[Path, ...], out: Path, no_cache: bool) -> None:
 
     PATHS are run directories, multi-phase run directories, results.json
     files or any directory (searched recursively for results.json). Invalid
-    runs are skipped and listed on stderr. Unchanged results.json files (same
+    runs are skipped and listed on stderr. A raw run found in two run directories
+    (same raw file sha256 and line) is counted once; what was left out is said on stderr. Unchanged results.json files (same
     size and modification time) are taken from a cache beside --out.
     Columns: docs/RUNS_TABLE.md.
     """
@@ -30,6 +31,8 @@ def collect(paths: tuple[Path, ...], out: Path, no_cache: bool) -> None:
     result = collect_runs(paths, out, use_cache=not no_cache)
     for skip in result.skipped:
         click.echo(f"skipped: {skip.reason}", err=True)
+    for drop in result.dropped:
+        click.echo(f"dropped: {drop.line()}", err=True)
     cached = result.runs - result.read + len(result.skipped)
     click.echo(f"wrote {result.out}: {result.rows} row(s) from {result.runs} run(s)"
                + (f" ({cached} unchanged, from the cache)" if cached else "")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import errno
 import functools
 import math
+import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Any, Callable, Optional, ParamSpec, TypeVar
 
 import click
@@ -133,6 +135,43 @@ class PositiveFloat(click.ParamType):
         else:
             text = "a finite number >= 0" if self.allow_zero else "a finite number > 0"
         return text + (f", e.g. {self.example}" if self.example else "")
+
+
+# The repository the package runs from (an editable install, `make venv`): its platforms/ directory.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class PlatformFile(click.ParamType):
+    """A platform file: a path to one (platforms/nvidia_h200.env), or a platform's name (nvidia_h200, as the
+    shell's PLATFORM=) for the repository's platforms/<name>.env. Anything else is a usage error naming the
+    known platforms (exit 2)."""
+
+    name = "FILE|NAME"
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Path:
+        path = value if isinstance(value, Path) else Path(str(value))
+        if path.is_dir():
+            self.fail(f"{one_line(str(value))}: is a directory; give platforms/<name>.env or a platform name", param, ctx)
+        if os.path.lexists(path):
+            return path  # a file (or something that is not one: the reader says what, naming it)
+        from ..contract.errors import ConfigError
+        from ..run.platforms import known, platform_file
+
+        try:
+            return platform_file(REPO_ROOT, str(value))
+        except ConfigError:
+            self.fail(f"{one_line(str(value))}: no such file, and not a platform name (known: "
+                      f"{' '.join(known(REPO_ROOT))})", param, ctx)
+
+
+def catalog_chip_name(chip: str) -> str:
+    """--chip as the catalog names it (H200 -> nvidia_h200); an unknown chip as given, with a warning."""
+    from ..catalog.chips import catalog_chip, unknown_chip_warning
+
+    name, known = catalog_chip(chip)
+    if not known:
+        echo(f"warning: {unknown_chip_warning(chip)}", err=True)
+    return name
 
 
 def slo_options(func: F) -> F:

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from ..contract.models import SloSpec
 
 from ..contract.io import display_name
-from .common import ExitError, echo, handle_errors, slo_options
+from .common import ExitError, PlatformFile, catalog_chip_name, echo, handle_errors, slo_options
+from .progress import Progress
 
 
 VALIDITY_HELP = ("Validity threshold NAME=VALUE, repeatable (docs/VALIDITY.md), e.g. min_prompts_per_slot=8; "
@@ -71,9 +72,11 @@ def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], sl
 @click.option("--out", "out", default=None, type=click.Path(file_okay=False, path_type=Path),
               help="Directory that receives one run directory per (engine, model, chip) "
                    "(default: imported/ beside RAW_DIR; never inside RAW_DIR).")
-@click.option("--platform", "platform_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="platforms/<chip>.env giving CHIP, ACCELERATOR, HARDWARE.")
-@click.option("--chip", help="Chip, e.g. nvidia_h200 (instead of --platform). Without either: 'unknown', with a warning.")
+@click.option("--platform", "platform_file", type=PlatformFile(),
+              help="platforms/<chip>.env giving CHIP, ACCELERATOR, HARDWARE, or the platform's name "
+                   "(nvidia_h200: the repository's platforms/nvidia_h200.env).")
+@click.option("--chip", help="Chip, e.g. nvidia_h200 or H200 (the catalog's name is recorded; instead of --platform). "
+                             "Without either: 'unknown', with a warning.")
 @click.option("--accelerator", help="Accelerator family, e.g. 'NVIDIA H200'.")
 @click.option("--hardware", help="Hardware description, e.g. '8x NVIDIA H200 143GB'.")
 @click.option("--engine", help="Engine of every file (default: the file name, else the runs' backend key).")
@@ -116,6 +119,8 @@ def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Pa
     from ..render.publish import report_text
     from ..analysis.validity import parse_thresholds
 
+    if chip:
+        chip = catalog_chip_name(chip)
     if platform_file is not None:
         platform = read_platform_file(platform_file)
         platform.accelerator = accelerator or platform.accelerator
@@ -131,11 +136,13 @@ def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Pa
             click.echo(f"output directory: {out} (imported/ beside {raw_dir}; --out to choose another)")
     check_import_dir(raw_dir, out)
     command = " ".join(shlex.quote(a) for a in ["sskj-results", *sys.argv[1:]]) if sys.argv[1:2] == ["import-legacy"] else None
-    outcome = run_import(raw_dir, out, platform, engine=engine, model=model, experiment=experiment,
-                         slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), strict=strict,
-                         server_args=server_args, command=command, name_format=name_format,
-                         name_pattern=name_pattern, input_len=input_len, output_len=output_len, dry_run=dry_run,
-                         render_report=report_text, validity=parse_thresholds(validity))
+    with Progress("importing") as progress:
+        outcome = run_import(raw_dir, out, platform, engine=engine, model=model, experiment=experiment,
+                             slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), strict=strict,
+                             server_args=server_args, command=command, name_format=name_format,
+                             name_pattern=name_pattern, input_len=input_len, output_len=output_len,
+                             dry_run=dry_run, render_report=report_text, validity=parse_thresholds(validity),
+                             progress=progress)
     for warning in outcome.warnings:
         echo(f"warning: {warning}", err=True)
     if dry_run:

@@ -5,7 +5,7 @@ from typing import Optional
 
 import click
 
-from .common import handle_errors, slo_options
+from .common import catalog_chip_name, handle_errors, slo_options
 
 
 @click.command()
@@ -14,7 +14,8 @@ from .common import handle_errors, slo_options
               help="A metadata field (experiment, run_id, model, engine, chip, ...). Repeatable.")
 @click.option("--config", "config", multiple=True, metavar="KEY=VALUE",
               help="A config key; JSON scalars become numbers/booleans. server_args values are redacted. Repeatable.")
-@click.option("--chip", help="Shortcut for --meta chip=CHIP (e.g. to set the chip of a run imported without one).")
+@click.option("--chip", help="Shortcut for --meta chip=CHIP (e.g. to set the chip of a run imported without one); "
+                             "H200 is recorded as the catalog's nvidia_h200.")
 @click.option("--accelerator", help="Shortcut for --meta accelerator=TEXT.")
 @click.option("--hardware", help="Shortcut for --meta hardware=TEXT.")
 @click.option("--record-env", "record_env", default="", metavar="'NAME ...'",
@@ -33,6 +34,8 @@ def metadata(run_dir: Path, meta: tuple[str, ...], config: tuple[str, ...], chip
     from ..ingest.metadata import parse_assignments, write_metadata
     from ..analysis.slo import resolve_slo
 
+    if chip:
+        chip = catalog_chip_name(chip)
     shortcuts = tuple(f"{key}={value}" for key, value in
                       (("chip", chip), ("accelerator", accelerator), ("hardware", hardware)) if value)
     meta = meta + shortcuts
@@ -52,3 +55,10 @@ def metadata(run_dir: Path, meta: tuple[str, ...], config: tuple[str, ...], chip
         detect=not no_detect,
     )
     click.echo(f"{run_dir / 'results.json'}: metadata of {results.metadata.experiment} ({results.metadata.run_id}) written")
+    if (chip or accelerator or hardware) and (run_dir / "report.md").is_file() and results.scenarios:
+        # the run's report says what results.json says: rewritten (as it was: with plots and page if it had them)
+        from ..render.publish import ReportOptions, write_report
+
+        out = write_report(run_dir, ReportOptions(plots=(run_dir / "plots").is_dir(),
+                                                  html=(run_dir / "report.html").is_file()))
+        click.echo(f"wrote {out.markdown}" + (f" and {out.html}" if out.html else ""))

@@ -58,10 +58,15 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], html: bool, slo_ti
     The SLO marks are the recorded ones; --slo-tier (or explicit thresholds)
     recomputes them against another SLO.
     """
+    from ..ingest.sniff import check_run_path
     from ..render.publish import ReportOptions, write_reports
 
-    outs = write_reports(run_dir, ReportOptions(slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
-                                                plots=not no_plots, cdf=cdf, html=html))
+    check_run_path(run_dir)
+    from .progress import Progress
+
+    with Progress(f"report {run_dir}") as progress:
+        outs = write_reports(run_dir, ReportOptions(slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
+                                                    plots=not no_plots, cdf=cdf, html=html), progress)
     for out in outs:
         click.echo(f"wrote {out.markdown}"
                    + (f" and {len(out.plots)} plot(s) in {out.plots[0].parent}" if out.plots else ""))
@@ -110,8 +115,11 @@ def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path,
     how to read the verdicts.
     """
     from ..analysis.compare import CompareOptions
+    from ..ingest.sniff import check_run_path
     from ..render.publish import write_comparison
 
+    for path in run_dirs:
+        check_run_path(path)
     options = CompareOptions(alpha=alpha, min_change=min_change, plots=not no_plots, cdf=cdf, title=title,
                              matrix=matrix, slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
                              validity=validity, strict=strict)

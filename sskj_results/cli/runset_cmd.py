@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
+
+if TYPE_CHECKING:
+    from ..contract.models import SloSpec
 
 from .common import ExitError, handle_errors, slo_options
 
@@ -56,14 +59,24 @@ def reparse(path: Path, no_plots: bool, no_html: bool, slo_tier: Optional[str], 
 
     PATH is a run directory, or a run-set directory (a multi-phase run): then
     every phase, the index and the comparison of the phases (PATH/comparison.md
-    and comparison.html) are rewritten. What `experiments/<platform>/<name>/parse_results.py` runs.
+    and comparison.html) are rewritten; or a folder of runs (results/, imported/):
+    each run or run set in it. What `experiments/<platform>/<name>/parse_results.py` runs.
     """
-    from ..run.reparse import reparse as run_reparse
+    from ..run.reparse import reparse_targets
     from ..analysis.slo import resolve_slo
 
     slo = None
     if slo_tier is not None or slo_ttft_p95_ms is not None or slo_tpot_mean_ms is not None:
         slo = resolve_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms)
+    problems = sum(_reparse_one(target, slo, no_plots, no_html) for target in reparse_targets(path))
+    if problems:
+        raise ExitError(f"{problems} raw run(s) not imported (listed above); fix or remove them", 1)
+
+
+def _reparse_one(path: Path, slo: Optional[SloSpec], no_plots: bool, no_html: bool) -> int:
+    """Reparse one run or run set and print what was written; the count of raw runs not imported."""
+    from ..run.reparse import reparse as run_reparse
+
     out = run_reparse(path, slo, plots=not no_plots, html=not no_html)
     for run in out.runs:
         if run.parsed is None:
@@ -83,8 +96,7 @@ def reparse(path: Path, no_plots: bool, no_html: bool, slo_tier: Optional[str], 
     if out.comparison is not None:
         click.echo(f"wrote {out.comparison.markdown}, {out.comparison.json}"
                    + (f" and {out.comparison.html}" if out.comparison.html else ""))
-    if out.problems:
-        raise ExitError(f"{out.problems} raw run(s) not imported (listed above); fix or remove them", 1)
+    return out.problems
 
 
 def _written(markdown: Path, page: Optional[Path]) -> str:

@@ -23,6 +23,11 @@ def validate(paths: tuple[Path, ...], fmt: str, quiet: bool, strict: bool = Fals
     Invalid points are warnings; with --strict they are errors.
     """
     from ..analysis.validate import ERROR, strict_validity, validate_paths
+    from ..ingest.sniff import check_run_path
+
+    for path in paths:
+        if path.is_file():
+            check_run_path(path)  # a raw client output: say to import it (validate looks inside folders itself)
 
     reports = validate_paths(paths)
     if strict:

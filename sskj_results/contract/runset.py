@@ -133,11 +133,28 @@ def phase_paths(path: PathLike, run_set: RunSet) -> list[Path]:
     return out
 
 
+def runs_inside(path: PathLike) -> list[Path]:
+    """The run directories directly inside a folder that is neither a run nor a run set (`imported/`,
+    `results/`, a dry run's `results/<RUN_ID>/` without an index): each subdirectory holding a results.json,
+    `phase<N>_*` by N then the others by name; [] for anything else."""
+    p = Path(path)
+    if not p.is_dir() or os.path.lexists(p / RESULTS_NAME):
+        return []
+    return [d for d in discover_phases(p) if not d.name.startswith(".")]
+
+
 def expand(paths: Sequence[PathLike]) -> tuple[list[PathLike], list[RunSet]]:
-    """Each run-set directory replaced by its phase directories, in order; and the run sets found."""
+    """Each run-set directory replaced by its phase directories, in order, and each folder of runs
+    (runs_inside) by its runs (a run set among them by its phases); and the run sets found."""
     out: list[PathLike] = []
     sets: list[RunSet] = []
     for path in paths:
+        inside = runs_inside(path)
+        if inside:
+            more, found = expand(inside)
+            out.extend(more)
+            sets.extend(found)
+            continue
         run_set = load_run_set(path) if Path(path).exists() else None
         if run_set is None:
             out.append(path)

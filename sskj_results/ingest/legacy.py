@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .. import __version__
 from ..analysis.slo import resolve_slo
@@ -379,6 +379,15 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
     return result
 
 
+def _run_dir_base(key: tuple[str, Optional[str], str], per_chip_engine: dict[tuple[str, str], int]) -> str:
+    """`<chip>_<engine>` of a run directory (`_<model>` added when the chip and engine have several models)."""
+    eng, run_model, chip = key
+    base = f"{_safe(chip)}_{_safe(eng)}"
+    if per_chip_engine[(chip, eng)] > 1:
+        base += f"_{_safe(Path(run_model).name if run_model else UNKNOWN)}"
+    return base
+
+
 @_bulk
 def import_legacy(
     raw_dir: Path,
@@ -400,8 +409,10 @@ def import_legacy(
     dry_run: bool = False,
     render_report: Optional[ReportRenderer] = None,
     validity: Optional[ValidityThresholds] = None,
+    progress: Optional[Callable[[int, int, str], None]] = None,
 ) -> ImportOutcome:
     """Import every raw file under raw_dir into one run directory per (engine, model, chip) under out.
+    `progress(done, total, file)` is called before each raw file is read and once at the end.
 
     `render_report(results, run_dir)` gives the text of each run's report.md
     (the CLI passes `publish.report_text`); without it no report.md is written.
@@ -428,7 +439,9 @@ def import_legacy(
     if not platform.chip_given:
         warnings.append("no chip given (--platform or --chip): runs that record no chip, in files whose name names none, are imported with "
                         "chip 'unknown'; set it later with `sskj-results metadata RUN_DIR --chip CHIP --hardware TEXT`")
-    for source in sources:
+    for number, source in enumerate(sources):
+        if progress is not None:
+            progress(number, len(sources), str(source.label))
         # the error boundary of one file: whatever goes wrong costs this file (or line) only
         try:
             done = import_file(source, platform, spec, engine=engine, model=model, strict=strict, cap=cap,
@@ -459,6 +472,8 @@ def import_legacy(
                 group = groups.setdefault(owner, _Group(*owner))
                 group.skipped.extend(done.skipped)
                 group.sources.setdefault(source.path, done.digest)
+    if progress is not None:
+        progress(len(sources), len(sources), "")
     for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
         if not group.scenarios:
             continue
@@ -469,16 +484,22 @@ def import_legacy(
             if group.model is None:
                 warnings.append(f"{name}: not attributed to a model (the runs do not name it); recorded as 'unknown' "
                                 f"under engine {group.engine}: give --model")
-    if dry_run:
-        return ImportOutcome([], problems, warnings, plan)
-    run_dirs: list[Path] = []
-    replaced: list[Path] = []
-    out.mkdir(parents=True, exist_ok=True)
     raw_abs = str(raw_dir.resolve())
     per_chip_engine: dict[tuple[str, str], int] = {}
     for key in groups:
         if groups[key].scenarios:
             per_chip_engine[(key[2], key[0])] = per_chip_engine.get((key[2], key[0]), 0) + 1
+    if dry_run:
+        for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
+            if group.scenarios:
+                name = _run_dir_base(key, per_chip_engine) + "_" + min(group.times).strftime("%Y%m%d-%H%M%S")
+                verb = "would replace" if _own_previous(out / name, raw_abs, key) else "would write"
+                plan.append(f"{verb} run folder {out / name}: engine {key[0]}, model {key[1] or UNKNOWN}, chip {key[2]}, "
+                            f"{len(group.scenarios)} scenario(s) from {len(group.sources)} file(s)")
+        return ImportOutcome([], problems, warnings, plan)
+    run_dirs: list[Path] = []
+    replaced: list[Path] = []
+    out.mkdir(parents=True, exist_ok=True)
     for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
         if not group.scenarios:
             continue
@@ -515,9 +536,7 @@ def import_legacy(
                            for p, d, s, _ in srcs],
                 validity_thresholds=validity,
             )
-            base = f"{_safe(chip)}_{_safe(eng)}"
-            if per_chip_engine[(chip, eng)] > 1:
-                base += f"_{_safe(Path(run_model).name if run_model else UNKNOWN)}"
+            base = _run_dir_base(key, per_chip_engine)
             target = out / f"{base}_{run_id}"
             previous = _own_previous(target, raw_abs, key)
             if previous:
@@ -526,9 +545,11 @@ def import_legacy(
                 target = _unique_dir(target)
             _write_run_dir_atomically(target, results, srcs, command, render_report, replace=previous)
             run_dirs.append(target)
-            # an earlier import of the same raw directory and group under another time (files were added or removed)
-            for stale in sorted(out.glob(f"{base}_*")):
-                if stale != target and stale.is_dir() and _own_previous(stale, raw_abs, key):
+            # an earlier import of the same raw directory and group under another time (files were added or
+            # removed), or of the same raw files under another chip (an earlier import without --platform)
+            files = frozenset((Path(p).name, d) for p, d, _, _ in srcs)
+            for stale in sorted(out.glob(f"{base}_*")) + sorted(out.glob(f"*_{_safe(eng)}_*")):
+                if stale != target and stale.is_dir() and _own_previous(stale, raw_abs, key, files):
                     shutil.rmtree(stale)
                     if target not in replaced:
                         replaced.append(target)

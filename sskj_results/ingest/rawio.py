@@ -89,13 +89,20 @@ Item = Union[Record, LineError]
 _MAX_TARGETED = 4
 
 
+# orjson refuses a document of about 2 GB ("Not enough memory to allocate buffer for parsing", whatever is
+# free): a longer one (the limit is 4 GiB, docs/INPUT_LIMITS.md) is read by the standard library, slower.
+ORJSON_MAX_BYTES = 1536 * (1 << 20)
+
+
 def loads_lenient(text: bytes) -> Any:
     """Parse one JSON document; bare Infinity/-Infinity/NaN become null.
 
     What orjson refuses but Python's json (the clients' own writer) accepts —
     lone surrogate escapes, integers beyond 64 bits — is read by the standard
-    library; a line neither accepts raises orjson's error.
+    library; a line neither accepts raises orjson's error (beyond ORJSON_MAX_BYTES: the standard library).
     """
+    if len(text) > ORJSON_MAX_BYTES:
+        return json.loads(str(text, "utf-8"), parse_constant=lambda _name: None)
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
@@ -128,6 +135,8 @@ def loads_lenient(text: bytes) -> Any:
 
 def _try_loads(data: Any) -> tuple[Any, Optional[int]]:
     """(parsed, None), or (None, character position where orjson stopped)."""
+    if len(data) > ORJSON_MAX_BYTES:  # too long for orjson: the caller falls back to loads_lenient
+        return None, 0
     try:
         return orjson.loads(data), None
     except orjson.JSONDecodeError as exc:

@@ -16,17 +16,28 @@ ReportRenderer = Callable[[Results, Path], str]
 UNKNOWN = "unknown"
 
 
-def _own_previous(target: Path, raw_abs: str, key: tuple[str, Optional[str], str]) -> bool:
-    """target holds an earlier import of the same raw directory and (engine, model, chip): it may be replaced."""
+def _own_previous(target: Path, raw_abs: str, key: tuple[str, Optional[str], str],
+                  files: Optional[frozenset[tuple[str, str]]] = None) -> bool:
+    """target holds an earlier import of the same raw directory and (engine, model, chip): it may be replaced.
+    With `files` (file name, sha256) of the group's raw files, an earlier import of exactly those raw files
+    is this import's own too whatever chip it was given (an `unknown_*` import redone with --platform)."""
     file = target / RESULTS_NAME
     if not file.is_file():
         return False
     try:
-        meta = json.loads(file.read_bytes()).get("metadata") or {}
-    except (OSError, ValueError, AttributeError):
+        data = json.loads(file.read_bytes())
+        meta = data.get("metadata") or {}
+        if not (isinstance(meta, dict) and meta.get("imported_from") == raw_abs and meta.get("engine") == key[0]
+                and meta.get("model") == (key[1] or UNKNOWN)):
+            return False
+        if meta.get("chip") == key[2]:
+            return True
+        raw_files = data.get("raw_files") or []
+        earlier = frozenset((Path(str(rf.get("file"))).name, rf.get("sha256")) for rf in raw_files
+                            if isinstance(rf, dict))
+    except (OSError, ValueError, AttributeError, TypeError):
         return False
-    return (isinstance(meta, dict) and meta.get("imported_from") == raw_abs and meta.get("engine") == key[0]
-            and meta.get("chip") == key[2] and meta.get("model") == (key[1] or UNKNOWN))
+    return files is not None and bool(earlier) and earlier == files
 
 
 def _client_of(scenarios: list[Scenario]) -> Optional[str]:

@@ -15,14 +15,16 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 from .. import __version__
 from ..contract.errors import ConfigError, ResultsError, UsageError
 from ..contract.io import atomic_write_bytes
-from ..analysis.runtable import COLUMNS, Skipped, TableBuilder, find_results_files, paused_gc, read_run
+from ..analysis.runtable import (
+    COLUMNS, Dropped, Skipped, TableBuilder, drop_doubles, find_results_files, paused_gc, read_run,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,6 +63,7 @@ class CollectOutput:
     read: int  # results.json files read (the others came from the cache)
     skipped: list[Skipped]
     frame: pd.DataFrame
+    dropped: list[Dropped] = field(default_factory=list)
 
 
 def _stat(file: Path) -> tuple[str, int, int]:
@@ -166,7 +169,7 @@ def collect(paths: Sequence[PathLike], out: PathLike, use_cache: bool = True) ->
                for _ in range(len(rows) if kind == "cache" else rows[1] - rows[0])]
     full["results_file"] = pd.array(spelled, dtype="string")
     full["run_dir"] = pd.array([str(Path(f).parent) for f in spelled], dtype="string")
-    frame = full[[c.name for c in COLUMNS]]
+    frame, dropped = drop_doubles(full[[c.name for c in COLUMNS]])
     if not files or len(skipped) == len(files):
         raise ResultsError(f"no valid run to collect ({len(skipped)} invalid): "
                            + (skipped[0].reason if skipped else "no results.json found"))
@@ -177,5 +180,6 @@ def collect(paths: Sequence[PathLike], out: PathLike, use_cache: bool = True) ->
     except OSError as exc:
         raise ConfigError(f"{exc.filename or out_path}: cannot write: {exc.strerror}; choose another --out") from None
     runs = len({p[0] for p in pieces})
-    return CollectOutput(out=out_path, rows=len(frame), runs=runs, read=read, skipped=skipped, frame=frame)
+    return CollectOutput(out=out_path, rows=len(frame), runs=runs, read=read, skipped=skipped, frame=frame,
+                         dropped=dropped)
 

@@ -54,41 +54,82 @@ def shape_points(run: RunData) -> dict[tuple[int, int], list[ShapePoint]]:
     return out
 
 
-def _grid(count: int, titles: Sequence[str], x_title: str, y_title: str, x_log: bool, y_log: bool = False,
-          x_ticks: Optional[Sequence[float]] = None) -> dict[str, Any]:
-    """A plotly layout with `count` panels (at most 3 per row), each titled; the legend below them."""
-    cols = min(3, max(count, 1))
+# Pixel geometry of a figure: panel height, gap between rows, space above (title) and below (axis title, legend).
+PANEL_PX, GAP_PX, TOP_PX, BOTTOM_PX = 300, 80, 60, 110
+MAX_COLS = 3  # panels per row on a wide page; page.js uses fewer when the figure's box is narrow
+
+
+def _place(count: int, cols: int) -> dict[str, Any]:
+    """Where the panels of a `count`-panel figure go with `cols` per row: the figure's height (px), the
+    legend's y, and per panel its x and y domains and its title's position (paper coordinates)."""
+    cols = min(cols, max(count, 1))
     rows = max(1, math.ceil(count / cols))
-    top, bottom, panel, gap_px = 60, 110, 300, 80
-    area = panel * rows + gap_px * (rows - 1)
-    gap_x, gap_y = 0.07, gap_px / area
+    area = PANEL_PX * rows + GAP_PX * (rows - 1)
+    gap_x, gap_y = 0.07, GAP_PX / area
     width = (1 - gap_x * (cols - 1)) / cols
     height = (1 - gap_y * (rows - 1)) / rows
-    layout: dict[str, Any] = {
-        "height": top + bottom + area, "margin": {"t": top, "l": 70, "r": 20, "b": bottom},
-        "hovermode": "closest", "legend": {"orientation": "h", "x": 0, "y": -62 / area, "yanchor": "top"},
-        "annotations": [], "plot_bgcolor": "#fbfbfb",
-    }
+    x: list[list[float]] = []
+    y: list[list[float]] = []
     for i in range(count):
         r, c = divmod(i, cols)
-        suffix = "" if i == 0 else str(i + 1)
         x0 = c * (width + gap_x)
         y1 = 1 - r * (height + gap_y)
-        xaxis: dict[str, Any] = {"domain": [x0, x0 + width], "anchor": f"y{suffix}", "title": {"text": x_title},
+        x.append([x0, x0 + width])
+        y.append([y1 - height, y1])
+    return {"height": TOP_PX + BOTTOM_PX + area, "legend_y": -62 / area, "x": x, "y": y}
+
+
+def log_ticks(values: Sequence[float]) -> tuple[list[float], list[str]]:
+    """Tick values and labels of a log axis over `values`: 1-2-5 steps of each decade (1-3, or powers of ten
+    only, when that would be more than 7 labels), every label the full number, so that even a narrow panel
+    shows several readable labels (plotly's own log ticks show bare mantissas `2`, `5` or one label)."""
+    known = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    if not known:
+        return [], []
+    lo, hi = min(known) / 1.15, max(known) * 1.15
+    ticks: list[float] = []
+    for mantissas in ((1, 2, 5), (1, 3), (1,)):
+        ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+                 for m in mantissas if lo <= m * 10.0 ** e <= hi]
+        if len(ticks) <= 7:
+            break
+    return ticks, [f"{v:,.10g}" for v in ticks]
+
+
+def _grid(count: int, titles: Sequence[str], x_title: str, y_title: str, x_log: bool, y_log: bool = False,
+          x_ticks: Optional[Sequence[float]] = None, y_values: Sequence[float] = (),
+          x_from_zero: bool = False) -> dict[str, Any]:
+    """A plotly layout with `count` panels (MAX_COLS per row), each titled; the legend below them.
+    `layout.meta.places` holds the placement for every smaller number of panels per row (page.js picks one
+    by the width of the figure's box and sets the height that goes with it)."""
+    cols = min(MAX_COLS, max(count, 1))
+    place = _place(count, cols)
+    layout: dict[str, Any] = {
+        "height": place["height"], "margin": {"t": TOP_PX, "l": 70, "r": 20, "b": BOTTOM_PX},
+        "hovermode": "closest", "legend": {"orientation": "h", "x": 0, "y": place["legend_y"], "yanchor": "top"},
+        "annotations": [], "plot_bgcolor": "#fbfbfb",
+        "meta": {"places": {str(c): _place(count, c) for c in range(1, cols + 1)}},
+    }
+    y_ticks = log_ticks(y_values) if y_log else ([], [])
+    for i in range(count):
+        suffix = "" if i == 0 else str(i + 1)
+        xaxis: dict[str, Any] = {"domain": place["x"][i], "anchor": f"y{suffix}", "title": {"text": x_title},
                                  "type": "log" if x_log else "linear", "gridcolor": "#e5e5e5"}
         if x_ticks:
             xaxis.update(tickmode="array", tickvals=list(x_ticks), ticktext=[f"{v:g}" for v in x_ticks])
-        yaxis: dict[str, Any] = {"domain": [y1 - height, y1], "anchor": f"x{suffix}", "title": {"text": y_title},
+        elif not x_log and x_from_zero:
+            xaxis["rangemode"] = "tozero"  # a 0.1 % difference stays small: the axis starts at 0
+        yaxis: dict[str, Any] = {"domain": place["y"][i], "anchor": f"x{suffix}", "title": {"text": y_title},
                                  "type": "log" if y_log else "linear", "gridcolor": "#e5e5e5"}
         if y_log:
-            yaxis["dtick"] = 1  # labels at powers of ten only (plotly's log labels of 2, 3, 5 read as values)
+            yaxis.update(tickmode="array", tickvals=y_ticks[0], ticktext=y_ticks[1])
         else:
             yaxis["rangemode"] = "tozero"
         layout[f"xaxis{suffix}"] = xaxis
         layout[f"yaxis{suffix}"] = yaxis
         layout["annotations"].append({"text": f"<b>{html.escape(titles[i])}</b>", "xref": "paper", "yref": "paper",
-                                      "x": x0 + width / 2, "y": y1, "yanchor": "bottom", "xanchor": "center",
-                                      "showarrow": False, "font": {"size": 13}})
+                                      "x": sum(place["x"][i]) / 2, "y": place["y"][i][1], "yanchor": "bottom",
+                                      "xanchor": "center", "showarrow": False, "font": {"size": 13}})
     return layout
 
 
@@ -166,8 +207,9 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
                     "line": {"color": SLO_COLOR, "dash": "dash", "width": 1.5}, **_axes(i),
                 })
         # Concurrency on a log axis labelled with the concurrencies measured (usually powers of two).
+        ys_all = [v for t in traces for v in t["y"]]
         layout = _grid(len(shapes), titles, x_title, y_title, x_log=key != "tput",
-                       y_log=key != "tput" and _span([v for t in traces for v in t["y"]]),
+                       y_log=key != "tput" and _span(ys_all), y_values=ys_all, x_from_zero=key == "tput",
                        x_ticks=sorted(set(float(c) for c in concs)) if key != "tput" else None)
         layout["title"] = {"text": html.escape(name), "x": 0.01}
         figures.append({"id": f"fig-{key}", "data": traces, "layout": layout})
@@ -221,6 +263,9 @@ def cdf_figure(cdf: CdfSet, spec: SloSpec) -> dict[str, Any]:
     for axis, xs, threshold in (("xaxis", ttft_all, spec.ttft_p95_ms), ("xaxis2", tpot_all, spec.tpot_mean_ms)):
         log = _span(xs)
         layout[axis]["type"] = "log" if log else "linear"
+        if log:
+            layout[axis]["tickvals"], layout[axis]["ticktext"] = log_ticks(xs)
+            layout[axis]["tickmode"] = "array"
         data_max = max(xs, default=None)
         if data_max and threshold > 1.5 * data_max:
             # the SLO line is far beyond the samples: start on the samples (double-click shows the line too)

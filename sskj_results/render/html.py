@@ -29,6 +29,7 @@ import re
 from typing import Any, Optional, Sequence
 
 from ..analysis.rundata import RunData, run_labels, scenario_status, table_row
+from ..analysis.validity import mark
 from ..contract.comparison_models import ComparisonDoc, Row
 from ..contract.models import SloSpec
 from .figures import cdf_figure, comparison_cdfs, curve_figures, report_cdfs, shape_points
@@ -42,7 +43,7 @@ TABLE_COLUMNS = (  # (header, Row attribute, decimals) of the interactive result
     ("Req/s", "request_throughput", 2), ("OutTok/s", "output_token_throughput", 2),
     ("TTFT P95(ms)", "ttft_p95_ms", 2), ("TTFT P99(ms)", "ttft_p99_ms", 2), ("TPOT Mean(ms)", "tpot_mean_ms", 2),
     ("TPOT P95(ms)", "tpot_p95_ms", 2), ("TPOT P99(ms)", "tpot_p99_ms", 2), ("E2E P99(ms)", "e2e_p99_ms", 2),
-    ("SLO", "slo", None),
+    ("SLO", "slo", None), ("Valid", "valid", None),
 )
 FILTERS = (("scenario", "Scenario"), ("engine", "Engine"), ("chip", "Chip"), ("slo", "SLO"))
 
@@ -81,17 +82,23 @@ def _fmt(value: Any, digits: Optional[int]) -> tuple[str, str]:
     return (f"{value:.{digits}f}" if digits else str(value)), f' data-v="{float(value)!r}"'
 
 
-def results_table_html(rows: Sequence[Row]) -> str:
-    """The side-by-side table with its filters: one row per run per scenario."""
+def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
+    """The side-by-side table with its filters: one row per run per scenario; with `valid`, the Valid
+    column of report.md (✔, ✖ and the failed checks, blank when unknown)."""
     if not rows:
         return "<p>No measured scenarios.</p>"
     options: dict[str, list[str]] = {key: [] for key, _ in FILTERS}
-    # Engine and Chip columns only when they tell the rows apart (the filters work either way).
+    # Engine and Chip columns only when they tell the rows apart (the filters work either way); Engine not
+    # when every Backend label already names it (run_labels starts each label with the run's engine).
     same = {attr for attr in ("engine", "chip") if len({getattr(r, attr) for r in rows}) == 1}
+    if all(r.run == r.engine or r.run.startswith(r.engine + " ") for r in rows):
+        same.add("engine")
+    if not valid:
+        same.add("valid")
     columns = [c for c in TABLE_COLUMNS if c[1] not in same]
     body = []
     for row in rows:
-        values = {"slo": row.slo_status.overall, "chip": row.chip or "-"}
+        values = {"slo": row.slo_status.overall, "chip": row.chip or "-", "valid": mark(row.validity)}
         attrs = {"scenario": row.scenario, "engine": row.engine, "chip": row.chip or "-", "slo": row.slo_status.overall,
                  "run": row.run}
         for key, _ in FILTERS:
@@ -201,5 +208,5 @@ def render_report_html(run: RunData, spec: SloSpec, recompute: bool, markdown: s
     meta = run.results.metadata
     figures = curve_figures([(label, shape_points(run))], spec, f"{label}, {meta.experiment} {meta.run_id}")
     cdfs = [cdf_figure(c, spec) for c in report_cdfs(run)]
-    return page(markdown, "Results", results_table_html(rows), plots_section(figures, cdfs),
+    return page(markdown, "Results", results_table_html(rows, valid=True), plots_section(figures, cdfs),
                 {"figures": figures, "cdfs": cdfs}, plots_before="Provenance")

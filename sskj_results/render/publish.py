@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 from ..analysis.compare import CompareOptions, build_comparison, match_scenarios, order_runs, pool
 from ..contract.comparison_models import ComparisonDoc
@@ -22,10 +22,11 @@ from ..contract.io import atomic_write_text
 from ..contract.models import Results, SloSpec
 from .report import render_comparison, render_report
 from ..analysis.rundata import RunData, load_run_data, reference_slo, run_data, run_labels, same_thresholds
-from ..contract.runset import expand, load_run_set, phase_paths
+from ..contract.runset import expand, load_run_set, phase_paths, runs_inside
 from ..analysis.slo import resolve_slo
 
 PathLike = Union[str, "os.PathLike[str]"]
+Progress = Callable[[int, int, str], None]  # (steps done, steps, what is next)
 
 COMPARISON_MD = "comparison.md"
 COMPARISON_JSON = "comparison.json"
@@ -138,9 +139,15 @@ def draw_report_plots(run: RunData, spec: SloSpec, plot_dir: Path, cdf: Optional
         ))
     return [p for p in written if p is not None]
 
-def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions()) -> ReportOutput:
+def _quiet(done: int, total: int, item: str) -> None:
+    """No progress shown."""
+
+
+def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions(),
+                 progress: Optional[Progress] = None) -> ReportOutput:
     """Regenerate RUN_DIR/report.md (and RUN_DIR/plots/*.png, and RUN_DIR/report.html when options.html)
-    from RUN_DIR/results.json."""
+    from RUN_DIR/results.json. `progress(done, total, step)` is called before each step and at the end."""
+    step = progress or _quiet
     if options.cdf is not None and options.cdf < 0:
         raise UsageError(f"--cdf {options.cdf}: give `all` or a number of shapes >= 0")
     directory = Path(run_dir)
@@ -153,7 +160,9 @@ def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions()) ->
     try:
         written: list[Path] = []
         if options.plots:
+            step(0, 3, "plots")
             written = draw_report_plots(run, spec, directory / PLOTS_DIR, options.cdf)
+        step(1, 3, REPORT_MD)
         rel = [p.relative_to(directory).as_posix() for p in written]
         text = render_report(run, spec, recompute, rel)
         atomic_write_text(md, text)
@@ -162,20 +171,27 @@ def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions()) ->
             from .html import render_report_html
 
             page = directory / REPORT_HTML
+            step(2, 3, REPORT_HTML)
             atomic_write_text(page, render_report_html(run, spec, recompute, text))
+        step(3, 3, "")
     except OSError as exc:
         raise ConfigError(f"{exc.filename or md}: cannot write: {exc.strerror}") from None
     return ReportOutput(markdown=md, plots=written, html=page)
 
 
-def write_reports(path: PathLike, options: ReportOptions = ReportOptions()) -> list[ReportOutput]:
-    """report.md of a run directory, or of every phase of a run-set directory."""
+def write_reports(path: PathLike, options: ReportOptions = ReportOptions(),
+                  progress: Optional[Progress] = None) -> list[ReportOutput]:
+    """report.md of a run directory, of every phase of a run-set directory, or of every run of a folder of
+    runs (`imported/`)."""
+    inside = runs_inside(path)
+    if inside:
+        return [out for run in inside for out in write_reports(run, options, progress)]
     run_set = load_run_set(path) if Path(path).is_dir() or Path(path).is_file() else None
     if run_set is None:
-        return [write_report(path, options)]
+        return [write_report(path, options, progress)]
     if not run_set.phases:
         raise ResultsError(f"{path}: the run-set index lists no phase; rebuild it with `sskj-results runset {path}`")
-    return [write_report(p, options) for p in phase_paths(path, run_set)]
+    return [write_report(p, options, progress) for p in phase_paths(path, run_set)]
 
 
 def write_comparison(
@@ -205,9 +221,13 @@ def write_comparison(
         raise UsageError(f"--baseline {baseline}: is a run set; give one of its phase directories")
     ordered = order_runs(expanded, baseline)
     if len(ordered) < 2:
-        raise UsageError("compare needs at least two runs (a baseline and one to compare with it)")
+        found = ""
+        if ordered and [Path(p) for p in ordered] != [Path(p) for p in paths]:  # a folder stood for its runs
+            found = f"; {', '.join(map(str, paths))} holds only {', '.join(map(str, ordered))}"
+        raise UsageError(f"compare needs at least two runs (a baseline and one to compare with it){found}")
     runs = [load_run_data(p) for p in ordered]
     doc = build_comparison(runs, options)
+    refuse_incomparable(doc, runs)
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -228,6 +248,18 @@ def write_comparison(
     except OSError as exc:
         raise ConfigError(f"{exc.filename or out}: cannot write: {exc.strerror}; choose another --out") from None
     return ComparisonOutput(markdown=md_path, json=json_path, plots=written, doc=doc, html=page)
+
+
+def refuse_incomparable(doc: ComparisonDoc, runs: Sequence[RunData]) -> None:
+    """Raise ResultsError when the runs have no scenario in common (nothing to put side by side)."""
+    if doc.scenarios:
+        return
+    where = ", ".join(str(info.path) for info in doc.runs)
+    if not any(run.results.scenarios for run in runs):
+        raise ResultsError(f"{where}: no run holds a measured scenario (a DRY_RUN=1 run writes metadata only); "
+                           "nothing to compare")
+    raise ResultsError(f"{where}: no scenario in common (matched by concurrency, input_len and output_len); nothing "
+                       "to compare; `sskj-results report RUN` shows each run alone")
 
 
 def report_text(results: Results, target: PathLike) -> str:

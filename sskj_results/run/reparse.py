@@ -22,7 +22,7 @@ from ..ingest.parse_run import ParseOutcome, parse_run_dir
 from ..contract.io import RESULTS_NAME, load_run
 from ..contract.models import SloSpec
 from ..render.publish import ComparisonOutput, ReportOptions, ReportOutput, write_comparison, write_report
-from ..contract.runset import discover_phases, load_run_set, phase_paths, write_run_set
+from ..contract.runset import PHASE_DIR, discover_phases, load_run_set, phase_paths, write_run_set
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -52,6 +52,19 @@ def missing_raw_files(run_dir: Path) -> list[str]:
     results = load_run(run_dir)
     recorded = [rf.file for rf in results.raw_files] + [s.source.file for s in results.scenarios if s.source]
     return [f for f in dict.fromkeys(recorded) if not (run_dir / f).is_file()]
+
+
+def reparse_targets(path: PathLike) -> list[Path]:
+    """What `reparse PATH` works on: PATH itself when it is a run, a run set or a multi-phase run (its
+    subdirectories `phase<N>_*`); for a folder of runs (`results/`, `imported/`) each run or run set in it."""
+    directory = Path(path)
+    if not directory.is_dir() or (directory / RESULTS_NAME).is_file():
+        return [directory]
+    children = sorted(d for d in directory.iterdir() if d.is_dir() and not d.name.startswith(".")
+                      and ((d / RESULTS_NAME).is_file() or discover_phases(d)))
+    if not children or all(PHASE_DIR.match(d.name) for d in children):
+        return [directory]
+    return children
 
 
 def reparse(path: PathLike, slo: Optional[SloSpec] = None, plots: bool = True, html: bool = True) -> ReparseOutcome:

@@ -44,25 +44,64 @@
   }
 
   var data = JSON.parse(document.getElementById("sskj-data").textContent);
-  var config = {responsive: true, displaylogo: false, scrollZoom: false};
+  // The page sizes each figure itself: plotly's `responsive` keeps a fixed layout.height while the box
+  // shrinks (lower panels cut, titles over the next figure). Here the figure takes its box's width, as many
+  // panels per row as fit (PANEL_MIN_PX each) and the height that goes with them; redrawn on resize.
+  var config = {responsive: false, displaylogo: false, scrollZoom: false};
+  var PANEL_MIN_PX = 360;
+  var shown = {};
+  function fitted(div, layout) {
+    var width = Math.max(div.clientWidth, 200);
+    var places = (layout.meta && layout.meta.places) || {};
+    var most = Object.keys(places).length;
+    var out = JSON.parse(JSON.stringify(layout));
+    out.autosize = false;
+    out.width = width;
+    if (most) {
+      var cols = Math.max(1, Math.min(most, Math.floor((width - 90) / PANEL_MIN_PX)));
+      var place = places[String(cols)];
+      out.height = place.height;
+      out.legend.y = place.legend_y;
+      place.x.forEach(function (domain, i) {
+        var suffix = i === 0 ? "" : String(i + 1);
+        out["xaxis" + suffix].domain = domain;
+        out["yaxis" + suffix].domain = place.y[i];
+        out.annotations[i].x = (domain[0] + domain[1]) / 2;
+        out.annotations[i].y = place.y[i][1];
+      });
+    }
+    div.style.height = out.height + (div.offsetHeight - div.clientHeight) + "px";  // + the box's borders
+    return out;
+  }
+  function plot(id, f) {
+    var div = document.getElementById(id);
+    shown[id] = f;
+    return Plotly.react(div, f.data, fitted(div, f.layout), config);
+  }
   function fail(message) {
     Array.prototype.forEach.call(document.querySelectorAll(".plot"), function (div) {
       div.innerHTML = '<p class="error">' + message + "</p>";
     });
   }
   function draw() {
-    data.figures.forEach(function (f) {
-      Plotly.newPlot(f.id, f.data, f.layout, config);
-    });
+    data.figures.forEach(function (f) { plot(f.id, f); });
     var select = document.getElementById("cdf-select");
     if (select && data.cdfs.length) {
-      var show = function () {
-        var f = data.cdfs[parseInt(select.value, 10)];
-        Plotly.react("fig-cdf", f.data, f.layout, config);
-      };
+      var show = function () { plot("fig-cdf", data.cdfs[parseInt(select.value, 10)]); };
       select.addEventListener("change", show);
       show();
     }
+    var pending = null;
+    window.addEventListener("resize", function () {
+      if (pending) { clearTimeout(pending); }
+      document.body.setAttribute("data-plots", "resizing");
+      pending = setTimeout(function () {
+        pending = null;
+        Promise.all(Object.keys(shown).map(function (id) { return plot(id, shown[id]); })).then(function () {
+          document.body.setAttribute("data-plots", "ready");
+        });
+      }, 150);
+    });
     document.body.setAttribute("data-plots", "ready");
   }
   function b64bytes(text) {
