@@ -134,7 +134,7 @@ def test_framework_key_outranks_backend_and_splits_run_directories(tmp_path: Pat
     result = run_import(raw, tmp_path / "out", "--chip", "h200")
     assert result.exit_code == 0, result.output
     names = dirs(tmp_path / "out")
-    assert [n.rsplit("_", 1)[0] for n in names] == ["h200_sglang", "h200_vllm"]
+    assert [n.rsplit("_", 1)[0] for n in names] == ["nvidia_h200_sglang", "nvidia_h200_vllm"]
     for name in names:
         scenarios = load_run(tmp_path / "out" / name).scenarios
         assert [s.name for s in scenarios] == ["c4_i64_o8", "c4_i64_o8_r2"]  # each server's own two repeats
@@ -147,7 +147,7 @@ def test_server_info_names_an_sglang_server_behind_a_vllm_named_file(tmp_path: P
     write(raw / "vllm_0707_2_32_4.jsonl", sglang_run(backend="vllm", server_info={"version": "0.5.9", "tp_size": 8}))
     result = run_import(raw, tmp_path / "out", "--chip", "h200")
     assert result.exit_code == 0, result.output
-    assert [n.rsplit("_", 1)[0] for n in dirs(tmp_path / "out")] == ["h200_sglang"]
+    assert [n.rsplit("_", 1)[0] for n in dirs(tmp_path / "out")] == ["nvidia_h200_sglang"]
     assert "the run names its server sglang (`server_info (sglang's /get_server_info)`) but the file name says vllm" \
         in result.output
 
@@ -176,7 +176,7 @@ def test_dates_are_never_taken_from_the_file_system(tmp_path: Path) -> None:
     # the run directory starts at its earliest fully dated run; the ids say no more than is known
     (run_dir,) = (tmp_path / "out").iterdir()
     meta = load_run(run_dir).metadata
-    assert run_dir.name == "h200_vllm_20260324-112355"
+    assert run_dir.name == "nvidia_h200_vllm_20260324-112355"
     assert (meta.timestamp, meta.timestamp_precision, meta.timestamp_source) == (named.timestamp, "second", "file name")
 
 
@@ -187,7 +187,7 @@ def test_an_undated_run_directory_says_unknown(tmp_path: Path) -> None:
     write(raw / "bench.json", undated)
     assert run_import(raw, tmp_path / "out", "--chip", "h200").exit_code == 0
     (run_dir,) = (tmp_path / "out").iterdir()
-    assert run_dir.name == "h200_vllm_undated"
+    assert run_dir.name == "nvidia_h200_vllm_undated"
     results = load_run(run_dir)
     assert results.metadata.timestamp is None and results.schema_version == 2
     report = (run_dir / "report.md").read_text()
@@ -203,7 +203,7 @@ def test_a_date_without_time_has_day_precision(tmp_path: Path) -> None:
     (run_dir,) = (tmp_path / "out").iterdir()
     (s,) = load_run(run_dir).scenarios
     assert (s.timestamp, s.timestamp_precision, s.timestamp_source) == ("2025-03-12", "day", "run")
-    assert run_dir.name == "h200_vllm_20250312"
+    assert run_dir.name == "nvidia_h200_vllm_20250312"
     assert "2025-03-12 (date only)" in (run_dir / "report.md").read_text()
 
 

@@ -57,7 +57,7 @@ def test_chips_are_normalised_to_the_catalogs_names() -> None:
 def test_import_with_chip_h200_records_nvidia_h200_and_warns_for_an_unknown_chip(raw: Path) -> None:
     result = cli("import-legacy", "raw_outputs", "--chip", "H200", "--out", "a")
     assert result.exit_code == 0, result.output
-    assert [p.name for p in Path("a").iterdir()] == ["nvidia_h200_vllm_20260705-000000"]
+    assert [p.name for p in Path("a").iterdir()] == ["nvidia_h200_vllm_0705"]
     result = cli("import-legacy", "raw_outputs", "--chip", "TPU v9", "--out", "b", "--dry-run")
     assert result.exit_code == 0
     assert result.stderr.splitlines()[0] == (
@@ -69,7 +69,7 @@ def test_import_with_chip_h200_records_nvidia_h200_and_warns_for_an_unknown_chip
 
 def test_metadata_chip_shows_in_the_report(raw: Path) -> None:
     assert cli("import-legacy", "raw_outputs").exit_code == 0
-    run = Path("imported/unknown_vllm_20260705-000000")
+    run = Path("imported/unknown_vllm_0705")
     assert "- Chip: unknown" in (run / "report.md").read_text(encoding="utf-8")
     result = cli("metadata", str(run), "--chip", "H200", "--no-detect")
     assert result.exit_code == 0, result.output
@@ -79,11 +79,11 @@ def test_metadata_chip_shows_in_the_report(raw: Path) -> None:
 
 def test_reimport_with_platform_replaces_the_unknown_import_of_the_same_files(raw: Path) -> None:
     assert cli("import-legacy", "raw_outputs").exit_code == 0
-    assert [p.name for p in Path("imported").iterdir()] == ["unknown_vllm_20260705-000000"]
+    assert [p.name for p in Path("imported").iterdir()] == ["unknown_vllm_0705"]
     result = cli("import-legacy", "raw_outputs", "--platform", "nvidia_h200")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[-1] == f"replaced {Path('imported/nvidia_h200_vllm_20260705-000000').resolve()}"
-    assert [p.name for p in Path("imported").iterdir()] == ["nvidia_h200_vllm_20260705-000000"]
+    assert result.stdout.splitlines()[-1] == f"replaced {Path('imported/nvidia_h200_vllm_0705').resolve()}"
+    assert [p.name for p in Path("imported").iterdir()] == ["nvidia_h200_vllm_0705"]
 
 
 def test_reimport_keeps_an_import_of_other_files(raw: Path) -> None:
@@ -92,8 +92,8 @@ def test_reimport_keeps_an_import_of_other_files(raw: Path) -> None:
     shutil.copyfile(RAW / "vllm_0705_2_128_32.jsonl", other / "vllm_0705_2_128_32.jsonl")
     assert cli("import-legacy", "other", "--out", "imported").exit_code == 0
     assert cli("import-legacy", "raw_outputs", "--platform", "nvidia_h200").exit_code == 0
-    assert sorted(p.name for p in Path("imported").iterdir()) == ["nvidia_h200_vllm_20260705-000000",
-                                                                  "unknown_vllm_20260705-000000"]
+    assert sorted(p.name for p in Path("imported").iterdir()) == ["nvidia_h200_vllm_0705",
+                                                                  "unknown_vllm_0705"]
 
 
 def test_collect_counts_a_raw_run_once_and_says_what_it_dropped(raw: Path) -> None:
@@ -102,8 +102,8 @@ def test_collect_counts_a_raw_run_once_and_says_what_it_dropped(raw: Path) -> No
     result = cli("collect", "old", "new", "--out", "runs.csv")
     assert result.exit_code == 0, result.output
     assert result.stdout == "wrote runs.csv: 4 row(s) from 2 run(s)\n"
-    assert result.stderr == ("dropped: old/unknown_vllm_20260705-000000: 4 scenario(s) left out, the same raw runs "
-                             "(raw file sha256 and line) as in new/nvidia_h200_vllm_20260705-000000\n")
+    assert result.stderr == ("dropped: old/unknown_vllm_0705: 4 scenario(s) left out, the same raw runs "
+                             "(raw file sha256 and line) as in new/nvidia_h200_vllm_0705\n")
     import pandas as pd
 
     frame = pd.read_csv("runs.csv")
@@ -117,7 +117,7 @@ def test_dry_run_names_the_run_folders(raw: Path) -> None:
     result = cli("import-legacy", "raw_outputs", "--platform", "nvidia_h200", "--dry-run")
     assert result.exit_code == 0
     assert result.stdout.splitlines()[-2:] == [
-        f"would write run folder {raw / 'imported' / 'nvidia_h200_vllm_20260705-000000'}: engine vllm, model unknown, "
+        f"would write run folder {raw / 'imported' / 'nvidia_h200_vllm_0705'}: engine vllm, model unknown, "
         "chip nvidia_h200, 4 scenario(s) from 4 file(s)",
         f"dry run: nothing written (would write under {raw / 'imported'})",
     ]

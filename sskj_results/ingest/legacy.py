@@ -492,7 +492,7 @@ def import_legacy(
     if dry_run:
         for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
             if group.scenarios:
-                name = _run_dir_base(key, per_chip_engine) + "_" + min(group.times).strftime("%Y%m%d-%H%M%S")
+                name = _run_dir_base(key, per_chip_engine) + "_" + group_time(group.times)[1]
                 verb = "would replace" if _own_previous(out / name, raw_abs, key) else "would write"
                 plan.append(f"{verb} run folder {out / name}: engine {key[0]}, model {key[1] or UNKNOWN}, chip {key[2]}, "
                             f"{len(group.scenarios)} scenario(s) from {len(group.sources)} file(s)")

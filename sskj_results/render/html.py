@@ -29,7 +29,7 @@ import re
 from typing import Any, Optional, Sequence
 
 from ..analysis.rundata import RunData, run_labels, scenario_status, table_row
-from ..analysis.validity import mark
+from .validity_md import validity_mark
 from ..contract.comparison_models import ComparisonDoc, Row
 from ..contract.models import SloSpec
 from .figures import cdf_figure, comparison_cdfs, curve_figures, report_cdfs, shape_points
@@ -98,7 +98,7 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
     columns = [c for c in TABLE_COLUMNS if c[1] not in same]
     body = []
     for row in rows:
-        values = {"slo": row.slo_status.overall, "chip": row.chip or "-", "valid": mark(row.validity)}
+        values = {"slo": row.slo_status.overall, "chip": row.chip or "-", "valid": validity_mark(row)}
         attrs = {"scenario": row.scenario, "engine": row.engine, "chip": row.chip or "-", "slo": row.slo_status.overall,
                  "run": row.run}
         for key, _ in FILTERS:
