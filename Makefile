@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: test test-fast venv shellcheck browser slurm schema clean-venv
 
 test: venv shellcheck browser slurm
-	$(PY) -m pytest tests
+	$(PY) -m pytest --durations=15 tests
 
 # Day-to-day: everything but the end-to-end engine run and the Slurm cluster
 # tests (the browser tests run when chromium is installed, and are skipped

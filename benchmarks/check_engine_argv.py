@@ -470,6 +470,10 @@ def one_job(job):
         os.close(saved_err)
     err_file.seek(0)
     for line in err_file.read().splitlines():
+        # log prefixes: vLLM "(MainProcess pid=N) WARNING 12-01 13:34:12 [file.py:330] ", SGLang "[date time] "
+        line = re.sub(r"^\(\w+ pid=\d+\) ", "", line.strip())
+        line = re.sub(r"^(WARNING|INFO|ERROR|DEBUG) \d\d-\d\d [\d:]+ \[[^\]]+\] ", "", line)
+        line = re.sub(r"^\[\d{4}-\d\d-\d\d [\d:.]+\] ", "", line)
         if re.search(r"deprecat|warn|will be removed", line, re.I) and "FutureWarning: `sglang.bench_serving`" not in line:
             line = line.strip()[:500]
             if line and line not in result["notes"]:
@@ -486,6 +490,13 @@ def one_job(job):
                 action = table[matches[0]]
         if action is not None:
             reasons = deprecation_of(action, deprecated_ids)
+            spelled = name if name in table else None
+            if spelled and spelled not in action.option_strings:
+                # registered with the parser but not among the action's shown spellings
+                # (vLLM's EnableDisableAction keeps --no-enable-x/--no-disable-x for
+                # backwards compatibility, hidden from --help)
+                reasons.append("hidden spelling kept for backwards compatibility; shown spellings: "
+                               + " / ".join(action.option_strings))
             if reasons:
                 result["deprecated"].append({"given": token, "reasons": reasons})
     return result
@@ -507,6 +518,7 @@ def describe(request):
     jobs = []
     for kind in request:
         entry, argv = kind["entry"], kind["argv"]
+        prepare(entry)
         PARSERS.clear()
         try:
             run_entry(entry, argv)
@@ -640,8 +652,12 @@ _RANK = re.compile(r"^# rank (\d+) on ")
 
 
 def extract(text: str, label: str) -> tuple[list[dict], list[str]]:
-    """Every engine/client command of a dry run's stdout, with its phase and rank."""
-    commands, problems = [], []
+    """Every engine/client command of a dry run's stdout, with its phase and rank.
+
+    A 2-node dry run prints each rank's command ("# rank R on NODE ...") before
+    the header of the phase it belongs to, so those take the phase that follows.
+    """
+    commands, problems, pending = [], [], []
     phase, rank = "-", None
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
@@ -650,6 +666,9 @@ def extract(text: str, label: str) -> tuple[list[dict], list[str]]:
         if stripped.startswith("#"):
             if match := _PHASE.match(stripped):
                 phase, rank = f"{match[1]}:{match[2]}", None
+                for cmd in pending:
+                    cmd["phase"] = phase
+                pending = []
             elif match := _RANK.match(stripped):
                 rank = int(match[1])
             continue
@@ -663,6 +682,8 @@ def extract(text: str, label: str) -> tuple[list[dict], list[str]]:
         if found:
             found.update(label=label, phase=phase, rank=rank, line=number, text=stripped)
             commands.append(found)
+            if rank is not None:
+                pending.append(found)
             rank = None
     return commands, problems
 
@@ -754,7 +775,9 @@ def job_key(cmd: dict) -> str:
 def warnings_of(result: dict) -> list[str]:
     found = [f"abbreviation: {a['given']} parses only as a prefix of {' / '.join(a['matches'])}"
              for a in result.get("abbrev", [])]
-    found += [f"deprecated flag: {d['given']} ({'; '.join(d['reasons'])})" for d in result.get("deprecated", [])]
+    for flag in result.get("deprecated", []):
+        word = "deprecated flag" if any("deprecat" in r.lower() for r in flag["reasons"]) else "legacy spelling"
+        found.append(f"{word}: {flag['given']} ({'; '.join(flag['reasons'])})")
     found += [f"printed: {note}" for note in result.get("notes", []) if re.search(r"deprecat|removed", note, re.I)]
     return found
 
@@ -844,9 +867,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every command and its result as JSON here")
     parser.add_argument("--strict", action="store_true", help="abbreviations and deprecations fail too")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per dry run / helper (%(default)s)")
-    args, rest = parser.parse_known_args(argv)
-    if rest and not (args.argv and rest[0] == "--"):
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    engine_argv: list[str] = []
+    if "--" in argv:  # --argv ENTRY -- ARGS: everything after the first -- is the command's
+        engine_argv = argv[argv.index("--") + 1:]
+        argv = argv[:argv.index("--")]
+    args = parser.parse_args(argv)
+    if engine_argv and not args.argv:
+        parser.error("arguments after -- need --argv ENTRY")
 
     if args.setup:
         return setup(args.venvs, args.newest, args.python)
@@ -858,7 +886,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict] = []
     if args.argv:
         words = [args.argv if args.argv in ("vllm", "sglang") else "-m", *([] if args.argv in ("vllm", "sglang")
-                                                                            else [args.argv]), *rest[1:]]
+                                                                            else [args.argv]), *engine_argv]
         found = find_command(words)
         if not found:
             parser.error(f"--argv {args.argv}: not a known entry point ({', '.join(MODULES)}, vllm, sglang)")

@@ -38,3 +38,19 @@ def test_a_word_like_no_command_gets_no_guess() -> None:
     result = CliRunner().invoke(main, ["zzzz"])
     assert result.exit_code == 2
     assert "Error: No such command 'zzzz'. (`sskj-results --help` lists them)\n" in result.output
+
+
+def test_validate_says_a_dry_run_is_a_dry_run_not_invalid(tmp_path) -> None:
+    run = tmp_path / "run"
+    made = CliRunner().invoke(main, ["metadata", str(run), "--no-detect", "--meta", "experiment=e", "--meta", "run_id=r",
+                                     "--meta", "engine=vllm", "--meta", "chip=cpu", "--meta", "model=m", "--config", "server_args=python -m x",
+                                     "--config", "dry_run=true"])
+    assert made.exit_code == 0, made.output
+    result = CliRunner().invoke(main, ["validate", str(run)])
+    assert result.exit_code == 0, result.output
+    assert result.output == (f"{run}/results.json: config.dry_run: warning: a dry run (DRY_RUN=1): its metadata and "
+                             "server command only, nothing was measured; run it without DRY_RUN to measure\n"
+                             f"{run}/results.json: valid (0 errors, 1 warning)\n")
+    (run / "results.json").write_text((run / "results.json").read_text().replace('"dry_run": true', '"dry_run": false'))
+    plain = CliRunner().invoke(main, ["validate", str(run)])
+    assert plain.exit_code == 1 and "no scenarios measured yet" in plain.output and "no human-readable report" in plain.output

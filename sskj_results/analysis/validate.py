@@ -157,7 +157,11 @@ def _rules(data: dict[str, Any], file: str) -> Iterator[Problem]:
     if not isinstance(scenarios, list):
         return
     if not scenarios:
-        yield Problem(file, "scenarios", "no scenarios measured yet", WARNING)
+        if _is_dry_run(data):
+            yield Problem(file, "config.dry_run", "a dry run (DRY_RUN=1): its metadata and server command only, "
+                          "nothing was measured; run it without DRY_RUN to measure", WARNING)
+        else:
+            yield Problem(file, "scenarios", "no scenarios measured yet", WARNING)
     seen: dict[str, int] = {}
     for i, sc in enumerate(scenarios):
         if not isinstance(sc, dict):
@@ -351,9 +355,17 @@ def _mentions_provenance(path: Path) -> bool:
         return False
 
 
+def _is_dry_run(data: Any) -> bool:
+    """The run loop marks what a dry run writes: config.dry_run = true."""
+    config = data.get("config") if isinstance(data, dict) else None
+    return isinstance(config, dict) and config.get("dry_run") is True
+
+
 def _dir_checks(run_dir: Path, data_ok: bool, data: Any = None) -> Iterator[Problem]:
     """The run-directory checklist of BENCHMARK_WORKFLOW.md."""
     label = display_name(run_dir)
+    if data_ok and _is_dry_run(data) and not (data.get("scenarios") if isinstance(data, dict) else None):
+        return  # a dry run writes no report: nothing was measured (said once, by the file's own check)
     reports = [p for p in run_dir.glob("*.md") if p.name.lower() != "readme.md"]
     if not reports:
         yield Problem(label, "", "no human-readable report (report.md); run `sskj-results report " + label + "`")
