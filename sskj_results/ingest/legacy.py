@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ from .. import __version__
 from ..analysis.slo import resolve_slo
 from ..contract.errors import ConfigError, RawFormatError, UsageError
 from ..contract.io import check_writable, describe_os_error, display_name, read_checked
+from ..contract.locking import locked, recover_backups
 from ..contract.models import (
     Config,
     Metadata,
@@ -36,7 +36,16 @@ from .filenames import NameHints, compile_name_pattern, name_hints
 from .naming import format_rate, name_scenarios
 from .rawkeys import ENGINE_OF_BACKEND
 from .readers import RawRun, ReadOptions
-from .run_dir import UNKNOWN, ReportRenderer, _client_of, _own_previous, _safe, _unique_dir, _write_run_dir_atomically
+from .run_dir import (
+    UNKNOWN,
+    ReportRenderer,
+    _client_of,
+    _own_previous,
+    _safe,
+    _unique_dir,
+    _write_run_dir_atomically,
+    remove_own_stale,
+)
 from .scenario import (
     RAW_REQUESTS_CAP,
     RAW_SUFFIXES,
@@ -397,9 +406,22 @@ def import_legacy(
                                 f"under engine {group.engine}: give --model")
     if dry_run:
         return ImportOutcome([], problems, warnings, plan)
+    out.mkdir(parents=True, exist_ok=True)
+    # one import into `out` at a time: choosing a name, replacing an earlier import and the sweep below
+    # read and change the directory as a whole
+    with locked(out):
+        recover_backups(out)  # a run directory a killed import had moved aside comes back first
+        return _write_groups(raw_dir, out, groups, platform, experiment, stamp, server_args, name_format, spec,
+                             validity, command, render_report, problems, warnings, plan)
+
+
+def _write_groups(raw_dir: Path, out: Path, groups: dict[tuple[str, Optional[str], str], _Group], platform: Platform,
+                  experiment: Optional[str], stamp: datetime, server_args: Optional[str], name_format: Optional[str],
+                  spec: SloSpec, validity: Optional[ValidityThresholds], command: Optional[str],
+                  render_report: Optional[ReportRenderer], problems: list[Problem], warnings: list[str],
+                  plan: list[str]) -> ImportOutcome:
     run_dirs: list[Path] = []
     replaced: list[Path] = []
-    out.mkdir(parents=True, exist_ok=True)
     raw_abs = str(raw_dir.resolve())
     per_chip_engine: dict[tuple[str, str], int] = {}
     for key in groups:
@@ -445,12 +467,19 @@ def import_legacy(
                 replaced.append(target)
             else:
                 target = _unique_dir(target)
-            _write_run_dir_atomically(target, results, srcs, command, render_report, replace=previous)
+            kept = _write_run_dir_atomically(target, results, srcs, command, render_report, replace=previous)
+            if kept:
+                warnings.append(f"{display_name(target)}: kept {', '.join(map(display_name, kept))} "
+                                "(not written by import-legacy) in the re-imported run directory")
             run_dirs.append(target)
             # an earlier import of the same raw directory and group under another time (files were added or removed)
             for stale in sorted(out.glob(f"{base}_*")):
                 if stale != target and stale.is_dir() and _own_previous(stale, raw_abs, key):
-                    shutil.rmtree(stale)
+                    left = remove_own_stale(stale)
+                    if left:
+                        warnings.append(f"{display_name(stale)}: an earlier import of these raw files, replaced by "
+                                        f"{display_name(target.name)}; kept {', '.join(map(display_name, left))} "
+                                        "(not written by import-legacy) there, removed the rest")
                     if target not in replaced:
                         replaced.append(target)
         except Exception as exc:  # noqa: BLE001
