@@ -273,7 +273,7 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
     result.file_key = (file_engine or UNKNOWN, model or hints.model, chip)
     for run in outcome.runs:
         for note in run.notes:
-            if note.startswith("file name says"):
+            if note.startswith(("file name says", "client says completed=", "errors: ")):  # counts that disagree
                 result.warnings.append(f"{label}:{_where(run)}: {note}")
         run_engine = file_engine or run.engine or UNKNOWN
         run_model = model or run.model or hints.model
