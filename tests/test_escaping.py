@@ -184,3 +184,17 @@ def test_collect_csv_quotes_line_breaks_and_neutralises_formulas(tmp_path: Path)
     assert not any(c.startswith(("=", "+", "@", "\t", "\r")) for c in cells)
     assert not any(c.startswith("-") and not re.fullmatch(r"-[0-9.e+-]+", c) for c in cells)  # numbers stay numbers
     assert load_run(runs[0]).config.extra_args == "--enable-chunked-prefill"
+
+
+# ---------------------------------------------------------------- 9. a symlinked plots directory
+
+
+def test_a_symlinked_plots_directory_is_not_written_through(tmp_path: Path) -> None:
+    run = run_with(tmp_path, "d")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (run / "plots").symlink_to(outside)
+    result = invoke("report", str(run))
+    assert result.exit_code == 1
+    assert f"{run / 'plots'}: a symbolic link; plots are written only inside the run directory" in result.output
+    assert list(outside.iterdir()) == []

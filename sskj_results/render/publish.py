@@ -153,7 +153,11 @@ def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions()) ->
     try:
         written: list[Path] = []
         if options.plots:
-            written = draw_report_plots(run, spec, directory / PLOTS_DIR, options.cdf)
+            plot_dir = directory / PLOTS_DIR
+            if plot_dir.is_symlink():  # writing through it would write outside the run directory
+                raise ResultsError(f"{plot_dir}: a symbolic link; plots are written only inside the run directory: "
+                                   "remove the link (or give --no-plots)")
+            written = draw_report_plots(run, spec, plot_dir, options.cdf)
         rel = [p.relative_to(directory).as_posix() for p in written]
         text = render_report(run, spec, recompute, rel)
         atomic_write_text(md, text)
