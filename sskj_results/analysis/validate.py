@@ -181,7 +181,40 @@ def _rules(data: dict[str, Any], file: str) -> Iterator[Problem]:
         yield from _latency_rules(sc.get("latencies"), f"{base}.latencies", file, recon)
         yield from _slo_rules(sc, base, file, slo)
         yield from _count_rules(sc, base, file)
+        yield from _mean_rules(sc, base, file, recon)
         yield from _validity_rules(sc, base, file)
+
+
+# the client's own mean and the mean of its per-request arrays (raw_requests) may differ by this much
+MEAN_TOLERANCE = 0.10
+
+
+def _mean_rules(sc: dict[str, Any], base: str, file: str, recon: dict[str, Any]) -> Iterator[Problem]:
+    """The client's mean against the mean of the per-request arrays recorded beside it
+    (docs/INPUT_LIMITS.md): about 1000x apart, the arrays were written in ms instead of s."""
+    requests, lat = sc.get("raw_requests"), sc.get("latencies")
+    if not isinstance(requests, list) or not requests or sc.get("raw_requests_capped") or not isinstance(lat, dict):
+        return
+    for key in ("ttft_ms", "e2e_ms"):
+        stats = lat.get(key)
+        client = _num(stats.get("mean")) if isinstance(stats, dict) else None
+        if client is None or client <= 0 or f"latencies.{key}.mean" in recon:
+            continue  # no client value to hold the arrays against
+        values = [v for r in requests if isinstance(r, dict) and r.get("success") is True
+                  and (v := _num(r.get(key))) is not None]
+        if not values:
+            continue
+        arrays = sum(values) / len(values)
+        ratio = arrays / client
+        path = f"{base}.latencies.{key}.mean"
+        if 300 <= ratio <= 3000 or 1 / 3000 <= ratio <= 1 / 300:
+            yield Problem(file, path, f"the client's mean is {client:g} ms but the per-request arrays (raw_requests[].{key}) "
+                          f"average {arrays:g} ms, {ratio:.3g}x: the arrays look written in "
+                          f"{'ms instead of s' if ratio > 1 else 's instead of ms'}; their statistics are wrong")
+        elif abs(ratio - 1) > MEAN_TOLERANCE:
+            yield Problem(file, path, f"the client's mean {client:g} ms and the mean of the per-request arrays "
+                          f"(raw_requests[].{key}) {arrays:g} ms differ by {abs(ratio - 1):.0%}, more than "
+                          f"{MEAN_TOLERANCE:.0%}", WARNING)
 
 
 def _validity_rules(sc: dict[str, Any], base: str, file: str) -> Iterator[Problem]:

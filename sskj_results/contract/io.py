@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import orjson
 
 from .errors import ResultsError
+from .locking import clean_stale, locked, temp_prefix
 
 if TYPE_CHECKING:  # the models (pydantic) load on first use: file helpers and the shell's commands start fast
     from pydantic import ValidationError
@@ -394,7 +395,8 @@ def atomic_write_bytes(file: Path, data: bytes) -> None:
     """
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
+        # named after its writer (pid and host): the next writer removes it if this one is killed
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(file.name), suffix=".tmp", dir=file.parent)
     except OSError as exc:
         raise OSError(exc.errno, describe_os_error(exc), str(file)) from None
     try:
@@ -419,11 +421,19 @@ def atomic_write_text(file: Path, text: str) -> None:
     atomic_write_bytes(file, text.encode("utf-8", errors="backslashreplace"))
 
 
-def save_run(results: Results, path: PathLike) -> Path:
+def run_lock(file: Path) -> Any:
+    """The advisory lock of the directory holding a results.json: held by every read-modify-write
+    of it (contract.locking)."""
+    return locked(file.parent)
+
+
+def save_run(results: Results, path: PathLike, *, lock: bool = True) -> Path:
     """Write results.json atomically (temp file + rename); returns the file written.
 
     Validated first: what cannot be read back raises ResultsError naming
-    the file and the JSON path, and nothing is written.
+    the file and the JSON path, and nothing is written. Written holding the
+    run's lock (``lock=False``: the caller writes a directory nobody else
+    knows yet); temporaries of killed writers beside it are removed.
     """
     p = Path(path)
     file = p / RESULTS_NAME if (p.is_dir() or not p.suffix) else p
@@ -431,6 +441,11 @@ def save_run(results: Results, path: PathLike) -> Path:
         data = to_json_bytes(results)
     except ResultsError as exc:
         raise ResultsError(f"{display_name(file)}: {exc}") from None
-    atomic_write_bytes(file, data)
+    if not lock:
+        atomic_write_bytes(file, data)
+        return file
+    with run_lock(file):
+        clean_stale(file.parent, file.name)
+        atomic_write_bytes(file, data)
     return file
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ from .. import __version__
 from ..analysis.slo import resolve_slo
 from ..contract.errors import ConfigError, RawFormatError, UsageError
 from ..contract.io import check_writable, describe_os_error, display_name, read_checked
+from ..contract.locking import locked, recover_backups
 from ..contract.models import (
     Config,
     Metadata,
@@ -37,7 +37,16 @@ from .naming import format_rate, name_scenarios
 from .rawio import loads_lenient
 from .rawkeys import ENGINE_OF_BACKEND
 from .readers import RawRun, ReadOptions
-from .run_dir import UNKNOWN, ReportRenderer, _client_of, _own_previous, _safe, _unique_dir, _write_run_dir_atomically
+from .run_dir import (
+    UNKNOWN,
+    ReportRenderer,
+    _client_of,
+    _own_previous,
+    _safe,
+    _unique_dir,
+    _write_run_dir_atomically,
+    remove_own_stale,
+)
 from .scenario import (
     RAW_REQUESTS_CAP,
     RAW_SUFFIXES,
@@ -334,7 +343,7 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
     result.file_key = (file_engine or UNKNOWN, model or hints.model, chip)
     for run in outcome.runs:
         for note in run.notes:
-            if note.startswith("file name says"):
+            if note.startswith(("file name says", "client says completed=", "errors: ")):  # counts that disagree
                 result.warnings.append(f"{label}:{_where(run)}: {note}")
         run_engine = _engine_of(run, engine, file_engine, f"{label}:{_where(run)}", result.warnings)
         run_model = model or run.model or hints.model
@@ -497,9 +506,23 @@ def import_legacy(
                 plan.append(f"{verb} run folder {out / name}: engine {key[0]}, model {key[1] or UNKNOWN}, chip {key[2]}, "
                             f"{len(group.scenarios)} scenario(s) from {len(group.sources)} file(s)")
         return ImportOutcome([], problems, warnings, plan)
+    out.mkdir(parents=True, exist_ok=True)
+    # one import into `out` at a time: choosing a name, replacing an earlier import and the sweep below
+    # read and change the directory as a whole
+    with locked(out):
+        recover_backups(out)  # a run directory a killed import had moved aside comes back first
+        return _write_groups(raw_dir, out, groups, platform, experiment, stamp, server_args, name_format, spec,
+                             validity, command, render_report, problems, warnings, plan, per_chip_engine)
+
+
+def _write_groups(raw_dir: Path, out: Path, groups: dict[tuple[str, Optional[str], str], _Group], platform: Platform,
+                  experiment: Optional[str], stamp: datetime, server_args: Optional[str], name_format: Optional[str],
+                  spec: SloSpec, validity: Optional[ValidityThresholds], command: Optional[str],
+                  render_report: Optional[ReportRenderer], problems: list[Problem], warnings: list[str],
+                  plan: list[str], per_chip_engine: dict[tuple[str, str], int]) -> ImportOutcome:
+    raw_abs = str(raw_dir.resolve())
     run_dirs: list[Path] = []
     replaced: list[Path] = []
-    out.mkdir(parents=True, exist_ok=True)
     for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
         if not group.scenarios:
             continue
@@ -543,14 +566,21 @@ def import_legacy(
                 replaced.append(target)
             else:
                 target = _unique_dir(target)
-            _write_run_dir_atomically(target, results, srcs, command, render_report, replace=previous)
+            kept = _write_run_dir_atomically(target, results, srcs, command, render_report, replace=previous)
+            if kept:
+                warnings.append(f"{display_name(target)}: kept {', '.join(map(display_name, kept))} "
+                                "(not written by import-legacy) in the re-imported run directory")
             run_dirs.append(target)
             # an earlier import of the same raw directory and group under another time (files were added or
             # removed), or of the same raw files under another chip (an earlier import without --platform)
             files = frozenset((Path(p).name, d) for p, d, _, _ in srcs)
             for stale in sorted(out.glob(f"{base}_*")) + sorted(out.glob(f"*_{_safe(eng)}_*")):
                 if stale != target and stale.is_dir() and _own_previous(stale, raw_abs, key, files):
-                    shutil.rmtree(stale)
+                    left = remove_own_stale(stale)
+                    if left:
+                        warnings.append(f"{display_name(stale)}: an earlier import of these raw files, replaced by "
+                                        f"{display_name(target.name)}; kept {', '.join(map(display_name, left))} "
+                                        "(not written by import-legacy) there, removed the rest")
                     if target not in replaced:
                         replaced.append(target)
         except Exception as exc:  # noqa: BLE001

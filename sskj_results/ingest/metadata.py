@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from .. import __version__
 from ..catalog.engines import config_from_server_args
 from ..contract.errors import ResultsError, UsageError
+from ..contract.locking import locked, recover_backup
 from ..contract.io import RESULTS_NAME, format_loc, load_run, model_message, save_run
 from ..contract.models import Config, Metadata, Results, SloSpec
 from ..contract.redact import redact
@@ -135,10 +136,19 @@ def write_metadata(
     detect: bool = True,
     cwd: Optional[Path] = None,
 ) -> Results:
-    """Create RUN_DIR/results.json or update the given keys; scenarios are kept as they are."""
+    """Create RUN_DIR/results.json or update the given keys; scenarios are kept as they are.
+
+    Holds the run's lock from reading results.json to writing it (a `parse` meanwhile waits)."""
     unknown = sorted(set(meta) - set(META_KEYS))
     if unknown:
         raise UsageError(f"unknown --meta key(s) {', '.join(unknown)}; known: {', '.join(META_KEYS)}")
+    recover_backup(run_dir)  # a re-import killed while it swapped this run directory
+    with locked(run_dir):
+        return _write_metadata_locked(run_dir, meta, config, slo, detect, cwd)
+
+
+def _write_metadata_locked(run_dir: Path, meta: Mapping[str, str], config: Mapping[str, str], slo: Optional[SloSpec],
+                           detect: bool, cwd: Optional[Path]) -> Results:
     file = run_dir / RESULTS_NAME
     if file.is_dir():
         raise ResultsError(f"{file}: a directory, not a results.json; move it away")

@@ -9,6 +9,7 @@ from typing import Any, Optional
 from .. import __version__
 from ..analysis.slo import resolve_slo, slo_status
 from ..contract.errors import RawFormatError, ResultsError
+from ..contract.locking import locked, recover_backup
 from ..contract.io import RESULTS_NAME, check_writable, describe_os_error, display_name, load_run, save_run
 from ..contract.models import RawFile, Results, Scenario, SkippedScenario, SloSpec, Source, ValidityThresholds
 from .evidence import judge_run
@@ -51,7 +52,15 @@ def parse_run_dir(run_dir: Path, slo: Optional[SloSpec] = None, cap: int = RAW_R
     Scenario names follow name_format, else config.scenario_name_format, else
     `c{concurrency}_i{input_len}_o{output_len}`; a given format is recorded in config.
     Validity thresholds: the given ones, else the recorded ones, else the defaults.
+    Holds the run's lock from reading results.json to writing it (a `metadata` meanwhile waits).
     """
+    recover_backup(run_dir)  # a re-import killed while it swapped this run directory
+    with locked(run_dir):
+        return _parse_locked(run_dir, slo, cap, name_format, validity)
+
+
+def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: Optional[str],
+                  validity: Optional[ValidityThresholds]) -> ParseOutcome:
     file = run_dir / RESULTS_NAME
     if file.is_dir():
         raise ResultsError(f"{file}: a directory, not a results.json; move it away, then create the run's "

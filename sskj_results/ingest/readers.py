@@ -199,8 +199,14 @@ def _arrays(data: dict[str, Any], completed: Optional[int], notes: list[str]) ->
         errors = data["errors"]
         if not all(isinstance(e, str) or e is None for e in errors):
             raise RunError("errors: expected a list of strings (\"\" for success)")
-        out.errors = ["" if e is None else e for e in errors]
-        lengths["errors"] = len(out.errors)
+        lengths["errors"] = len(errors)
+        unknown = sum(1 for e in errors if e is None)
+        if unknown:  # null is not "": the client did not say whether the request succeeded
+            notes.append(f"errors: {unknown} of {len(errors)} entries are null (outcome unknown, not counted as "
+                         "successes): the per-request outcome is not used")
+            has["errors"] = False
+        else:
+            out.errors = list(errors)
     latencies = None
     if has["latencies"]:
         latencies = out.latencies = _array(data, "latencies", float)
@@ -508,6 +514,9 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     concurrency = _concurrency(data, arrays, hints, rate, notes, prompts_from_name)
     input_len, output_len, averaged = _lengths(data, arrays, hints, options, success, notes)
     duration = _first_number(data, *_DURATION)
+    if duration is not None and duration < 0:
+        key = next(k for k in _DURATION if _first_number(data, k) is not None)
+        raise RunError(f"{key}: {duration:g} s is negative; a benchmark's duration cannot be")
     client, extra = _client_stats(data, notes)
     backend = data.get("backend") if isinstance(data.get("backend"), str) else None
     run = RawRun(

@@ -12,6 +12,7 @@ cannot be read. Invalid runs are skipped, listed, and read again next time.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import os
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 from .. import __version__
 from ..contract.errors import ConfigError, ResultsError, UsageError
+from ..contract.escape import csv_text
 from ..contract.io import atomic_write_bytes
 from ..analysis.runtable import (
     COLUMNS, Dropped, Skipped, TableBuilder, drop_doubles, find_results_files, paused_gc, read_run,
@@ -105,10 +107,20 @@ def _parquet_bytes(frame: pd.DataFrame, metadata: Optional[dict[bytes, bytes]] =
 
 
 def table_bytes(frame: pd.DataFrame, fmt: str) -> bytes:
-    """The bytes of the output file: Parquet (dtypes kept) or CSV (UTF-8, empty cells for nulls)."""
+    """The bytes of the output file: Parquet (dtypes kept) or CSV (UTF-8, empty cells for nulls).
+
+    The CSV follows RFC 4180: CRLF line ends, and every field holding a line break (\r or \n),
+    a comma or a quote is quoted, so each row reads back as one record. Text cells that a
+    spreadsheet would run as a formula (= + - @ TAB CR first) start with a single quote
+    (contract.escape.csv_text); number columns are written as they are.
+    """
     if fmt == "parquet":
         return _parquet_bytes(frame)
-    return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
+    safe = frame.copy()
+    for name in safe.columns:
+        if safe[name].dtype == object or str(safe[name].dtype) in ("string", "str"):
+            safe[name] = safe[name].map(lambda v: csv_text(v) if isinstance(v, str) else v)
+    return safe.to_csv(index=False, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL).encode("utf-8")
 
 
 def collect(paths: Sequence[PathLike], out: PathLike, use_cache: bool = True) -> CollectOutput:

@@ -31,6 +31,7 @@ from typing import Any, Optional, Sequence
 from ..analysis.rundata import RunData, run_labels, scenario_status, table_row
 from .validity_md import validity_mark
 from ..contract.comparison_models import ComparisonDoc, Row
+from ..contract.escape import md_unescape
 from ..contract.models import SloSpec
 from .figures import cdf_figure, comparison_cdfs, curve_figures, report_cdfs, shape_points
 from .markdown_html import inline, markdown_blocks, split_sections
@@ -140,6 +141,26 @@ def _slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") or "section"
 
 
+# the ids the page's own elements and script use: a section never takes one of them
+PAGE_IDS = frozenset({"sskj-data", "plotly-gz", "results-table", "results-filters", "results-count", "cdf-select",
+                      "fig-cdf"})
+
+
+def _section_ids(names: Sequence[str]) -> list[str]:
+    """One id per section: its slug, made unique and kept off the page's own ids (and figure ids)."""
+    used: set[str] = set()
+    out = []
+    for name in names:
+        base = _slug(name)
+        base = f"section-{base}" if base.startswith("fig-") else base  # the figures' ids
+        sid, n = base, 2
+        while sid in used or sid in PAGE_IDS:
+            sid, n = f"{base}-{n}", n + 1
+        used.add(sid)
+        out.append(sid)
+    return out
+
+
 def plots_section(figures: Sequence[dict[str, Any]], cdfs: Sequence[dict[str, Any]]) -> str:
     parts = [f'<div class="plot" id="{f["id"]}"></div>' for f in figures]
     if cdfs:
@@ -161,22 +182,23 @@ def page(markdown: str, table_section: str, table: str, plots: str, data: dict[s
         at = next((i for i, (name, _) in enumerate(sections) if name == plots_before), len(sections))
         sections.insert(at, ("Plots", []))
     body = []
-    for name, lines in sections:
+    ids = _section_ids([name for name, _ in sections])
+    for (name, lines), sid in zip(sections, ids):
         if name == table_section:
             content = table
         elif name == "Plots":
             content = plots
         else:
             content = markdown_blocks(lines)
-        body.append(f'<section id="{_slug(name)}"><h2>{html.escape(name)}</h2>\n{content}\n</section>')
-    nav = " · ".join(f'<a href="#{_slug(name)}">{html.escape(name)}</a>' for name, _ in sections)
+        body.append(f'<section id="{sid}"><h2>{html.escape(name)}</h2>\n{content}\n</section>')
+    nav = " · ".join(f'<a href="#{sid}">{html.escape(name)}</a>' for (name, _), sid in zip(sections, ids))
     version, plotly_b64 = plotly_js_gzip_base64()
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{html.escape(title)}</title>",
+        f"<title>{html.escape(md_unescape(title))}</title>",
         f"<style>{_asset('page.css')}</style></head><body>",
         f"<header><h1>{inline(title)}</h1><nav>{nav}</nav></header><main>",
         "\n".join(body),

@@ -7,26 +7,35 @@ import math
 import re
 from typing import Sequence
 
+from ..contract.escape import md_unescape
+
 # --------------------------------------------------------------------------- Markdown -> HTML (our own subset)
 
 
 _INLINE = re.compile(r"``\s(.+?)\s``|`([^`]+)`|\*\*(.+?)\*\*|!\[([^\]]*)\]\(([^)]*)\)")
 
 
+def _text(text: str) -> str:
+    return html.escape(md_unescape(text))
+
+
 def inline(text: str) -> str:
-    """Inline Markdown of report.py: `code`, `` code with ` ``, **bold**; images become their alt text."""
+    """Inline Markdown of report.py: `code`, `` code with ` ``, **bold**; images become their alt text.
+    Backslash escapes (contract.escape.md_text) show the character itself."""
     out: list[str] = []
     pos = 0
     for m in _INLINE.finditer(text):
-        out.append(html.escape(text[pos:m.start()]))
+        if m.start() > 0 and text[m.start() - 1] == "\\" and not text[:m.start()].endswith("\\\\"):
+            continue  # an escaped `*`, `` ` `` or `[`: text, not markup
+        out.append(_text(text[pos:m.start()]))
         if m.group(1) is not None or m.group(2) is not None:
             out.append(f"<code>{html.escape(m.group(1) if m.group(1) is not None else m.group(2))}</code>")
         elif m.group(3) is not None:
-            out.append(f"<strong>{html.escape(m.group(3))}</strong>")
+            out.append(f"<strong>{_text(m.group(3))}</strong>")
         else:
-            out.append(html.escape(m.group(4)))
+            out.append(_text(m.group(4)))
         pos = m.end()
-    out.append(html.escape(text[pos:]))
+    out.append(_text(text[pos:]))
     return "".join(out)
 
 
@@ -73,8 +82,9 @@ def markdown_blocks(lines: Sequence[str]) -> str:
         if not line.strip():
             i += 1
         elif line.startswith("```"):
+            fence = _fence(line)
             j = i + 1
-            while j < n and not lines[j].startswith("```"):
+            while j < n and not (_fence(lines[j]) >= fence and not lines[j].strip("`").strip()):
                 j += 1
             out.append("<pre><code>" + html.escape("\n".join(lines[i + 1:j])) + "</code></pre>")
             i = j + 1
@@ -94,7 +104,10 @@ def markdown_blocks(lines: Sequence[str]) -> str:
                 i += 1
             out.append("<ul>" + "".join(items) + "</ul>")
         else:
-            para = []
+            # a paragraph holds at least this line (a `|` line without a separator row, say):
+            # every pass of the loop moves on
+            para = [line]
+            i += 1
             while i < n and lines[i].strip() and not lines[i].startswith(("- ", "|", "```", "### ")):
                 para.append(lines[i])
                 i += 1
@@ -102,14 +115,25 @@ def markdown_blocks(lines: Sequence[str]) -> str:
     return "\n".join(out)
 
 
+def _fence(line: str) -> int:
+    """The length of the backtick fence a line opens or closes (0 when it is none)."""
+    m = re.match(r"`{3,}", line)
+    return len(m.group(0)) if m else 0
+
+
 def split_sections(markdown: str) -> tuple[str, list[tuple[str, list[str]]]]:
     """(title, [(section title, its lines)]) of a report.md / comparison.md."""
     title = ""
     sections: list[tuple[str, list[str]]] = []
-    for line in markdown.splitlines():
+    fence = 0  # inside a fenced block: a `## ` line is text
+    for line in markdown.split("\n"):
+        if fence:
+            fence = 0 if _fence(line) >= fence and not line.strip("`").strip() else fence
+        elif _fence(line):
+            fence = _fence(line)
         if line.startswith("# ") and not title and not sections:
             title = line[2:]
-        elif line.startswith("## "):
+        elif line.startswith("## ") and not fence:
             sections.append((line[3:], []))
         elif sections:
             sections[-1][1].append(line)

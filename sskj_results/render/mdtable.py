@@ -6,16 +6,17 @@ from typing import Any, Optional, Sequence
 
 from tabulate import tabulate
 
+from ..contract.escape import md_cell
+
 
 def cell(text: Any) -> str:
-    """A Markdown table cell: pipes escaped, newlines flattened."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
+    """A Markdown table cell: one line, pipes and markup escaped (contract.escape.md_cell)."""
+    return md_cell(text)
 
 
 def github_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: Optional[Sequence[str]] = None) -> list[str]:
     text = tabulate(
-        [[cell(c) for c in r] for r in rows], headers=list(headers), tablefmt="github",
+        [[cell(c) for c in r] for r in rows], headers=[cell(h) for h in headers], tablefmt="github",
         disable_numparse=True, colalign=list(align) if align else None,
     )
     return text.splitlines()

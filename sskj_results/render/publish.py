@@ -161,7 +161,11 @@ def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions(),
         written: list[Path] = []
         if options.plots:
             step(0, 3, "plots")
-            written = draw_report_plots(run, spec, directory / PLOTS_DIR, options.cdf)
+            plot_dir = directory / PLOTS_DIR
+            if plot_dir.is_symlink():  # writing through it would write outside the run directory
+                raise ResultsError(f"{plot_dir}: a symbolic link; plots are written only inside the run directory: "
+                                   "remove the link (or give --no-plots)")
+            written = draw_report_plots(run, spec, plot_dir, options.cdf)
         step(1, 3, REPORT_MD)
         rel = [p.relative_to(directory).as_posix() for p in written]
         text = render_report(run, spec, recompute, rel)

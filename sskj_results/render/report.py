@@ -17,6 +17,7 @@ from pathlib import PurePath
 from typing import Any, Iterable, Optional, Sequence
 
 
+from ..contract.escape import md_cell, md_code, md_fence, md_text
 from ..contract.comparison_models import ComparisonDoc, Row, StatTest
 from ..contract.models import Metadata, SloSpec
 from ..analysis.rundata import RunData, run_labels, scenario_status, table_row
@@ -59,8 +60,11 @@ def num(value: Optional[float], digits: int = 2) -> str:
 
 
 def code(text: str) -> str:
-    """Inline code that survives backticks in the text."""
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
+    """Inline code on one line that survives backticks in the text (contract.escape.md_code)."""
+    return md_code(text)
+
+
+mdt = md_text  # a recorded value inside Markdown text
 
 
 def slo_reference(spec: SloSpec) -> str:
@@ -148,31 +152,31 @@ def _summary(doc: ComparisonDoc) -> list[str]:
     lines = [f"- Model: {code(base.model)}"]
     for info in runs[1:]:
         if info.model != base.model:
-            lines.append(f"- {info.display_name or info.label} model: {code(info.model)}")
+            lines.append(f"- {mdt(info.display_name or info.label)} model: {code(info.model)}")
     for field, title in (("hardware", "Hardware"), ("client", "Benchmark client")):
         values = [getattr(info, field) for info in runs]
         known = [v for v in values if v]
         if not known:
             continue
-        wrap = code if field == "client" else str
+        wrap = code if field == "client" else mdt
         if len(set(values)) == 1:
             lines.append(f"- {title}: {wrap(known[0])}")
         else:
             parts = []
             for value in dict.fromkeys(values):
-                who = ", ".join(i.label for i in runs if getattr(i, field) == value)
+                who = ", ".join(mdt(i.label) for i in runs if getattr(i, field) == value)
                 parts.append(f"{wrap(value) if value else 'not recorded'} ({who})")
             lines.append(f"- {title}: " + "; ".join(parts))
     for info in runs:
         if info.speculative_flags:
-            lines.append(f"- {info.display_name or info.label} flags: {code(info.speculative_flags)}")
+            lines.append(f"- {mdt(info.display_name or info.label)} flags: {code(info.speculative_flags)}")
         elif info.spec_method:
             tokens = f", {info.spec_tokens} speculative tokens" if info.spec_tokens is not None else ""
-            lines.append(f"- {info.display_name or info.label} speculative decoding: {code(info.spec_method)}{tokens}")
+            lines.append(f"- {mdt(info.display_name or info.label)} speculative decoding: {code(info.spec_method)}{tokens}")
     lines.append(f"- SLO reference: {slo_reference(doc.slo)}")
     others = ", ".join(f"{code(i.label)} ({code(i.path)})" for i in runs[1:])
     lines.append(f"- Baseline: {code(base.label)} ({code(base.path)}); compared: {others}")
-    chips = list(dict.fromkeys(i.chip or "not recorded" for i in runs))
+    chips = list(dict.fromkeys(mdt(i.chip) if i.chip else "not recorded" for i in runs))
     if len(chips) > 1:
         lines.append(f"- Different chips: {', '.join(chips)}; a difference mixes engine and hardware.")
     models = list(dict.fromkeys(i.model for i in runs))
@@ -192,7 +196,7 @@ def _notes(doc: ComparisonDoc) -> list[str]:
         lines.append("- The runs serve different models (see Summary).")
     if doc.configurations_differ:
         unexpected = [d.setting for d in doc.config_differences if not d.expected]
-        lines.append(f"- The runs differ in more than {' and '.join(doc.compared)}: {', '.join(unexpected)}; "
+        lines.append(f"- The runs differ in more than {' and '.join(doc.compared)}: {', '.join(map(mdt, unexpected))}; "
                      "see Configuration differences.")
     recomputed = [i for i in doc.runs if i.slo_recomputed]
     if recomputed:
@@ -253,7 +257,7 @@ def _verdicts(doc: ComparisonDoc) -> list[str]:
         lines.append("Untested or qualified results:")
         lines.append("")
         for (run, verdict, reason, metric_names), names in grouped.items():
-            lines.append(f"- {code(run)}, {verdict}: {reason} — {', '.join(names)} ({', '.join(metric_names)})")
+            lines.append(f"- {code(run)}, {mdt(verdict)}: {mdt(reason)} — {', '.join(map(mdt, names))} ({', '.join(metric_names)})")
         lines.append("")
     return lines
 
@@ -321,7 +325,7 @@ def _runs_table(doc: ComparisonDoc) -> list[str]:
 def render_comparison(doc: ComparisonDoc) -> str:
     """comparison.md: the seed-002 layout (Summary, Side-by-side results, Notes) then verdicts, unmatched, plots, runs."""
     rows = [r for s in doc.scenarios for r in s.rows]
-    lines = [f"# {doc.title}", "", "## Summary", ""] + _summary(doc)
+    lines = [f"# {mdt(doc.title)}", "", "## Summary", ""] + _summary(doc)
     lines += ["", "## Side-by-side results", ""] + results_table(rows)
     lines += ["", "## Notes", ""] + _notes(doc)
     lines += ["", "## Statistical verdicts", ""] + _verdicts(doc)
@@ -353,7 +357,7 @@ def _server_commands(run: RunData) -> list[tuple[str, str]]:
 def _report_title(run: RunData, label: str) -> str:
     meta = run.results.metadata
     where = meta.hardware or run.chip
-    return f"# {meta.experiment}: {label}" + (f" on {where}" if where else "") + f" (run {meta.run_id})"
+    return f"# {mdt(meta.experiment)}: {mdt(label)}" + (f" on {mdt(where)}" if where else "") + f" (run {mdt(meta.run_id)})"
 
 
 UNKNOWN_COUNT = "?"  # a count nobody recorded (never 0)
@@ -375,20 +379,20 @@ def _report_summary(run: RunData, label: str, spec: SloSpec, recomputed: bool, r
     res = run.results
     lines = [f"- Experiment: {code(meta.experiment)} (run {code(meta.run_id)}, {time_text(meta.timestamp, meta.timestamp_precision)})",
              f"- Model: {code(meta.model)}"]
-    engine = label + (f" {meta.engine_version}" if meta.engine_version else "")
+    engine = mdt(label) + (f" {mdt(meta.engine_version)}" if meta.engine_version else "")
     lines.append(f"- Engine: {engine}")
     if meta.phase:
-        lines.append(f"- Phase: {meta.phase}")
-    lines.append(f"- Chip: {run.chip or 'not recorded'}")
+        lines.append(f"- Phase: {mdt(meta.phase)}")
+    lines.append(f"- Chip: {mdt(run.chip) if run.chip else 'not recorded'}")
     if meta.hardware:
-        lines.append(f"- Hardware: {meta.hardware}")
+        lines.append(f"- Hardware: {mdt(meta.hardware)}")
     if meta.client:
-        lines.append(f"- Benchmark client: {code(meta.client)}" + (f" {meta.client_version}" if meta.client_version else ""))
+        lines.append(f"- Benchmark client: {code(meta.client)}" + (f" {mdt(meta.client_version)}" if meta.client_version else ""))
     commands = _server_commands(run)
     if not commands:
         lines.append("- Server command: not recorded (config.server_args is missing)")
     for phase, command in commands:
-        lines.append(f"- Server command{f' ({phase})' if phase else ''}: {code(command)}")
+        lines.append(f"- Server command{f' ({mdt(phase)})' if phase else ''}: {code(command)}")
     if res.config.spec_method:
         tokens = f", {res.config.spec_tokens} speculative tokens" if res.config.spec_tokens is not None else ""
         lines.append(f"- Speculative decoding: {code(res.config.spec_method)}{tokens}")
@@ -464,8 +468,7 @@ def _report_warnings(run: RunData) -> list[str]:
     capped = [res.scenarios[i].name for i in order if res.scenarios[i].raw_requests_capped]
     if capped:
         lines += ["### Capped per-request data", "",
-                  "raw_requests holds only the first requests of: " + ", ".join(capped)
-                  + " (the raw files listed under Provenance have them all).", ""]
+                  "raw_requests holds only the first requests of: " + ", ".join(map(mdt, capped)) + " (the raw files listed under Provenance have them all).", ""]
     return lines
 
 
@@ -490,7 +493,7 @@ def _report_provenance(run: RunData) -> list[str]:
         for phase, command in commands:
             if phase:
                 lines += [f"{phase}:", ""]
-            lines += ["```text", command, "```", ""]
+            lines += md_fence(command, "text") + [""]
     sources = [(s.name, s.source) for s in sorted(res.scenarios, key=lambda s: s.name) if s.source]
     if sources:
         lines += ["### Source files", ""]
