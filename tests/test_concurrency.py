@@ -84,7 +84,7 @@ def test_two_imports_on_the_same_out_never_lose_results(tmp_path: Path) -> None:
             shutil.rmtree(out)  # both imports the first into an empty --out; else both replace the earlier one
         run_together(lambda: invoke(*args), lambda: invoke(*args))
         dirs = run_dirs(out)
-        assert [d.name for d in dirs] == ["cpu_vllm_20260705-000000"]  # no `-2` sibling
+        assert [d.name for d in dirs] == ["cpu_vllm_0705"]  # no `-2` sibling
         results = load_run(dirs[0])  # present and valid
         assert [s.source.file.rsplit("/", 1)[-1] for s in results.scenarios if s.source] == [GOOD]
         assert sorted(p.name for p in dirs[0].iterdir()) == [".sskj-import.json", "README.md", "report.md",
@@ -130,7 +130,7 @@ def test_reimport_keeps_a_users_copy_and_notes(tmp_path: Path) -> None:
     raw = raw_dir(tmp_path, GOOD)
     out = tmp_path / "imported"
     assert invoke(*import_args(raw, out)).exit_code == 0
-    target = out / "cpu_vllm_20260705-000000"
+    target = out / "cpu_vllm_0705"
     shutil.copytree(target, out / f"{target.name}_before_driver_update")
     (target / "NOTES.md").write_text("driver 550 was flaky\n", encoding="utf-8")
     (target / "plots").mkdir()
@@ -155,7 +155,7 @@ def test_replacing_a_run_directory_keeps_files_the_import_did_not_write(tmp_path
     raw = raw_dir(tmp_path, GOOD)
     out = tmp_path / "imported"
     assert invoke(*import_args(raw, out)).exit_code == 0
-    target = out / "cpu_vllm_20260705-000000"
+    target = out / "cpu_vllm_0705"
     (target / "NOTES.md").write_text("keep me\n", encoding="utf-8")
     result = invoke(*import_args(raw, out))
     assert result.exit_code == 0, result.output
@@ -169,7 +169,7 @@ def test_a_latest_link_beside_a_run_is_left_alone(tmp_path: Path) -> None:
     raw = raw_dir(tmp_path, GOOD)
     out = tmp_path / "imported"
     assert invoke(*import_args(raw, out)).exit_code == 0
-    (out / "cpu_vllm_latest").symlink_to("cpu_vllm_20260705-000000")
+    (out / "cpu_vllm_latest").symlink_to("cpu_vllm_0705")
     result = invoke(*import_args(raw, out))
     assert result.exit_code == 0, result.output
     assert (out / "cpu_vllm_latest").is_symlink() and load_run(out / "cpu_vllm_latest").scenarios
@@ -195,7 +195,7 @@ def test_sigkill_between_the_two_moves_is_repaired_by_the_next_command(tmp_path:
     raw = raw_dir(tmp_path, GOOD)
     out = tmp_path / "imported"
     assert invoke(*import_args(raw, out)).exit_code == 0
-    target = out / "cpu_vllm_20260705-000000"
+    target = out / "cpu_vllm_0705"
     (target / "NOTES.md").write_text("mine\n", encoding="utf-8")
     before = (target / "results.json").read_bytes()
     proc = FORK.Process(target=_kill_between_moves, args=(raw, out))
@@ -224,8 +224,8 @@ def test_sigkill_between_the_moves_then_import_again(tmp_path: Path) -> None:
     assert proc.exitcode == -signal.SIGKILL
     result = invoke(*import_args(raw, out))
     assert result.exit_code == 0, result.output
-    assert [d.name for d in run_dirs(out)] == ["cpu_vllm_20260705-000000"]
-    assert load_run(out / "cpu_vllm_20260705-000000").scenarios
+    assert [d.name for d in run_dirs(out)] == ["cpu_vllm_0705"]
+    assert load_run(out / "cpu_vllm_0705").scenarios
     assert hidden(out) == []
 
 

@@ -166,6 +166,9 @@ def test_collect_csv_quotes_line_breaks_and_neutralises_formulas(tmp_path: Path)
     runs = []
     for i in range(8):
         run = run_with(tmp_path, f"d{i}\rsecond half\nthird", f"r{i}")
+        raw = run / "raw_outputs" / GOOD  # a measurement of its own (collect counts one raw run once)
+        raw.write_bytes(raw.read_bytes() + b"\n" * (i + 1))
+        assert invoke("parse", str(run)).exit_code == 0
         write_metadata(run, {}, {"extra_args": "--enable-chunked-prefill", "server_args": "=HYPERLINK(\"x\")"},
                        detect=False)
         runs.append(run)

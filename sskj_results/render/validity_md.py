@@ -15,6 +15,7 @@ from ..analysis.grades import RULES, better_measurement, how_to_move, mark_of, p
 from ..analysis.validity import CHECK_ORDER
 from ..contract.comparison_models import ComparisonDoc, Row, ScenarioComparison, StatTest
 from ..contract.models import ValidityCheck
+from ..contract.escape import md_text
 from .mdtable import github_table
 
 
@@ -120,11 +121,11 @@ def validity_section(rows: Sequence[Row], with_backend: bool, doc: Optional[Comp
                   f"{sum(r.validity_grade == 'disqualified' for r in invalid)} disqualified):", ""]
         for r in invalid:
             assert r.validity is not None
-            who = f"{r.scenario} ({r.run})" if with_backend else r.scenario
+            who = md_text(f"{r.scenario} ({r.run})" if with_backend else r.scenario)
             for check in r.validity.checks:
                 if check.ok is False:
                     sign = "⚠" if check.name in r.qualifying else "✖"
-                    lines.append(f"- {who}, {check.name}: {sign} {check.message}")
+                    lines.append(f"- {who}, {check.name}: {sign} {md_text(check.message)}")
         lines.append("")
         lines += _how_to_change(rows, doc)
     else:
