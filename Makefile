@@ -15,11 +15,12 @@ STAMP  := $(VENV)/.installed
 test: venv shellcheck browser slurm
 	$(PY) -m pytest --durations=15 tests
 
-# Day-to-day: everything but the end-to-end engine run and the Slurm cluster
-# tests (the browser tests run when chromium is installed, and are skipped
-# with the reason otherwise).
+# Day-to-day: everything but the end-to-end engine run, the Slurm cluster
+# tests and the tests marked slow (whole runs of the loop with a fake engine,
+# ShellCheck: see the `slow` marker in pyproject.toml); the browser tests run
+# when chromium is installed, and are skipped with the reason otherwise.
 test-fast: venv shellcheck
-	$(PY) -m pytest -m "not e2e and not cluster" tests
+	$(PY) -m pytest -m "not e2e and not cluster and not slow" tests
 
 venv: $(STAMP)
 

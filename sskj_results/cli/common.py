@@ -185,3 +185,23 @@ def slo_options(func: F) -> F:
         help="SLO tier from docs/SLO_STANDARDS.md (S1, S2, S3). Default: the run's recorded tier, else S2.",
     )(func)
     return func
+
+
+def grid_options(func: F) -> F:
+    """The grid of a phase, as the planner reads it: --scenarios (used when it exists), else --concurrencies x
+    --shapes; the prompts rule --num-prompts / --prompts-per-concurrency / --min-prompts."""
+    from pathlib import Path
+
+    for option in reversed((
+        click.option("--scenarios", "scenarios_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="scenarios.tsv (concurrency input_len output_len [num_prompts]); used when it exists."),
+        click.option("--concurrencies", default=None, metavar="'1 4 16'",
+                     help="CONCURRENCIES, when there is no scenarios file."),
+        click.option("--shapes", default=None, metavar="'128x64 1024x128'", help="SHAPES (INPUTxOUTPUT), with --concurrencies."),
+        click.option("--num-prompts", type=click.IntRange(min=1), default=None,
+                     help="Prompts of every scenario without its own (NUM_PROMPTS)."),
+        click.option("--prompts-per-concurrency", type=click.IntRange(min=0), default=4, show_default=True),
+        click.option("--min-prompts", type=click.IntRange(min=0), default=8, show_default=True),
+    )):
+        func = option(func)
+    return func

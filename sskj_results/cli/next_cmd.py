@@ -6,7 +6,7 @@ from typing import Optional
 
 import click
 
-from .common import handle_errors, slo_options
+from .common import grid_options, handle_errors, slo_options
 
 NAME_PART = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
@@ -25,13 +25,7 @@ def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.option("--mmdd", default=None, help="Date part of the stem (MMDD); default: from --run-id, else the run's creation date.")
 @click.option("--client", type=click.Choice(["sglang", "vllm"]), default="sglang", show_default=True,
               help="Bench client: its raw file is .jsonl (sglang) or .json (vllm).")
-@click.option("--scenarios", "scenarios_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="scenarios.tsv (concurrency input_len output_len [num_prompts]); used when it exists.")
-@click.option("--concurrencies", default=None, metavar="'1 4 16'", help="CONCURRENCIES, when there is no scenarios file.")
-@click.option("--shapes", default=None, metavar="'128x64 1024x128'", help="SHAPES (INPUTxOUTPUT), with --concurrencies.")
-@click.option("--num-prompts", type=click.IntRange(min=1), default=None, help="Prompts of every scenario without its own.")
-@click.option("--prompts-per-concurrency", type=click.IntRange(min=0), default=4, show_default=True)
-@click.option("--min-prompts", type=click.IntRange(min=0), default=8, show_default=True)
+@grid_options
 @click.option("--session", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Session file: scenarios proposed by this run loop (appended to; never proposed twice).")
 @click.option("--slo-search", is_flag=True, help="Search the largest concurrency meeting the SLO per shape instead of running the grid.")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 import click
 
-from .common import handle_errors
+from .common import grid_options, handle_errors
 
 if TYPE_CHECKING:
     from ..contract.models import ValidityThresholds
@@ -41,13 +41,7 @@ def _say(level: str, message: str) -> None:
 @click.option("--phase-file", "phase_files", multiple=True, type=click.Path(dir_okay=False),
               help="A phase to check: a file of NUL-terminated words ENGINE MODEL CLIENT_PYTHON SERVER_WORD... "
                    "(instead of --engine/--model/--client-python and ENGINE_CMD). Repeatable: each problem said once.")
-@click.option("--scenarios", "scenarios_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="The grid, as `next` reads it: scenarios.tsv (used when it exists) ...")
-@click.option("--concurrencies", default=None, metavar="'1 4 16'", help="... else CONCURRENCIES x SHAPES.")
-@click.option("--shapes", default=None, metavar="'128x64 1024x128'", help="SHAPES (INPUTxOUTPUT), with --concurrencies.")
-@click.option("--num-prompts", type=click.IntRange(min=1), default=None, help="NUM_PROMPTS of every scenario without its own.")
-@click.option("--prompts-per-concurrency", type=click.IntRange(min=0), default=4, show_default=True)
-@click.option("--min-prompts", type=click.IntRange(min=0), default=8, show_default=True)
+@grid_options
 @click.option("--validity", "validity", multiple=True, metavar="NAME=VALUE",
               help="Validity threshold NAME=VALUE (docs/VALIDITY.md), over config.env's VALIDITY_<NAME> keys.")
 @click.argument("engine_cmd", nargs=-1, type=click.UNPROCESSED)

@@ -238,6 +238,7 @@ def test_apply_patches_refuses_a_patch_that_does_not_apply(tmp_path, base_env, t
     assert not (tmp_path / "results.json").exists()  # nothing recorded for a patch that did not apply
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 @needs_results
 def test_docker_platform_run_stops_the_server_inside_the_container(tmp_path, base_env, make_experiment, tag):
     """kunlun_p800 with the fake docker: the server runs via `docker exec`,
@@ -400,3 +401,20 @@ def test_devices_limit_the_server_set_tp_and_are_recorded(tmp_path, base_env, ta
     assert launch[:6] == ["docker", "exec", "--env", "XPU_VISIBLE_DEVICES=0,1", "--env", "SSKJ_SERVER_TAG=sskj-30000"]
     assert options(launch)["--tp"] == "1"
     assert load_json(tmp_path / "p" / "results.json")["metadata"]["devices"] == "XPU_VISIBLE_DEVICES=0,1"
+
+
+@pytest.mark.slow  # two dry runs of shipped 3-phase experiments: about 30 s; make test runs it
+def test_dry_run_warns_once_per_scenario_before_the_gpu_is_spent(tmp_path, base_env, tag):
+    def dry(exp: str, **extra: str) -> list[str]:
+        env = dict(base_env, DRY_RUN="1", PLATFORM="nvidia_h200", RUN_ID="20260707-132641",
+                   RESULT_ROOT=str(tmp_path / exp), **extra)
+        proc = run_script(REPO / "experiments" / "h200" / exp / "run_bench.sh", env)
+        assert proc.returncode == 0, proc.stderr
+        return [line.split("] ", 2)[2] for line in proc.stderr.splitlines() if "preflight: validity:" in line]
+
+    # the long-context matrix keeps seed 002's 2 prompts per slot and says so in its config.env: no warning
+    assert dry("dsv4_h200_long_context") == []
+    # one prompt per slot: each scenario named once (not once per phase), with the count that would pass
+    warned = dry("dsv4_h200_dspark", PROMPTS_PER_CONCURRENCY="1", MIN_PROMPTS="1", CONCURRENCIES="1 4", SHAPES="1000x256")
+    assert [w.split(": ", 3)[2] for w in warned] == ["c1_i1000_o256", "c4_i1000_o256"]
+    assert "send ≥ 16 prompts" in warned[1]

@@ -73,6 +73,7 @@ def check_my_chip_dry_run(proc: subprocess.CompletedProcess, results: Path, expe
             "my_chip", "My Accelerator", "8x My Accelerator", "my_chip", experiment)
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 def test_the_seed_steps_add_a_platform_and_experiments(tmp_path, base_env, tag):
     repo = clone_repo(tmp_path / "repo")
     envs = str(tmp_path / "envs")

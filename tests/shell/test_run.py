@@ -70,6 +70,7 @@ def test_single_phase_run_writes_raw_outputs_metrics_and_results(tmp_path, base_
     assert not port_listening(int(env["PORT"]))
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 def test_two_phases_each_in_its_own_run_dir_then_compare(tmp_path, base_env, make_experiment, tag):
     exp = make_experiment(phases="sglang vllm")
     env = run_env(base_env, tmp_path)
@@ -93,6 +94,7 @@ def test_two_phases_each_in_its_own_run_dir_then_compare(tmp_path, base_env, mak
     assert "comparison: " + str(root / "comparison.md") in proc.stderr
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 def test_a_multi_phase_run_is_a_run_set_with_the_experiments_comparison_settings(tmp_path, base_env, make_experiment,
                                                                                    tag):
     exp = make_experiment(phases="sglang vllm")
@@ -126,6 +128,7 @@ HEALTH_TIMEOUT_S="30"
 """
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 def test_server_death_records_skip_skips_larger_restarts_and_continues(tmp_path, base_env, make_experiment, tag):
     exp = make_experiment(phases="vllm", config=OOM_CONFIG)
     # Dies ("CUDA out of memory") as soon as 4 requests are in flight.
@@ -184,6 +187,7 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_stops_everything_and_resume_reruns_only_missing(
     tmp_path, base_env, make_experiment, tag, sig, code
@@ -242,6 +246,7 @@ def test_resume_without_run_id_is_misuse(tmp_path, base_env, make_experiment, ta
     assert proc.returncode == 2 and "RESUME=1 needs RUN_ID" in proc.stderr
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 def test_resume_does_not_rerun_recorded_failures(tmp_path, base_env, make_experiment, tag):
     exp = make_experiment(phases="vllm", config=OOM_CONFIG.replace('SHAPES="16x8 32x4"', 'SHAPES="16x8"'))
     env = run_env(base_env, tmp_path, FAKE_SERVER_ARGS="--crash-at-inflight 4 --oom --latency-ms 20")
@@ -253,6 +258,7 @@ def test_resume_does_not_rerun_recorded_failures(tmp_path, base_env, make_experi
     assert "starting vllm" not in resumed.stderr
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 def test_slo_search_runs_what_slo_next_proposes(tmp_path, base_env, make_experiment, tag):
     exp = make_experiment(phases="vllm", config=OOM_CONFIG.replace('SHAPES="16x8 32x4"', 'SHAPES="16x8"'))
     env = run_env(base_env, tmp_path, SLO_SEARCH="1", SLO_TIER="S1", FAKE_SERVER_ARGS="--latency-ms 1")
@@ -271,6 +277,7 @@ def test_slo_search_runs_what_slo_next_proposes(tmp_path, base_env, make_experim
     assert results["slo"]["tier"] == "S1"  # SLO_TIER reached the planner and parse
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 def test_nvidia_platform_samples_the_gpu_per_scenario(tmp_path, base_env, make_experiment, tag):
     exp = make_experiment(phases="vllm")
     env = run_env(

@@ -155,6 +155,7 @@ def kill_leftovers(proc: Optional[subprocess.Popen], port: int) -> None:
 
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 def test_sigkill_of_the_orchestrator_leaves_an_engine_the_next_run_finds_and_stops(
         tmp_path, base_env, make_experiment, tag):
     config = DEFAULT_CONFIG.replace('CONCURRENCIES="1 2"', 'CONCURRENCIES="1 2 4 8"') + 'MIN_PROMPTS="16"\n'
@@ -282,6 +283,7 @@ def test_hardware_auto_that_cannot_query_the_gpus_is_an_error_unless_platform_is
     assert "HARDWARE=auto but the platform's accelerators cannot be queried" in proc.stderr
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 def test_a_stale_engine_of_a_docker_platform_is_stopped_inside_its_container(
         tmp_path, base_env, make_experiment, tag):
     """P800 runs its engine in a container: after a SIGKILLed orchestrator, the next run stops the

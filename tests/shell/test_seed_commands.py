@@ -73,6 +73,7 @@ def results_of(run: Path) -> dict:
     return load_json(run / "results.json")
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 @needs_results
 def test_p800_quick_start_then_the_results_commands(clone: Path, tmp_path: Path, base_env, tag):
     # auto-detection: no NVIDIA driver (the fake nvidia-smi fails), a working xpu-smi
@@ -125,6 +126,7 @@ def test_p800_quick_start_then_the_results_commands(clone: Path, tmp_path: Path,
     assert [p for p in imported.iterdir() if p.is_dir()] == [one]
 
 
+@pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 @needs_results
 def test_h200_dspark_quick_start_then_compare(clone: Path, tmp_path: Path, base_env, tag):
     env = seed_env(base_env, tmp_path, CONCURRENCIES="1", FAKE_GPU_NAME="NVIDIA H200", DSPARK_PYTHON=sys.executable,

@@ -28,6 +28,7 @@ def test_there_are_scripts_to_check():
     assert {"lib.sh", "platform.sh", "adaptive_bench_lib.sh", "apply_patches.sh", "run_bench.sh"} <= names
 
 
+@pytest.mark.slow  # ShellCheck over every script: about 25 s; make test runs it
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed (apt-get install shellcheck)")
 def test_shellcheck_clean():
     proc = subprocess.run(
