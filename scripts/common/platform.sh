@@ -121,6 +121,8 @@ platform::preflight() {
     i=$((i + 1))
     bench::parse_phase_spec "${i}" || return 1
     bench::apply_phase_settings
+    # the phase as start_server.sh --print-cmd reads it from the loop (no second configuration load)
+    export PHASE_SPEC="${spec}" PHASE_NAME="${BENCH_PHASE_NAME}" PHASE_ENGINE="${BENCH_PHASE_ENGINE}"
     # NNODES > 1: check the command of rank 0 (the head); see multinode.sh.
     if ! NODE_RANK="${NODE_RANK:-0}" DIST_INIT_ADDR="${DIST_INIT_ADDR:-127.0.0.1:${DIST_INIT_PORT:-29500}}" \
       bench::get_server_cmd "${exp_dir}" "${spec}"; then

@@ -108,6 +108,26 @@ def _stop_group(pgid: int, grace_s: float) -> None:
         pass
 
 
+def _wait_exit(pid: int, timeout_s: float) -> None:
+    """Sleep until the child exits or timeout_s passes, whichever comes first (the server is checked between):
+    the client's end is seen at once, not up to a poll interval late."""
+    import select
+
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return
+            time.sleep(min(0.05, timeout_s))
+        return
+    try:
+        select.select([fd], [], [], timeout_s)
+    finally:
+        os.close(fd)
+
+
 def run_client(argv: list[str], *, run_dir: Path, stem: str, row: GridRow, server_pid: Optional[int],
                server_log: Optional[Path], log_offset: int, client_log: Optional[Path], raw: Optional[Path],
                oom_pattern: str = DEFAULT_OOM_PATTERN, poll_s: float = 1.0, grace_s: float = 5.0) -> tuple[int, ClientStats]:
@@ -149,7 +169,7 @@ def run_client(argv: list[str], *, run_dir: Path, stem: str, row: GridRow, serve
                     user, system, rss = usage.ru_utime, usage.ru_stime, usage.ru_maxrss
                     proc.returncode = status
                     break
-                time.sleep(poll_s)
+                _wait_exit(proc.pid, poll_s)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
