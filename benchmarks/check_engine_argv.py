@@ -124,7 +124,8 @@ DROP_ENV = {"NNODES", "GPUS_PER_NODE", "DIST_INIT_PORT", "MULTINODE_HEAD_ADDR", 
 HELPER_SOURCE = r'''"""Parse engine/client argv with the real parsers of the engine installed in this interpreter.
 
 stdin: JSON {"stubs": [module names to stub when absent], "jobs": [{"id": str, "entry": str, "argv": [str]}]}
-stdout: JSON {"versions": {...}, "stubbed": [...], "results": [{"id", "status", "error", "abbrev", "deprecated", "notes", "stop"}]}
+stdout: JSON {"versions": {...}, "stubbed": [...],
+              "results": [{"id", "status", "error", "abbrev", "deprecated", "notes", "stop"}]}
 status: ok | argparse-error | validation-error | helper-error
 """
 import argparse
@@ -206,7 +207,8 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         for _ in range(4):
             if frame is None:
                 break
-            if frame.f_code.co_name == "find_spec" and frame.f_code.co_filename.endswith(("util.py", "<frozen importlib.util>")):
+            code = frame.f_code
+            if code.co_name == "find_spec" and code.co_filename.endswith(("util.py", "<frozen importlib.util>")):
                 return None
             frame = frame.f_back
         STUBBED.add(fullname.split(".")[0])
@@ -360,7 +362,8 @@ def prepare(entry):
             PLATFORM_NOTE.append(f"vLLM platform not set: {type(error).__name__}: {error}")
         patch("vllm.entrypoints.launchers.api_server.entry", "run_server",
               instead("vllm.entrypoints.launchers.api_server.entry.run_server"))
-        patch("vllm.entrypoints.openai.api_server", "run_server", instead("vllm.entrypoints.openai.api_server.run_server"))
+        patch("vllm.entrypoints.openai.api_server", "run_server",
+              instead("vllm.entrypoints.openai.api_server.run_server"))
 
 
 def run_entry(entry, argv):
@@ -474,7 +477,8 @@ def one_job(job):
         line = re.sub(r"^\(\w+ pid=\d+\) ", "", line.strip())
         line = re.sub(r"^(WARNING|INFO|ERROR|DEBUG) \d\d-\d\d [\d:]+ \[[^\]]+\] ", "", line)
         line = re.sub(r"^\[\d{4}-\d\d-\d\d [\d:.]+\] ", "", line)
-        if re.search(r"deprecat|warn|will be removed", line, re.I) and "FutureWarning: `sglang.bench_serving`" not in line:
+        if re.search(r"deprecat|warn|will be removed", line, re.I) and \
+                "FutureWarning: `sglang.bench_serving`" not in line:
             line = line.strip()[:500]
             if line and line not in result["notes"]:
                 result["notes"].append(line)
@@ -878,7 +882,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.setup:
         return setup(args.venvs, args.newest, args.python)
-    missing = [str(venv_python(args.venvs, e)) for e in ("sglang", "vllm") if not venv_python(args.venvs, e).is_file()]
+    missing = [str(venv_python(args.venvs, e)) for e in ("sglang", "vllm")
+               if not venv_python(args.venvs, e).is_file()]
     if missing:
         print(f"missing venvs: {', '.join(missing)}: run {sys.argv[0]} --setup", file=sys.stderr)
         return 2
