@@ -10,19 +10,28 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-fast venv shellcheck browser slurm schema clean-venv
+.PHONY: test test-fast venv bytecode shellcheck browser slurm schema clean-venv
 
-test: venv shellcheck browser slurm
-	$(PY) -m pytest --durations=15 tests
+# Two workers (pytest-xdist): the real-engine and Slurm tests on one of them
+# (tests/conftest.py), everything else spread over both.
+test: venv shellcheck browser slurm bytecode
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=15 tests
 
 # Day-to-day: everything but the end-to-end engine run, the Slurm cluster
 # tests and the tests marked slow (whole runs of the loop with a fake engine,
 # ShellCheck: see the `slow` marker in pyproject.toml); the browser tests run
 # when chromium is installed, and are skipped with the reason otherwise.
-test-fast: venv shellcheck
-	$(PY) -m pytest -m "not e2e and not cluster and not slow" tests
+test-fast: venv shellcheck bytecode
+	$(PY) -m pytest -n 2 -m "not e2e and not cluster and not slow" tests
 
 venv: $(STAMP)
+
+# The package's bytecode, written once: every `sskj-results` start of the run
+# loop (and of the shell tests) then loads it instead of compiling the
+# sources again, also where PYTHONDONTWRITEBYTECODE is set. Only stale files
+# are compiled.
+bytecode: venv
+	@$(PY) -m compileall -q sskj_results >/dev/null
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -267,7 +267,7 @@ def test_slo_next_accepts_the_tier_the_shell_passes(tmp_path: Path) -> None:
 
 
 def test_phase_specs() -> None:
-    from sskj_results.run.plan import parse_phase_spec
+    from sskj_results.run.specs import parse_phase_spec
 
     assert parse_phase_spec("dspark_t3:vllm-dspark:SPEC_TOKENS=3").settings == ("SPEC_TOKENS=3",)
     assert parse_phase_spec("sglang").engine == "sglang"

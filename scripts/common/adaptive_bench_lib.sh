@@ -382,17 +382,19 @@ bench::step() {
 # warmup, prefix-cache reset, /metrics before, accelerator sampling, the
 # bench client under `sskj-results run-client` (which watches the server,
 # stops the client when the server dies and records a server failure in
-# skipped_after_oom.csv), /metrics after. The next step records it.
+# skipped_after_oom.csv), then, in that same process, the sampler's stop,
+# /metrics after and the next step, whose records it leaves in
+# BENCH_NEXT_RECORDS for bench::run_grid.
 # Globals:   BENCH_RUN_DIR BENCH_C BENCH_IN BENCH_OUT BENCH_N BENCH_STEM
 #            BENCH_RAW BENCH_*_CMD BENCH_*_SHOWN BENCH_SUPERVISE_ARGS
-#            LIB_SERVER_* (read)
+#            BENCH_SESSION_FILE BENCH_NEXT_RECORDS LIB_SERVER_* (read)
 # Returns:   0 ok; 1 client failed while the server is fine (not recorded,
 #            rerun on resume); 3 server died or reported out-of-memory
 #######################################
 bench::run_scenario() {
   local name="c${BENCH_C}_i${BENCH_IN}_o${BENCH_OUT}" rc=0
   local client_log="${BENCH_RUN_DIR}/logs/client_${BENCH_STEM}.log"
-  rm -f "${BENCH_RAW}"
+  rm -f "${BENCH_RAW}" "${BENCH_NEXT_RECORDS}"
   lib::info "scenario ${name}: ${BENCH_N} prompts -> ${BENCH_RAW#"${BENCH_RESULT_ROOT}"/}"
   local offset=0
   [[ ! -f "${LIB_SERVER_LOG:-}" ]] || offset="$(stat -c %s "${LIB_SERVER_LOG}")"
@@ -405,20 +407,20 @@ bench::run_scenario() {
   "${BENCH_RESET_CMD[@]}" 2>/dev/null || lib::warn "POST ${BENCH_RESET_CMD[-1]} failed: prefix cache not reset"
   bench::save_metrics "${BENCH_METRICS_BEFORE_CMD[@]}"
   local -a supervise=("${SSKJ_RESULTS_CMD[@]}" run-client "${BENCH_SUPERVISE_ARGS[@]}"
-    --server-pid "${LIB_SERVER_PID}" --server-log "${LIB_SERVER_LOG}" --log-offset "${offset}" --)
+    --server-pid "${LIB_SERVER_PID}" --server-log "${LIB_SERVER_LOG}" --log-offset "${offset}")
   lib::start_accel_sampler "${BENCH_RUN_DIR}/gpu_logs/${BENCH_STEM}"
+  supervise+=(--session "${BENCH_SESSION_FILE}" --records-out "${BENCH_NEXT_RECORDS}")
+  [[ -z "${LIB_SAMPLER_PID:-}" ]] || supervise+=(--sampler-pid "${LIB_SAMPLER_PID}")
+  supervise+=(--)
   bench::step "${client_log}" "$((${#supervise[@]} + ${#BENCH_CLIENT_SHOWN[@]}))" "${supervise[@]}" \
     "${BENCH_CLIENT_SHOWN[@]}" "${supervise[@]}" "${BENCH_CLIENT_CMD[@]}" || rc=$?
   lib::stop_accel_sampler
   if ((rc == 3)); then
     tail -n 1 "${client_log}" >&2 2>/dev/null || true
     lib::err "server failure during ${name}; log ${LIB_SERVER_LOG}"
-  else
-    bench::save_metrics "${BENCH_METRICS_AFTER_CMD[@]}"
-    if ((rc != 0)); then
-      lib::err "bench client failed for ${name} (exit ${rc}); last lines of ${client_log}:"
-      tail -n 15 "${client_log}" >&2 || true
-    fi
+  elif ((rc != 0)); then
+    lib::err "bench client failed for ${name} (exit ${rc}); last lines of ${client_log}:"
+    tail -n 15 "${client_log}" >&2 || true
   fi
   return "${rc}"
 }
@@ -452,15 +454,23 @@ bench::save_metrics() {
 bench::run_grid() {
   local rc
   local -a parse=()
+  BENCH_NEXT_RECORDS="${BENCH_TMP_DIR}/next_step.records"
   # A scenario whose client finished just before a kill is on disk but not
   # yet in results.json: parse first, so the planner counts it as measured.
   [[ "${RESUME:-0}" != "1" ]] || parse=(--parse)
   while :; do
-    lib::read_records "${SSKJ_RESULTS_CMD[@]}" step "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}" \
-      "${parse[@]}" || {
-      lib::err "sskj-results step ${BENCH_RUN_DIR} failed"
-      return 1
-    }
+    # run-client made the step after its client (one start per scenario);
+    # when it could not, the step is made here.
+    if [[ -s "${BENCH_NEXT_RECORDS}" ]]; then
+      lib::read_records cat -- "${BENCH_NEXT_RECORDS}" || return 1
+    else
+      lib::read_records "${SSKJ_RESULTS_CMD[@]}" step "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}" \
+        "${parse[@]}" || {
+        lib::err "sskj-results step ${BENCH_RUN_DIR} failed"
+        return 1
+      }
+    fi
+    rm -f "${BENCH_NEXT_RECORDS}"
     parse=(--parse)
     [[ -n "${BENCH_STEM}" ]] || return 0
     bench::ensure_server || return 1

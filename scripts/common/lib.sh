@@ -188,11 +188,12 @@ lib::export_records() {
 # Read the records a run-loop command prints (sskj_results/run/records.py):
 # NUL-separated words, each record led by a tag: `v NAME VALUE` (exported),
 # `l NAME VALUE` (this shell), `a NAME COUNT WORD...` (an array), `# TEXT`
-# (a line printed on stdout), `$ COUNT WORD...` (a command printed quoted).
-# Names are checked; nothing is evaluated.
+# (a line printed on stdout), `$ COUNT WORD...` (a command printed quoted),
+# `! TEXT` (a line printed on stderr). Names are checked; nothing is
+# evaluated.
 # Arguments: the command
 # Globals:   the records' variables and arrays (written)
-# Outputs:   the `#` and `$` records on stdout
+# Outputs:   the `#` and `$` records on stdout, the `!` records on stderr
 # Returns:   the command's status (1 for a malformed record)
 #######################################
 lib::read_records() {
@@ -221,6 +222,10 @@ lib::read_records() {
       "#")
         IFS= read -r -d '' value || { lib::err "$1 $2: truncated record"; return 1; }
         printf '%s\n' "${value}"
+        ;;
+      "!")
+        IFS= read -r -d '' value || { lib::err "$1 $2: truncated record"; return 1; }
+        printf '%s\n' "${value}" >&2
         ;;
       "$")
         _lib::read_words || return 1

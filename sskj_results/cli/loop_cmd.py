@@ -262,6 +262,11 @@ def step(run_dir: Path, session: Path, parse_first: bool) -> None:
     every command it runs (warmup, cache reset, /metrics, the client) as records; BENCH_STEM is empty
     when the phase is done. Settings are read from the environment the shell exported.
     """
+    _write(step_records(run_dir, session, parse_first))
+
+
+def step_records(run_dir: Path, session: Path, parse_first: bool) -> "Records":
+    """The records of `step` (also made by `run-client --session` once its client has ended)."""
     from ..contract.redact import redact_argv
     from ..run.records import Records
 
@@ -271,8 +276,7 @@ def step(run_dir: Path, session: Path, parse_first: bool) -> None:
     found = _scenario(run_dir, session)
     if found is None:
         rec.var("BENCH_STEM", "", export=False)
-        _write(rec)
-        return
+        return rec
     (c, inp, outp, n, stem, raw), cmds = found
     for name, value in (("BENCH_C", c), ("BENCH_IN", inp), ("BENCH_OUT", outp), ("BENCH_N", n),
                         ("BENCH_STEM", stem), ("BENCH_RAW", str(run_dir / "raw_outputs" / raw))):
@@ -283,10 +287,11 @@ def step(run_dir: Path, session: Path, parse_first: bool) -> None:
         rec.array(name, argv)
     rec.array("BENCH_WARMUP_SHOWN", redact_argv(cmds.warmup))
     rec.array("BENCH_CLIENT_SHOWN", redact_argv(cmds.client))
-    _write(rec)
+    return rec
 
 
-def _warn(message: str) -> None:
+def warn(message: str) -> None:
+    """One line on stderr in the format of the shell's lib::warn."""
     sys.stderr.write(f"[{time.strftime('%Y-%m-%dT%H:%M:%S%z')}] [WARN] {message}\n")
 
 
@@ -305,7 +310,7 @@ def _parse(run_dir: Path, advice: str) -> int:
     tier = os.environ.get("SLO_TIER")
     status = _to_stderr(["parse", str(run_dir), *(["--slo-tier", tier] if tier else [])])
     if status != 0:
-        _warn(f"sskj-results parse {run_dir} failed{advice}")
+        warn(f"sskj-results parse {run_dir} failed{advice}")
     return status
 
 
@@ -332,6 +337,6 @@ def phase_end(run_dir: Path, runset_root: Optional[Path], baseline: Optional[str
             if value:
                 args += [option, value]
         if _to_stderr(args) != 0:
-            _warn(f"sskj-results runset {runset_root} failed; rerun it by hand")
+            warn(f"sskj-results runset {runset_root} failed; rerun it by hand")
     if failed:
         sys.exit(1)

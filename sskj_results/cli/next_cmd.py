@@ -82,7 +82,7 @@ def next_scenario(run_dir: Path, chip: str, engine: str, run_id: Optional[str], 
 @handle_errors
 def phase(spec: str) -> None:
     """Print a phase spec NAME[:ENGINE][:KEY=VALUE]... as NUL-separated NAME, ENGINE, KEY=VALUE... (ENGINE defaults to NAME)."""
-    from ..run.plan import parse_phase_spec
+    from ..run.specs import parse_phase_spec
 
     parsed = parse_phase_spec(spec)
     click.echo("".join(f"{w}\0" for w in (parsed.name, parsed.engine, *parsed.settings)), nl=False)

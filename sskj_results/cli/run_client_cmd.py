@@ -2,11 +2,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
 
 from .common import handle_errors
+
+if TYPE_CHECKING:
+    from ..run.specs import GridRow
 
 
 @click.command("run-client", context_settings={"ignore_unknown_options": True})
@@ -25,11 +28,19 @@ from .common import handle_errors
 @click.option("--raw", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The raw file the client writes (removed when the scenario fails).")
 @click.option("--poll-s", type=click.FloatRange(min=0.05), default=1.0, show_default=True)
+@click.option("--sampler-pid", type=click.IntRange(min=1), default=None,
+              help="The accelerator sampler of the scenario: stopped as soon as the client ends.")
+@click.option("--session", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Then do the run loop's next step in this process (the scenario's /metrics after, "
+                   "`sskj-results step --parse`), its records written to --records-out.")
+@click.option("--records-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --session: the step's records (its messages as `!` records), written atomically.")
 @click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
 @handle_errors
 def run_client(run_dir: Path, stem: str, concurrency: int, input_len: int, output_len: int, server_pid: Optional[int],
                server_log: Optional[Path], log_offset: int, oom_pattern: Optional[str], client_log: Optional[Path],
-               raw: Optional[Path], poll_s: float, argv: tuple[str, ...]) -> None:
+               raw: Optional[Path], poll_s: float, sampler_pid: Optional[int], session: Optional[Path],
+               records_out: Optional[Path], argv: tuple[str, ...]) -> None:
     """Run the bench client ARGV (after --) while watching the server.
 
     Exit 0: the client succeeded and wrote its raw file. Exit 1: the client
@@ -38,20 +49,88 @@ def run_client(run_dir: Path, stem: str, concurrency: int, input_len: int, outpu
     stopped within one poll interval and the scenario recorded in
     skipped_after_oom.csv with the server log excerpt. The client's CPU and
     wall time go to RUN_DIR/client_stats/<stem>.json (BENCHMARK_WORKFLOW.md).
-    """
-    from ..run.plan import GridRow
-    from ..run.supervise import DEFAULT_OOM_PATTERN, EXIT_SERVER_FAILED, run_client as supervise
 
-    status, stats = supervise(
-        list(argv), run_dir=run_dir, stem=stem, row=GridRow(concurrency, input_len, output_len),
-        server_pid=server_pid, server_log=server_log, log_offset=log_offset, client_log=client_log, raw=raw,
-        oom_pattern=oom_pattern or DEFAULT_OOM_PATTERN, poll_s=poll_s,
-    )
+    With --session the run loop's next step follows in this process, so a
+    scenario costs one process start: the sampler stopped, GET /metrics into
+    server_metrics/<stem>.after.prom (unless the server failed), then what
+    `sskj-results step --parse` answers, written to --records-out (no file:
+    the shell makes the step itself). The exit status stays the client's.
+    """
+    from ..run.specs import GridRow
+    from ..run.supervise import DEFAULT_OOM_PATTERN, EXIT_SERVER_FAILED, run_client as supervise, stop_group
+
+    if (session is None) != (records_out is None):
+        raise click.UsageError("--session and --records-out go together")
+    if session is not None:
+        # The step's modules load while the client starts up (it imports its own for seconds), not after it.
+        import threading
+
+        threading.Thread(target=_load_step_modules, daemon=True).start()
+    try:
+        status, stats = supervise(
+            list(argv), run_dir=run_dir, stem=stem, row=GridRow(concurrency, input_len, output_len),
+            server_pid=server_pid, server_log=server_log, log_offset=log_offset, client_log=client_log, raw=raw,
+            oom_pattern=oom_pattern or DEFAULT_OOM_PATTERN, poll_s=poll_s,
+        )
+    finally:
+        if sampler_pid is not None:
+            stop_group(sampler_pid, 2.0)
     if status == EXIT_SERVER_FAILED:
         how = " (client stopped)" if stats.stopped_because_server_died else ""
         click.echo(f"server failure during c{concurrency}_i{input_len}_o{output_len}: {stats.server_failure}{how}; "
                    f"recorded in skipped_after_oom.csv", err=True)
+    if session is not None and records_out is not None:
+        _next_step(run_dir, stem, raw, GridRow(concurrency, input_len, output_len), argv,
+                   status != EXIT_SERVER_FAILED, session, records_out)
     sys.exit(status)
+
+
+def _load_step_modules() -> None:
+    from . import loop_cmd  # noqa: F401
+    from ..run import plan, scenario_cmds  # noqa: F401
+    from ..ingest import parse_run  # noqa: F401
+
+
+def _next_step(run_dir: Path, stem: str, raw: Optional[Path], row: "GridRow", argv: tuple[str, ...],
+               server_ok: bool, session: Path, records_out: Path) -> None:
+    """The scenario's /metrics after and the loop's next step; its messages travel as records."""
+    import contextlib
+    import os
+    import subprocess
+
+    from ..contract.io import atomic_write_bytes
+    from ..run.scenario_cmds import scenario_commands
+    from .inproc import _Captured
+    from .loop_cmd import step_records, warn
+
+    messages = _Captured()
+    with contextlib.redirect_stderr(messages):
+        if server_ok:
+            cmds = scenario_commands(os.environ, Path(os.environ.get("REPO_ROOT") or "."), run_dir,
+                                     os.environ.get("PHASE_ENGINE", ""), stem, raw or run_dir / "raw_outputs" / stem,
+                                     row.concurrency, row.input_len, row.output_len, list(argv))
+            after = cmds.metrics_after
+            if after and subprocess.run(after, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL).returncode != 0:
+                out_file = Path(after[after.index("-o") + 1])
+                out_file.unlink(missing_ok=True)
+                warn(f"GET {after[-1]} failed; no {out_file.name}")
+        try:
+            rec = step_records(run_dir, session, True)
+        except (SystemExit, Exception) as exc:  # the shell's own `step` call then says what is wrong
+            failed: Optional[BaseException] = exc
+        else:
+            failed = None
+    if failed is not None:
+        sys.stderr.write(messages.value().decode("utf-8", "surrogateescape"))
+        sys.stderr.write(f"run-client: the step after the client failed ({failed!r}); the run loop makes it again\n")
+        return
+    from ..run.records import Records
+
+    out = Records()
+    out.message(messages.value().decode("utf-8", "surrogateescape"))
+    out.extend(rec)
+    atomic_write_bytes(records_out, bytes(out))
 
 
 @click.command("wait-health")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Literal, Optional
 
 TIMESTAMP_PATTERN = (
@@ -49,3 +50,8 @@ def precision_of(value: str) -> Optional[TimePrecision]:
         if _PRECISION_FORM[precision].match(value):
             return precision
     return None
+
+
+def now_iso() -> str:
+    """Now, ISO-8601 with the local UTC offset, to the second."""
+    return datetime.now().astimezone().isoformat(timespec="seconds")

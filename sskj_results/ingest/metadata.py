@@ -8,7 +8,6 @@ import re
 import shutil
 import socket
 import subprocess
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -21,7 +20,7 @@ from ..contract.locking import locked, recover_backup
 from ..contract.io import RESULTS_NAME, format_loc, load_run, model_message, save_run
 from ..contract.models import Config, Metadata, Results, SloSpec
 from ..contract.redact import redact
-from ..contract.times import precision_of
+from ..contract.times import now_iso, precision_of
 
 META_KEYS = tuple(Metadata.model_fields)
 REQUIRED_ON_CREATE = ("experiment", "model")
@@ -48,11 +47,6 @@ def config_value(text: str) -> Any:
     except ValueError:
         return text
     return value if isinstance(value, (int, float, bool)) or value is None else text
-
-
-def now_iso() -> str:
-    """Now, ISO-8601 with the local UTC offset, to the second."""
-    return datetime.now().astimezone().isoformat(timespec="seconds")
 
 
 def _run(cmd: list[str], cwd: Optional[Path] = None) -> Optional[str]:

@@ -26,30 +26,13 @@ from ..contract.io import RESULTS_NAME, atomic_write_text, load_run
 from ..contract.models import Results, SkippedScenario, SloSpec
 from ..ingest.resume import raw_output_needs_measuring
 from ..analysis.slo_search import next_concurrency
+from .specs import GridRow
 
 SKIP_CSV = "skipped_after_oom.csv"
 SKIP_HEADER = ("scenario", "concurrency", "input_len", "output_len", "reason", "log_excerpt")
 SKIPPED_PREFIX = "skipped"  # reasons that are consequences of an earlier failure, not failures themselves
 _SHAPE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)$")
 _POSITIVE = re.compile(r"^[1-9][0-9]*$")
-
-
-@dataclass(frozen=True)
-class GridRow:
-    """One row of the grid: a concurrency and a shape, with the grid's own prompt count if it has one."""
-
-    concurrency: int
-    input_len: int
-    output_len: int
-    num_prompts: Optional[int] = None
-
-    @property
-    def name(self) -> str:
-        return f"c{self.concurrency}_i{self.input_len}_o{self.output_len}"
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (self.input_len, self.output_len)
 
 
 @dataclass(frozen=True)
@@ -356,37 +339,3 @@ def _session_shape(name: str) -> Optional[tuple[int, int]]:
     """(input, output) of a session line `c{c}_i{in}_o{out}[_r{n}]`."""
     match = _SESSION_NAME.match(name)
     return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-# ---------------------------------------------------------------- phase specs
-
-_PHASE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-
-
-@dataclass(frozen=True)
-class PhaseSpec:
-    """`NAME[:ENGINE][:KEY=VALUE]...`: the phase's name, its engine (default NAME), settings exported while it runs."""
-
-    name: str
-    engine: str
-    settings: tuple[str, ...]
-
-
-def parse_phase_spec(spec: str) -> PhaseSpec:
-    from ..catalog.engines import engine as engine_row
-
-    fields = spec.split(":")
-    name, engine, settings = fields[0], "", []
-    if not _PHASE_NAME.match(name):
-        raise ConfigError(f"invalid phase spec {spec!r}: expected NAME[:ENGINE][:KEY=VALUE]...")
-    for field in fields[1:]:
-        if _ASSIGNMENT.match(field):
-            settings.append(field)
-        elif not engine and not settings and field:
-            engine = field
-        else:
-            raise ConfigError(f"invalid phase spec {spec!r}: unexpected {field!r}")
-    engine = engine or name
-    engine_row(engine)  # an unknown engine is an error here, before anything starts
-    return PhaseSpec(name, engine, tuple(settings))

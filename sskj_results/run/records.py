@@ -9,6 +9,7 @@ A stream of NUL-terminated words, each record led by a one-character tag:
 | `a` | NAME COUNT WORD... | NAME=(WORD...) (an array of this shell) |
 | `#` | TEXT | prints TEXT as a line on stdout (a dry run's comment lines) |
 | `$` | COUNT WORD... | prints the words as one shell-quoted line on stdout (a dry run's commands) |
+| `!` | TEXT | prints TEXT as a line on stderr (messages of a command whose own stderr went elsewhere) |
 
 Names are shell variable names; values are text without NUL (paths and
 environment values cannot hold one). A dry run's plan travels as the words
@@ -55,6 +56,10 @@ class Records:
     def comment(self, text: str) -> None:
         for line in text.splitlines() or [""]:
             self._tagged("#", (line,))
+
+    def message(self, text: str) -> None:
+        for line in text.splitlines():
+            self._tagged("!", (line,))
 
     def command(self, argv: Sequence[str]) -> None:
         self._tagged("$", (str(len(argv)), *argv))

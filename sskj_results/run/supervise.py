@@ -31,8 +31,8 @@ from typing import Optional
 
 from ..contract.errors import ConfigError
 from ..contract.io import atomic_write_text
-from ..ingest.metadata import now_iso
-from .plan import GridRow, record_skip
+from ..contract.times import now_iso
+from .specs import GridRow
 
 DEFAULT_OOM_PATTERN = r"out of memory|OutOfMemoryError|OOM error"
 EXIT_OK, EXIT_CLIENT_FAILED, EXIT_SERVER_FAILED = 0, 1, 3
@@ -90,7 +90,8 @@ def server_failure(log_text: str, server_alive: bool, pattern: str) -> tuple[Opt
     return None, ""
 
 
-def _stop_group(pgid: int, grace_s: float) -> None:
+def stop_group(pgid: int, grace_s: float) -> None:
+    """TERM the process group, KILL it after grace_s (nothing when no such group exists)."""
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
@@ -149,7 +150,7 @@ def run_client(argv: list[str], *, run_dir: Path, stem: str, row: GridRow, serve
                 out.close()
 
         def forward(signum: int, frame: Optional[FrameType]) -> None:
-            _stop_group(proc.pid, grace_s)
+            stop_group(proc.pid, grace_s)
             raise SystemExit(128 + signum)
 
         previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
@@ -163,7 +164,7 @@ def run_client(argv: list[str], *, run_dir: Path, stem: str, row: GridRow, serve
                     break
                 if server_pid is not None and not pid_alive(server_pid):
                     stopped = True
-                    _stop_group(proc.pid, grace_s)
+                    stop_group(proc.pid, grace_s)
                     _, wait_status, usage = os.wait4(proc.pid, 0)
                     status = os.waitstatus_to_exitcode(wait_status)
                     user, system, rss = usage.ru_utime, usage.ru_stime, usage.ru_maxrss
@@ -184,6 +185,8 @@ def run_client(argv: list[str], *, run_dir: Path, stem: str, row: GridRow, serve
     if reason is not None:
         if raw is not None:
             raw.unlink(missing_ok=True)
+        from .plan import record_skip
+
         record_skip(run_dir, row, reason, excerpt)
         return EXIT_SERVER_FAILED, stats
     if status != 0 or raw is not None and (not raw.is_file() or raw.stat().st_size == 0):
