@@ -34,7 +34,7 @@ PINNED = {
     "scenario": "string", "concurrency": "Int64", "request_rate": "Float64", "input_len": "Int64",
     "output_len": "Int64", "repeat": "Int64", "success": "Int64", "failed": "Int64", "duration_s": "Float64",
     "request_throughput": "Float64", "output_token_throughput": "Float64", "total_token_throughput": "Float64",
-    "accept_length": "Float64", "slo_attainment": "Float64",
+    "accept_length": "Float64", "slo_attainment": "Float64", "request_goodput": "Float64",
     **{f"{m}_{s}": "Float64" for m in ("ttft_ms", "tpot_ms", "e2e_ms", "itl_ms")
        for s in ("mean", "p50", "p90", "p95", "p99", "std")},
     **{f"{m}_count": "Int64" for m in ("ttft_ms", "tpot_ms", "e2e_ms", "itl_ms")},

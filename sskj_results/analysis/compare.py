@@ -26,7 +26,8 @@ from .configdiff import (
     config_differences, is_speculative, one_model_with_speculative_variant, server_command, speculative_flags,
 )
 from ..contract.comparison_models import (
-    LATENCY_METRICS, THROUGHPUT_METRIC, ComparisonDoc, MetricName, RunInfo, ScenarioComparison, Settings, StatTest,
+    GOODPUT_METRIC, LATENCY_METRICS, REPEAT_METRICS, ComparisonDoc, MetricName, RunInfo, ScenarioComparison, Settings,
+    StatTest,
     Unmatched,
 )
 from ..contract.errors import UsageError
@@ -262,8 +263,15 @@ def _stat_test(label: str, metric: MetricName, outcome: stats.Outcome, caveat: O
 Pending = tuple[int, MetricName, stats.Outcome, Optional[str], Grades]
 
 
+def _repeat_values(scenarios: Sequence[Scenario], metric: MetricName, recomputed: bool) -> np.ndarray:
+    """A repeat metric's known values; goodput judged against another SLO than the comparison's is unknown."""
+    if metric == GOODPUT_METRIC and recomputed:
+        return np.zeros(0)
+    return np.array([v for s in scenarios if (v := getattr(s, metric)) is not None], dtype=float)
+
+
 def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptions,
-                    judged: Sequence[Sequence[Judged]]) -> list[Pending]:
+                    judged: Sequence[Sequence[Judged]], recompute: Sequence[bool]) -> list[Pending]:
     """Undecided outcomes of one group: (candidate run index, metric, outcome, caveat, validity grades).
 
     A disqualified point of either side (with --strict: any failed check) makes the group's tests not
@@ -295,15 +303,16 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
                 )
             out.append((ci, metric, outcome, caveat, invalid))
         if len(base_members) > 1 or len(cand_members) > 1:
-            if difference:
-                outcome = stats.not_comparable(stats.WELCH, difference)
-            else:
-                outcome = stats.compare_means_welch(
-                    np.array([s.output_token_throughput for s in base_scen if s.output_token_throughput is not None]),
-                    np.array([s.output_token_throughput for s in cand_scen if s.output_token_throughput is not None]),
-                    confidence=options.confidence,
-                )
-            out.append((ci, THROUGHPUT_METRIC, outcome, None, invalid))
+            for repeat_metric in REPEAT_METRICS:
+                base_values = _repeat_values(base_scen, repeat_metric, recompute[0])
+                cand_values = _repeat_values(cand_scen, repeat_metric, recompute[ci])
+                if repeat_metric == GOODPUT_METRIC and not base_values.size and not cand_values.size:
+                    continue  # measured on neither side (no per-request data): no test to report
+                if difference:
+                    outcome = stats.not_comparable(stats.WELCH, difference)
+                else:
+                    outcome = stats.compare_means_welch(base_values, cand_values, confidence=options.confidence)
+                out.append((ci, repeat_metric, outcome, None, invalid))
     return out
 
 
@@ -360,10 +369,10 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
     judged = [judge_points(run, options.validity) for run in runs]
     pending: list[tuple[int, int, MetricName, stats.Outcome, Optional[str], Grades]] = []
     for gi, group in enumerate(groups):
-        for ci, metric, outcome, caveat, invalid in _group_outcomes(runs, group, options, judged):
+        for ci, metric, outcome, caveat, invalid in _group_outcomes(runs, group, options, judged, recompute):
             pending.append((gi, ci, metric, outcome, caveat, invalid))
     decided = stats.decide(
-        [p[3] for p in pending], [p[2] == THROUGHPUT_METRIC for p in pending],
+        [p[3] for p in pending], [p[2] in REPEAT_METRICS for p in pending],
         alpha=options.alpha, min_change=options.min_change,
     )
     tests_by_group: dict[int, list[StatTest]] = {}
@@ -374,7 +383,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
     for gi, group in enumerate(groups):
         rows = [
             table_row(run, labels[ri], run.results.scenarios[j],
-                      scenario_status(run.results.scenarios[j], spec, recompute[ri]))
+                      scenario_status(run.results.scenarios[j], spec, recompute[ri]), recompute[ri])
             for ri, run in enumerate(runs) for j in group.members[ri]
         ]
         if options.validity:

@@ -10,7 +10,9 @@ Definitions (the reference clients' own, see docs/METRICS.md):
 * E2E per request: the client's latency when written (vLLM), else
   ``ttft + sum(itls)`` (arrival of the last streamed chunk);
 * TPOT per request: ``(e2e - ttft) / (output_tokens - 1)`` for more than one output token;
-* ITL: all gaps between streamed chunks of all requests, pooled.
+* ITL: all gaps between streamed chunks of all requests, pooled;
+* goodput: requests that succeeded with TTFT and TPOT strictly below the SLO's
+  thresholds, as a share of all requests and as a rate over the duration.
 """
 
 from __future__ import annotations
@@ -110,19 +112,34 @@ def request_itl_means(itl_flat: np.ndarray, itl_counts: np.ndarray) -> np.ndarra
         return np.where(itl_counts > 0, sums / np.maximum(itl_counts, 1), np.nan)
 
 
+def good_requests(
+    success: np.ndarray, ttft_s: np.ndarray, tpot_s: np.ndarray, ttft_limit_ms: float, tpot_limit_ms: float
+) -> int:
+    """Requests that succeeded with TTFT and TPOT strictly below the limits (the goodput count).
+
+    TTFT and TPOT are per request, in seconds; a request with one output token
+    has no TPOT (NaN) and is judged on TTFT alone.
+    """
+    ttft_ok = ttft_s * 1000 < ttft_limit_ms
+    tpot_ok = np.isnan(tpot_s) | (tpot_s * 1000 < tpot_limit_ms)
+    return int(np.count_nonzero(success & ttft_ok & tpot_ok))
+
+
 def slo_attainment(
     success: np.ndarray, ttft_s: np.ndarray, tpot_s: np.ndarray, ttft_limit_ms: float, tpot_limit_ms: float
 ) -> Optional[float]:
-    """Fraction of all requests that succeeded with TTFT and TPOT below the limits.
-
-    A request with one output token has no TPOT and is judged on TTFT alone.
-    """
+    """Goodput share: good requests (`good_requests`) over all requests, failed ones included; None without requests."""
     n = int(success.size)
     if n == 0:
         return None
-    ttft_ok = ttft_s * 1000 < ttft_limit_ms
-    tpot_ok = np.isnan(tpot_s) | (tpot_s * 1000 < tpot_limit_ms)
-    return float(np.count_nonzero(success & ttft_ok & tpot_ok) / n)
+    return float(good_requests(success, ttft_s, tpot_s, ttft_limit_ms, tpot_limit_ms) / n)
+
+
+def goodput_rate(good: Optional[int], duration_s: Optional[float]) -> Optional[float]:
+    """Goodput rate, req/s: good requests over the client's benchmark duration; None when either is unknown."""
+    if good is None or duration_s is None or not duration_s > 0:
+        return None
+    return float(good / duration_s)
 
 
 def flatten_gaps(itls: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:

@@ -130,7 +130,8 @@ def scenario_status(scenario: Scenario, spec: SloSpec, recompute: bool) -> SloSt
         return scenario.slo_status
     return slo_status(scenario.latencies.ttft_ms.p95, scenario.latencies.tpot_ms.mean, spec)
 
-def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus) -> Row:
+def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, recomputed: bool = False) -> Row:
+    """A scenario as a table row; its goodput is null when its marks were recomputed against another SLO."""
     lat = scenario.latencies
     return Row(
         run=label, engine=run.engine, chip=run.chip, scenario=scenario.name, repeat=scenario.repeat,
@@ -138,6 +139,8 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus) -
         request_throughput=scenario.request_throughput, output_token_throughput=scenario.output_token_throughput,
         ttft_p95_ms=lat.ttft_ms.p95, ttft_p99_ms=lat.ttft_ms.p99, tpot_mean_ms=lat.tpot_ms.mean,
         tpot_p95_ms=lat.tpot_ms.p95, tpot_p99_ms=lat.tpot_ms.p99, e2e_p99_ms=lat.e2e_ms.p99, slo_status=status,
+        slo_attainment=None if recomputed else scenario.slo_attainment,
+        request_goodput=None if recomputed else scenario.request_goodput,
         validity=scenario.validity, **graded(scenario.validity, run.results.validity_thresholds),
     )
 

@@ -12,9 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from .models import CheckName, SloSpec, SloStatus, Validity
 
-MetricName = Literal["ttft_ms", "tpot_ms", "e2e_ms", "output_token_throughput"]
+MetricName = Literal["ttft_ms", "tpot_ms", "e2e_ms", "output_token_throughput", "request_goodput"]
 LATENCY_METRICS: tuple[MetricName, ...] = ("ttft_ms", "tpot_ms", "e2e_ms")
 THROUGHPUT_METRIC: Final = "output_token_throughput"
+GOODPUT_METRIC: Final = "request_goodput"
+# compared across repeats (Welch's t-test); a larger value is better
+REPEAT_METRICS: tuple[MetricName, ...] = (THROUGHPUT_METRIC, GOODPUT_METRIC)
 INVALID_VERDICT_PATTERN = r"^not comparable \(invalid: [a-z_]+(, [a-z_]+)*\)$"
 Verdict = Union[
     Literal["faster", "slower", "no significant difference", "insufficient samples", "not comparable"],
@@ -71,6 +74,11 @@ class Row(_Doc):
     tpot_p99_ms: Optional[float] = Field(description="TPOT P99, ms.")
     e2e_p99_ms: Optional[float] = Field(description="E2E P99, ms.")
     slo_status: SloStatus = Field(description="SLO verdict against the comparison's SLO.")
+    slo_attainment: Optional[float] = Field(
+        default=None, description="Goodput share (`scenarios[].slo_attainment`); null without per-request data or when "
+                                  "the run recorded another SLO than the comparison's (its marks recomputed).")
+    request_goodput: Optional[float] = Field(
+        default=None, description="Goodput rate, req/s (`scenarios[].request_goodput`); null as for slo_attainment.")
     validity: Optional[Validity] = Field(default=None, description="The scenario's validity block (docs/VALIDITY.md); "
                                                                    "null when it was never judged.")
     validity_grade: Optional[Literal["valid", "qualified", "disqualified"]] = Field(
@@ -83,8 +91,8 @@ class StatTest(_Doc):
     """One statistical test of a candidate run against the baseline."""
 
     run: str = Field(description="Candidate run label.")
-    metric: MetricName = Field(description="Per-request latency (`ttft_ms`, `tpot_ms`, `e2e_ms`) or "
-                                           "`output_token_throughput` across repeats.")
+    metric: MetricName = Field(description="Per-request latency (`ttft_ms`, `tpot_ms`, `e2e_ms`), or "
+                                           "`output_token_throughput` or `request_goodput` across repeats.")
     test: str = Field(description="`mann-whitney-u` (per-request latencies) or `welch-t` (repeated throughput).")
     verdict: Verdict = Field(
         description="faster/slower only when significant and beyond --min-change; "
@@ -97,7 +105,8 @@ class StatTest(_Doc):
     ci_high: Optional[float] = Field(description="Upper bound of the ratio's confidence interval.")
     n_baseline: int = Field(description="Samples on the baseline side (requests or repeats).")
     n_candidate: int = Field(description="Samples on the candidate side.")
-    baseline_value: Optional[float] = Field(description="Baseline median (latency, ms) or mean (throughput, tok/s).")
+    baseline_value: Optional[float] = Field(description="Baseline median (latency, ms) or mean (throughput, tok/s; "
+                                                        "goodput, req/s).")
     candidate_value: Optional[float] = Field(description="Candidate median or mean.")
     reason: Optional[str] = Field(description="Why there is no test (insufficient samples, not comparable), or a caveat.")
     qualified: list[CheckName] = Field(default_factory=list, description="Qualifying validity breaches (⚠) of either "

@@ -399,8 +399,12 @@ class Scenario(_Model):
     )
     slo_attainment: Optional[float] = Field(
         default=None, ge=0, le=1,
-        description="Fraction of all requests that succeeded with TTFT and TPOT below the tier's thresholds (goodput fraction).",
+        description="Goodput share: fraction of all requests (failed ones included) that succeeded with their own "
+        "TTFT and TPOT below the tier's thresholds (docs/METRICS.md); null without per-request data.",
     )
+    request_goodput: Optional[float] = Field(default=None, ge=0, description=(
+        "Goodput rate, req/s: the requests counted in slo_attainment's numerator divided by duration_s "
+        "(docs/METRICS.md); null without per-request data or a duration."))
     reconstructed: dict[str, str] = Field(
         default_factory=dict,
         description="Values not written by the client, keyed by path (e.g. `latencies.e2e_ms.p90`), with how they were computed: "

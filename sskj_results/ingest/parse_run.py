@@ -233,7 +233,7 @@ def _rejudged(scenario: Scenario, spec: SloSpec, same_slo: bool) -> Scenario:
         return scenario.model_copy()
     lat = scenario.latencies
     return scenario.model_copy(update={"slo_status": slo_status(lat.ttft_ms.p95, lat.tpot_ms.mean, spec),
-                                       "slo_attainment": None})
+                                       "slo_attainment": None, "request_goodput": None})
 
 
 def _sidecar_values(run_dir: Path, stem: str, runs: int, warnings: list[str]) -> tuple[Optional[float], Any]:

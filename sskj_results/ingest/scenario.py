@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, ParamSpec, TypeVar
 
 import numpy as np
 
-from ..analysis.metrics import per_request, request_itl_means, slo_attainment, summarize
+from ..analysis.metrics import good_requests, goodput_rate, per_request, request_itl_means, slo_attainment, summarize
 from ..analysis.slo import slo_status
 from ..contract.errors import ConfigError, RawFormatError, ResultsError
 from ..contract.io import describe_os_error, display_name, one_line
@@ -180,7 +180,7 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
     empty = summarize(np.zeros(0))
     computed = {k: empty for k in LATENCY_FIELDS}
     raw_requests: list[RawRequest] = []
-    attainment = None
+    attainment = goodput = None
     e2e_method = "per_request"
     if details is not None:
         # successes with 0 output tokens are counted, but no statistic of ours is computed over them
@@ -199,6 +199,9 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
             "itl_ms": summarize(per.itl, _missing(run, "itl_ms")),
         }
         attainment = slo_attainment(stats_ok, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
+        if stats_ok.size:
+            good = good_requests(stats_ok, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
+            goodput = goodput_rate(good, run.duration_s)
         if not np.array_equal(stats_ok, details.success):
             _, e2e_all, tpot_all = per_request(
                 details.ttfts, details.output_lens, details.itl_flat, details.itl_counts,
@@ -227,7 +230,7 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         accept_length=run.accept_length, latencies=latencies,
         slo_status=slo_status(latencies.ttft_ms.p95, latencies.tpot_ms.mean, slo),
         raw_requests=raw_requests, raw_requests_capped=bool(details is not None and total > cap),
-        slo_attainment=attainment, reconstructed=reconstructed, repeat=repeat,
+        slo_attainment=attainment, request_goodput=goodput, reconstructed=reconstructed, repeat=repeat,
         num_prompts=run.num_prompts, request_rate=run.request_rate, dataset_name=run.dataset_name,
         request_format=run.request_format, notes=list(run.notes), source=source, empty_outputs=run.empty_outputs,
     )

@@ -42,8 +42,10 @@ METRIC_LABELS = {
     "tpot_ms": "TPOT median (ms)",
     "e2e_ms": "E2E median (ms)",
     "output_token_throughput": "OutTok/s mean",
+    "request_goodput": "Goodput mean (req/s)",
 }
-METRIC_SHORT = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E", "output_token_throughput": "OutTok/s"}
+METRIC_SHORT = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "e2e_ms": "E2E", "output_token_throughput": "OutTok/s",
+                "request_goodput": "Goodput"}
 PLOT_TITLES = {
     "throughput_vs_interactivity.png": "Output throughput vs interactivity",
     "ttft_p95_vs_concurrency.png": "TTFT P95 vs concurrency",
@@ -109,6 +111,24 @@ def has_missing(rows: Iterable[Row]) -> bool:
     fields = ("request_throughput", "output_token_throughput", "ttft_p95_ms", "ttft_p99_ms", "tpot_mean_ms",
               "tpot_p95_ms", "tpot_p99_ms", "e2e_p99_ms")
     return any(getattr(r, f) is None for r in rows for f in fields)
+
+
+def goodput_section(rows: Sequence[Row], spec: SloSpec, with_backend: bool) -> list[str]:
+    """`## Goodput`: per scenario the share of requests within the SLO and their rate; nothing when no row has one."""
+    if all(r.slo_attainment is None and r.request_goodput is None for r in rows):
+        return []
+    tier = f" ({spec.tier})" if spec.tier else ""
+    lines = ["## Goodput", "",
+             f"Requests that succeeded with their own TTFT below {spec.ttft_p95_ms:g} ms and TPOT below "
+             f"{spec.tpot_mean_ms:g} ms{tier}: their share of all requests (failed ones count as misses) and their "
+             "rate over the benchmark duration (docs/METRICS.md). `-`: not measured (no per-request data, or the "
+             "run's marks were recomputed against another SLO).", ""]
+    headers = ["Scenario"] + (["Backend"] if with_backend else []) + ["In SLO (%)", "Goodput (req/s)", "Req/s"]
+    table = [[r.scenario] + ([r.run] if with_backend else [])
+             + [num(None if r.slo_attainment is None else r.slo_attainment * 100, 1), num(r.request_goodput),
+                num(r.request_throughput)] for r in rows]
+    align = ["left"] + (["left"] if with_backend else []) + ["right"] * 3
+    return lines + github_table(headers, table, align) + [""]
 
 
 def plot_alt(name: str) -> str:
@@ -214,14 +234,16 @@ def _notes(doc: ComparisonDoc) -> list[str]:
 def _verdicts(doc: ComparisonDoc) -> list[str]:
     s = doc.settings
     tests = [(sc, t) for sc in doc.scenarios for t in sc.tests]
+    goodput = any(t.metric == "request_goodput" for _, t in tests)
+    repeated, higher = ("output throughput and goodput", "throughput or goodput") if goodput else ("output throughput", "throughput")
     lines = [
         f"Baseline: {code(doc.baseline)}. Every other run is compared with it per matched scenario on the "
         "per-request TTFT, TPOT and E2E of successful requests (two-sided Mann–Whitney U; ratio = candidate "
         f"median / baseline median, bootstrap {s.confidence:.0%} CI over {s.bootstrap_resamples} resamples), "
-        "and on output throughput when a shape was repeated at least twice per side (Welch's t-test; ratio of "
+        f"and on {repeated} when a shape was repeated at least twice per side (Welch's t-test; ratio of "
         f"means). p-values are Holm–Bonferroni adjusted over all {s.family_size} tests with a p-value. A change is "
         f"reported only when the adjusted p < {s.alpha:g} and the ratio differs from 1 by more than "
-        f"{s.min_change * 100:g}%. Ratios below 1 mean lower latency, above 1 higher throughput. See docs/COMPARE.md.",
+        f"{s.min_change * 100:g}%. Ratios below 1 mean lower latency, above 1 higher {higher}. See docs/COMPARE.md.",
         "",
     ]
     if not tests:
@@ -327,8 +349,9 @@ def render_comparison(doc: ComparisonDoc) -> str:
     rows = [r for s in doc.scenarios for r in s.rows]
     lines = [f"# {mdt(doc.title)}", "", "## Summary", ""] + _summary(doc)
     lines += ["", "## Side-by-side results", ""] + results_table(rows)
-    lines += ["", "## Notes", ""] + _notes(doc)
-    lines += ["", "## Statistical verdicts", ""] + _verdicts(doc)
+    lines += ["", "## Notes", ""] + _notes(doc) + [""]
+    lines += goodput_section(rows, doc.slo, with_backend=True)
+    lines += ["## Statistical verdicts", ""] + _verdicts(doc)
     if lines[-1] != "":
         lines.append("")
     lines += validity_section(rows, with_backend=True, doc=doc)
@@ -516,7 +539,7 @@ def render_report(run: RunData, spec: SloSpec, recompute: bool, plot_files: Sequ
     """report.md of one run: title, Summary, Results table, Notes, Warnings, Plots, Provenance."""
     label = run_labels([run])[0]
     scenarios = sorted(run.results.scenarios, key=lambda s: s.name)
-    rows = [table_row(run, label, s, scenario_status(s, spec, recompute)) for s in scenarios]
+    rows = [table_row(run, label, s, scenario_status(s, spec, recompute), recompute) for s in scenarios]
     lines = [_report_title(run, label), "", "## Summary", ""] + _report_summary(run, label, spec, recompute, rows)
     lines += ["", "## Results", ""]
     lines += report_table(rows) if rows else ["No measured scenarios."]
@@ -524,6 +547,7 @@ def render_report(run: RunData, spec: SloSpec, recompute: bool, plot_files: Sequ
     if has_missing(rows):
         notes.append("- `-` marks a value the run did not record.")
     lines += ["", "## Notes", ""] + notes + [""]
+    lines += goodput_section(rows, spec, with_backend=False)
     lines += validity_section(rows, with_backend=False)
     lines += ["## Warnings", ""]
     warnings = _report_warnings(run)

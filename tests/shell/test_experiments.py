@@ -28,6 +28,7 @@ pytestmark = pytest.mark.shell
 
 H200_VS = REPO / "experiments" / "h200" / "dsv4_h200_sglang_vs_vllm"
 P800 = REPO / "experiments" / "p800" / "dsv4_p800_sglang"
+P800_VS = REPO / "experiments" / "p800" / "dsv4_p800_sglang_vs_vllm"
 
 
 def command_lines(stdout: str) -> list[list[str]]:
@@ -105,6 +106,48 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
         assert validate(run / "results.json").returncode == 0
         assert list((run / "raw_outputs").iterdir()) == []  # nothing ran
     assert not (tmp_path / "docker_calls.log").exists()
+
+
+@needs_results
+def test_dry_run_p800_runs_vllm_kunlun_as_the_second_phase(tmp_path, base_env, tag):
+    """vLLM-Kunlun (engine vllm-xpu) after SGLang in the P800 container: vLLM's api_server with the
+    engine table's flags, dev mode for the cache reset, /metrics around each client, recorded per phase."""
+    env = dict(base_env, DRY_RUN="1", PLATFORM="kunlun_p800", RUN_ID="20260708-120000",
+               RESULT_ROOT=str(tmp_path / "r"))
+    proc = run_script(P800_VS / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    cmds = command_lines(proc.stdout)
+    inside = ["--env", "SSKJ_SERVER_TAG=sskj-30000", "sskj_p800_sglang", "python3", "-m"]
+    servers = [c for c in cmds if c[:2] == ["docker", "exec"] and "--port" in c]
+    assert servers == [
+        ["docker", "exec", *inside, "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash",
+         "--tp", "8", "--trust-remote-code", "--max-running-requests", "64", "--mem-fraction-static", "0.85",
+         "--host", "127.0.0.1", "--port", "30000"],
+        ["docker", "exec", "--env", "VLLM_SERVER_DEV_MODE=1", *inside, "vllm.entrypoints.openai.api_server",
+         "--model", "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
+         "--max-num-seqs", "64", "--gpu-memory-utilization", "0.85", "--host", "127.0.0.1", "--port", "30000"],
+    ]
+    second = cmds.index(servers[1])
+    clients = [c for c in cmds if "sglang.bench_serving" in c]
+    assert len(clients) == 20  # 10 scenarios x 2 phases
+    assert {options(c)["--backend"] for c in cmds[second:] if c in clients} == {"vllm"}
+    reset = ["curl", "-fsS", "-o", "/dev/null", "--max-time", "60", "-X", "POST"]
+    assert [*reset, "http://127.0.0.1:30000/reset_prefix_cache"] in cmds[second:]
+    assert [*reset, "http://127.0.0.1:30000/flush_cache"] not in cmds[second:]
+    stem = "kunlun_p800_vllm-xpu_0708_1_1000_256"
+    metrics = [c for c in cmds if c[-1] == "http://127.0.0.1:30000/metrics"]
+    assert len(metrics) == 20 and cmds.index(metrics[0]) > second  # before and after each vLLM scenario only
+    assert metrics[0][-2] == str(tmp_path / f"r/phase2_vllm/server_metrics/{stem}.before.prom")
+    assert options(clients[10])["--output-file"] == str(tmp_path / f"r/phase2_vllm/raw_outputs/{stem}.jsonl")
+    for index, name, engine, server in ((1, "sglang", "sglang", servers[0]), (2, "vllm", "vllm-xpu", servers[1])):
+        results = load_json(tmp_path / "r" / f"phase{index}_{name}" / "results.json")
+        assert shlex.split(results["config"][f"phase{index}_server_args"]) == server
+        meta = results["metadata"]
+        assert (meta["engine"], meta["chip"], meta["phase"]) == (engine, "kunlun_p800", name)
+        assert meta["experiment"] == "dsv4_p800_sglang_vs_vllm" and meta["env"].startswith("docker:")
+        assert (results["config"]["tp"], results["config"]["max_num_seqs"]) == (8, 64)
+    assert cmds[-1][1:] == ["compare", str(tmp_path / "r/phase1_sglang"), str(tmp_path / "r/phase2_vllm"),
+                            "--baseline", str(tmp_path / "r/phase1_sglang"), "--out", str(tmp_path / "r"), "--html"]
 
 
 @needs_results
