@@ -27,7 +27,7 @@ GOOD = "vllm_0705_4_64_16.jsonl"
 BREAKS = ["\v", "\r", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\r\n"]
 HOSTILE = ('<img src="https://t.example/p.gif"> [click](https://evil.example) ![x](https://evil.example/i.png) '
            "a | b\n| not | a table |\n## Fake section\n<section id=\"sskj-data\">x</section>")
-REPORT_SECTIONS = ["summary", "results", "notes", "validity", "warnings", "plots", "provenance"]
+REPORT_SECTIONS = ["summary", "results", "notes", "goodput", "validity", "warnings", "plots", "provenance"]
 
 
 def invoke(*args: str) -> Any:
@@ -106,7 +106,7 @@ def test_report_html_returns_on_every_hostile_description(tmp_path: Path) -> Non
     assert 'href="https://evil.example"' not in page
     md = (run / "report.md").read_text(encoding="utf-8")
     assert [line for line in md.splitlines() if line.startswith("## ")] == [
-        "## Summary", "## Results", "## Notes", "## Validity", "## Warnings", "## Provenance"]
+        "## Summary", "## Results", "## Notes", "## Goodput", "## Validity", "## Warnings", "## Provenance"]
     row = next(line for line in md.split("\n") if line.startswith("| description"))
     assert "\\<img" in row and "[click\\](https" in row and "a \\| b" in row and "\r" not in row
     assert len(re.findall(r"(?<!\\)\|", row)) == 3  # one row of two cells

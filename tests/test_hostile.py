@@ -309,8 +309,13 @@ def specials(raw: Path) -> dict[str, str]:
     """Special files named like raw outputs, and the reason each is refused."""
     os.mkfifo(raw / "vllm_0705_5_64_16.jsonl")
     sock = socket.socket(socket.AF_UNIX)
-    sock.bind(str(raw / "vllm_0705_6_64_16.jsonl"))
-    sock.close()
+    here = os.getcwd()
+    os.chdir(raw)  # a relative name: a socket's path is limited to 107 bytes, temporary paths can be longer
+    try:
+        sock.bind("vllm_0705_6_64_16.jsonl")
+    finally:
+        os.chdir(here)
+        sock.close()
     (raw / "vllm_0705_7_64_16.jsonl").symlink_to("/dev/zero")
     (raw / "vllm_0705_9_64_16.jsonl").symlink_to(raw / "nowhere")
     (raw / "vllm_0705_10_64_16.jsonl").symlink_to(raw / "vllm_0705_10_64_16.jsonl")
