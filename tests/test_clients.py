@@ -228,6 +228,20 @@ def test_import_reads_queue_times_and_the_rust_extras(tmp_path):
     assert found["sglangrs_1130_2_32_4.jsonl"].request_rate is None  # "inf": unlimited
 
 
+def test_the_newer_clients_free_json_is_kept_only_when_finite_and_free_of_secrets(tmp_path):
+    raw = tmp_path / "raw"
+    write(raw / "a_1130_2_32_4.json", vllm_doc(rust=True, steady_state={"url": "http://user:secret@host:1/x"}))
+    write(raw / "b_1130_2_32_4.json", vllm_doc(rust=True, steady_state={"rate": "NaN", "ok": [1, 2]}))
+    result = CliRunner().invoke(main, ["import-legacy", str(raw), "--out", str(tmp_path / "a"), "--chip", "cpu",
+                                       "--engine", "vllm"])
+    assert result.exit_code == 0, result.output
+    found = imported(tmp_path / "a")
+    assert found["a_1130_2_32_4.json"].client_extras.steady_state is None  # type: ignore[union-attr]
+    assert found["b_1130_2_32_4.json"].client_extras.steady_state == {"rate": "NaN", "ok": [1, 2]}  # type: ignore[union-attr]
+    assert "secret" not in (tmp_path / "a").joinpath(*[p.name for p in (tmp_path / "a").iterdir() if p.is_dir()][:1],
+                                                      "results.json").read_text()
+
+
 # ---------------------------------------------------------------- 3. one acceptance definition
 
 

@@ -30,6 +30,7 @@ from ..contract.clientinfo import Acceptance, ClientExtras, ClientFingerprint, Q
 from ..contract.errors import RawFormatError
 from ..contract.io import display_name
 from ..contract.models import Scenario
+from ..contract.redact import redact_text
 from .sidecars import read_side_text
 from .rawkeys import SGLANG, VLLM, _number
 
@@ -170,7 +171,8 @@ def _json_or_none(value: Any) -> Any:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
         return None
-    return value if len(text) <= 20_000 else None
+    # free text from a raw file: never kept when it holds anything the one redaction would change
+    return value if len(text) <= 20_000 and redact_text(text) == text else None
 
 
 def file_extras(data: dict[str, Any], success: Optional[np.ndarray]) -> Optional[ClientExtras]:
@@ -183,7 +185,7 @@ def file_extras(data: dict[str, Any], success: Optional[np.ndarray]) -> Optional
         server_queue_ms=_queue(data.get("server_queue_times"), success),
         max_model_len=length if isinstance(length, int) and not isinstance(length, bool) and length > 0 else None,
         steady_state=_json_or_none(steady),
-        protocol=protocol[:40] if isinstance(protocol, str) and protocol else None,
+        protocol=redact_text(protocol[:40]) if isinstance(protocol, str) and protocol else None,
     )
     return extras if extras != ClientExtras() else None
 
