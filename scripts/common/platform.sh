@@ -108,9 +108,7 @@ platform::preflight() {
     common+=(--detected-platform "${PLATFORM}")
   fi
   [[ "${RUNTIME:-native}" == "docker" ]] && common+=(--docker-image "${DOCKER_IMAGE}")
-  local module=sglang.bench_serving
-  [[ "${CLIENT:-sglang}" == "vllm" ]] && module=vllm.entrypoints.cli.main
-  common+=(--client-module "${module}")
+  common+=(--client "${CLIENT:-sglang}")  # its module: from the client catalog
   if [[ "${SLO_SEARCH:-0}" != "1" ]]; then
     # The planned grid against the validity rules known before the run (said once, not per phase).
     common+=(--scenarios "${SCENARIOS_FILE:-${exp_dir}/scenarios.tsv}" --concurrencies "${CONCURRENCIES:-}"

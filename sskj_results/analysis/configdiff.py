@@ -195,6 +195,20 @@ def _scenario_values(field: str) -> Callable[[RunData], Any]:
     return values
 
 
+# the load client's fingerprint (scenario.client): the Rust and Python clients time requests differently, and
+# the seed and warmup changed meaning between modules; a difference in any of them is mixed into every number
+CLIENT_FIELDS = (("client implementation", "implementation"), ("client module", "module"),
+                 ("client seed", "seed"), ("client warmup", "warmup_policy"))
+
+
+def _client_values(field: str) -> Callable[[RunData], Any]:
+    def values(run: RunData) -> Any:
+        found = sorted({str(v) for s in run.results.scenarios
+                        if s.client is not None and (v := getattr(s.client, field)) is not None})
+        return ", ".join(found) if found else None
+    return values
+
+
 def _flags(speculative: bool) -> Callable[[RunData], Any]:
     def flags(run: RunData) -> Any:
         command = server_command(run.results.config)
@@ -221,6 +235,7 @@ def _settings(runs: Sequence[RunData], axes: Sequence[str]) -> list[_Setting]:
     settings.append(_Setting("speculative flags", SPECULATIVE, _flags(speculative=True)))
     settings.append(_Setting("dataset", "client", _scenario_values("dataset_name")))
     settings.append(_Setting("request format", ENGINE, _scenario_values("request_format")))
+    settings += [_Setting(name, "client", _client_values(field)) for name, field in CLIENT_FIELDS]
     return settings
 
 

@@ -60,6 +60,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 PRUNE_DIRS = frozenset({"raw_outputs", "logs", "gpu_logs", "server_metrics", "plots", "node_modules", "__pycache__"})
 # Scenario fields that are not columns: per-request data (use load_run for it).
 SCENARIO_SKIP = frozenset({"raw_requests"})
+# Nested fields that are not columns either: a list per scenario and free JSON (use load_run for them).
+NESTED_SKIP = frozenset({"scenarios[].acceptance.per_position", "scenarios[].client_extras.steady_state"})
 # Prefixes of nested scenario objects ("" drops the prefix: latencies.ttft_ms.p95 -> ttft_ms_p95).
 PREFIX = {"latencies": "", "slo_status": "slo_", "accelerator_usage": "accelerator_"}
 # Columns named otherwise than by the rules, by JSON path.
@@ -166,6 +168,8 @@ def _model_columns(model: type[BaseModel], level: Literal["run", "scenario"], pa
             continue
         get = _getter(attrs + (name,), nullable)
         where = f"{path}.{name}" if path else name
+        if where in NESTED_SKIP:
+            continue
         col = RENAME.get(where, prefix + name)
         desc = info.description or ""
         ann = _unwrap(info.annotation)

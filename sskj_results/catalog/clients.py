@@ -1,8 +1,16 @@
 """Bench client command lines (`sskj-results client-cmd`): how each client spells one scenario.
 
-CLIENT=sglang: `python -m sglang.bench_serving` writing one JSON line per
-run (`--output-file … --output-details`); CLIENT=vllm: `vllm bench serve`
-writing one JSON document (`--save-result --save-detailed`).
+CLIENT=sglang: `python -m sglang.benchmark.serving` where the client's Python
+has it (sglang 0.5.23 and later), `python -m sglang.bench_serving` otherwise
+(the older module; in newer releases a shim that warns it will be removed),
+writing one JSON line per run (`--output-file … --output-details`);
+CLIENT=vllm: `vllm bench serve` writing one JSON document (`--save-result
+--save-detailed`). CLIENT_IMPL=rust runs each client's Rust load generator
+(sglang `--rust-client`, vLLM `VLLM_USE_RUST_BENCH=1`): same command, same
+result keys.
+
+Every fact about a client that a record needs (its module, default seed,
+warmup policy) is declared here, once, in CLIENT_MODULES and IMPLEMENTATIONS.
 """
 
 from __future__ import annotations
@@ -12,6 +20,95 @@ from pathlib import Path
 from typing import Optional
 
 CLIENTS = ("sglang", "vllm")
+IMPLS = ("python", "rust")
+
+
+@dataclass(frozen=True)
+class ClientModule:
+    """One client module a host may have, with the defaults whose meaning changed between them."""
+
+    client: str  # CLIENT
+    module: str  # python -m MODULE
+    argv: tuple[str, ...]  # words after `python -m MODULE`
+    label: str  # the recorded client name (results.json metadata.client)
+    seed_default: int  # the client's --seed default
+    warmup_policy: str  # what the client's own warmup does (ClientFingerprint.warmup_policy)
+    warmup_flag: Optional[str]  # the client's own warmup option (None: sskj does not pass one)
+
+
+# per client, newest first: a host uses the first whose module its client Python has (the last one otherwise)
+CLIENT_MODULES: dict[str, tuple[ClientModule, ...]] = {
+    "sglang": (
+        ClientModule("sglang", "sglang.benchmark.serving", (), "sglang.benchmark.serving", 42,
+                     "respects_max_concurrency", "--warmup-requests"),
+        ClientModule("sglang", "sglang.bench_serving", (), "sglang.bench_serving", 1, "all_at_once",
+                     "--warmup-requests"),
+    ),
+    "vllm": (
+        ClientModule("vllm", "vllm.entrypoints.cli.main", ("bench", "serve"), "vllm bench serve", 0,
+                     "respects_max_concurrency", None),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """How CLIENT_IMPL selects a client's load generator: extra flags and environment."""
+
+    flags: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()  # NAME=VALUE set for the client (through `env`)
+
+
+IMPLEMENTATIONS: dict[tuple[str, str], Implementation] = {
+    ("sglang", "python"): Implementation(),
+    ("sglang", "rust"): Implementation(flags=("--rust-client",)),
+    ("vllm", "python"): Implementation(),
+    ("vllm", "rust"): Implementation(env=("VLLM_USE_RUST_BENCH=1",)),
+}
+
+
+def client_modules(client: str) -> tuple[ClientModule, ...]:
+    """The modules of CLIENT, newest first. Raises ValueError for an unknown client."""
+    if client not in CLIENT_MODULES:
+        raise ValueError(f"unknown client {client!r} (known: {', '.join(CLIENTS)})")
+    return CLIENT_MODULES[client]
+
+
+def probe_modules(client: str) -> list[str]:
+    """The modules whose presence decides which module CLIENT runs (asked once to the client's Python)."""
+    return [m.module for m in client_modules(client)[:-1]]
+
+
+def choose_module(client: str, present: Optional[set[str]] = None, module: Optional[str] = None) -> ClientModule:
+    """CLIENT's module: the one named (CLIENT_MODULE), else the newest of those present, else its oldest.
+
+    Raises ValueError for a module the client does not have."""
+    modules = client_modules(client)
+    if module:
+        for row in modules:
+            if row.module == module:
+                return row
+        raise ValueError(f"CLIENT_MODULE {module!r} is not a module of CLIENT={client} "
+                         f"(known: {', '.join(m.module for m in modules)})")
+    for row in modules[:-1]:
+        if present is not None and row.module in present:
+            return row
+    return modules[-1]
+
+
+def module_of_label(label: Optional[str]) -> Optional[ClientModule]:
+    """The module row a recorded client name (metadata.client) stands for, if it names one."""
+    for rows in CLIENT_MODULES.values():
+        for row in rows:
+            if label in (row.label, row.module):
+                return row
+    return None
+
+
+def implementation(client: str, impl: str) -> Implementation:
+    if (client, impl) not in IMPLEMENTATIONS:
+        raise ValueError(f"CLIENT_IMPL must be one of {', '.join(IMPLS)}, got {impl!r}")
+    return IMPLEMENTATIONS[(client, impl)]
 
 
 @dataclass(frozen=True)
@@ -34,24 +131,29 @@ class ClientRequest:
     seed: str = "1"
     warmup_requests: Optional[str] = "0"
     extra: str = ""
+    module: Optional[str] = None  # None: the client's oldest module (see choose_module)
+    impl: str = "python"
 
 
 def client_command(r: ClientRequest) -> list[str]:
-    """The client's argv for one scenario."""
+    """The client's argv for one scenario. Raises ValueError for an unknown module or implementation."""
+    row = choose_module(r.client, module=r.module)
+    impl = implementation(r.client, r.impl)
     common = ["--backend", r.backend, "--host", r.host, "--port", str(r.port), "--model", r.model,
               "--tokenizer", r.tokenizer]
     shape = ["--random-input-len", str(r.input_len), "--random-output-len", str(r.output_len)]
     dataset = ["--dataset-path", r.dataset_path] if r.dataset_path else []
     load = ["--num-prompts", str(r.num_prompts), "--max-concurrency", str(r.concurrency), "--seed", r.seed]
+    head = (["env", *impl.env] if impl.env else []) + [r.python, "-m", row.module, *row.argv]
     if r.client == "vllm":
-        cmd = [r.python, "-m", "vllm.entrypoints.cli.main", "bench", "serve", *common,
+        cmd = [*head, *common,
                "--dataset-name", r.dataset_name or "random", *dataset, *shape,
                "--random-range-ratio", r.range_ratio or "0.0", *load,
                "--ignore-eos", "--temperature", "0", "--save-result", "--save-detailed",
                "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,95,99",
                "--result-dir", str(r.out.parent), "--result-filename", r.out.name]
     else:
-        cmd = [r.python, "-m", "sglang.bench_serving", *common,
+        cmd = [*head, *common,
                "--dataset-name", r.dataset_name or "random-ids", *dataset, *shape,
                "--random-range-ratio", r.range_ratio or "1.0", *load,
                "--disable-tqdm", "--output-file", str(r.out), "--output-details"]
@@ -59,6 +161,6 @@ def client_command(r: ClientRequest) -> list[str]:
         # snapshot; the client's own warmup would run after them, warm the prefix
         # cache for its first prompt and count in the scenario's accept length.
         # An empty value omits the flag (clients older than 0.5).
-        if r.warmup_requests:
-            cmd += ["--warmup-requests", r.warmup_requests]
-    return cmd + r.extra.split()
+        if r.warmup_requests and row.warmup_flag:
+            cmd += [row.warmup_flag, r.warmup_requests]
+    return cmd + list(impl.flags) + r.extra.split()

@@ -28,20 +28,29 @@ from .common import handle_errors
 @click.option("--warmup-requests", default="0", show_default=True,
               help="The client's own warmup (sglang); empty: flag omitted.")
 @click.option("--extra", default="", help="CLIENT_EXTRA_ARGS, split like a shell would (no expansion).")
+@click.option("--module", default="", help="The client's module (client catalog; default: the client's oldest).")
+@click.option("--impl", "impl", type=click.Choice(["python", "rust"]), default="python", show_default=True,
+              help="CLIENT_IMPL: the Python client or the Rust load generator.")
 @handle_errors
 def client_cmd(client: str, python: str, backend: str, host: str, port: int, model: str, tokenizer: str,
                input_len: int, output_len: int, num_prompts: int, concurrency: int, out: Path, dataset_name: str,
-               dataset_path: str, range_ratio: str, seed: str, warmup_requests: Optional[str], extra: str) -> None:
+               dataset_path: str, range_ratio: str, seed: str, warmup_requests: Optional[str], extra: str,
+               module: str = "", impl: str = "python") -> None:
     """Print the bench client command of one scenario, NUL-separated (read by the shell with mapfile -d '')."""
-    from ..catalog.clients import ClientRequest, client_command
+    from ..catalog.clients import ClientRequest, choose_module, client_command, implementation
     from ..contract.errors import ConfigError
 
+    try:
+        choose_module(client, module=module or None)
+        implementation(client, impl)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     try:
         words = client_command(ClientRequest(
             client=client, python=python, backend=backend, host=host, port=port, model=model, tokenizer=tokenizer,
             input_len=input_len, output_len=output_len, num_prompts=num_prompts, concurrency=concurrency, out=out,
             dataset_name=dataset_name or None, dataset_path=dataset_path or None, range_ratio=range_ratio or None,
-            seed=seed, warmup_requests=warmup_requests, extra=extra))
+            seed=seed, warmup_requests=warmup_requests, extra=extra, module=module or None, impl=impl))
     except ValueError as exc:
         raise ConfigError(f"CLIENT_EXTRA_ARGS {extra!r}: {exc}") from None
     click.echo("".join(f"{w}\0" for w in words), nl=False)

@@ -87,6 +87,10 @@ def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], sl
               help="Requested input length of every run (wins over the runs' keys and file names).")
 @click.option("--output-len", type=click.IntRange(min=0), default=None,
               help="Requested output length of every run (wins over the runs' keys and file names).")
+@click.option("--client-impl", type=click.Choice(["python", "rust"]), default=None,
+              help="The load client that wrote the files, where a file cannot tell (the Rust clients write the "
+                   "Python ones' keys); a file with keys only a Rust client writes is recorded as rust. "
+                   "Default: unknown.")
 @click.option("--name-pattern", default=None, metavar="PATTERN",
               help="How file names are read, e.g. '{chip}_{engine}_c{concurrency}_{input_len}_{output_len}' "
                    "(also {model}, {mmdd}, {rate}, {num_prompts}, {*}); or a regular expression with those named groups.")
@@ -103,7 +107,8 @@ def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Pa
                   model: Optional[str], experiment: Optional[str], server_args: Optional[str],
                   input_len: Optional[int], output_len: Optional[int], name_pattern: Optional[str], dry_run: bool,
                   strict: bool, name_format: Optional[str], slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float],
-                  slo_tpot_mean_ms: Optional[float], validity: tuple[str, ...] = ()) -> None:
+                  slo_tpot_mean_ms: Optional[float], validity: tuple[str, ...] = (),
+                  client_impl: Optional[str] = None) -> None:
     """Import RAW_DIR's *.jsonl|*.json (sglang.bench_serving, vllm bench serve, vllm bench sweep) into run directories.
 
     One run directory per (engine, model, chip): the engine comes from --engine,
@@ -142,7 +147,7 @@ def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Pa
                              server_args=server_args, command=command, name_format=name_format,
                              name_pattern=name_pattern, input_len=input_len, output_len=output_len,
                              dry_run=dry_run, render_report=report_text, validity=parse_thresholds(validity),
-                             progress=progress)
+                             progress=progress, client_impl=client_impl)
     for warning in outcome.warnings:
         echo(f"warning: {warning}", err=True)
     if dry_run:

@@ -178,6 +178,7 @@ def _client_args(raw: Path, concurrency: str, input_len: str, output_len: str, p
             "--dataset-name", env.get("DATASET_NAME", ""), "--dataset-path", env.get("DATASET_PATH", ""),
             "--range-ratio", env.get("RANDOM_RANGE_RATIO", ""), "--seed", env.get("SEED") or "1",
             "--warmup-requests", env.get("CLIENT_WARMUP_REQUESTS", "0"), "--extra", env.get("CLIENT_EXTRA_ARGS", ""),
+            "--module", env.get("BENCH_CLIENT_MODULE", ""), "--impl", env.get("CLIENT_IMPL") or "python",
             "--input-len", input_len, "--output-len", output_len, "--num-prompts", prompts,
             "--concurrency", concurrency, "--out", str(raw)]
 
@@ -216,17 +217,21 @@ def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) ->
     plan of the phase (array BENCH_PLAN: every scenario's commands, printed by the shell).
     """
     from ..contract.redact import redact_argv
-    from ..run.phase import client_label, engine_environment, engine_version, client_version, metadata_meta
+    from ..run.phase import client_label, client_module, client_probe, engine_environment, engine_version, metadata_meta
     from ..run.records import Records, plan_words
 
     env = os.environ
     dry = env.get("DRY_RUN", "0") == "1"
     engine_name = env.get("PHASE_ENGINE", "")
+    # the client's module and version: asked once per phase to its Python; each step reads them from here
+    version, present = client_probe(env)
+    module = client_module(env, present)
+    env["BENCH_CLIENT_MODULE"], env["BENCH_CLIENT_VERSION"] = module, "" if dry else (version or "")
     facts = {
         "ENGINE_ENV": engine_environment(engine_name, env),
         "ENGINE_VERSION": "" if dry else (engine_version(engine_name, env) or ""),
-        "CLIENT_VERSION": "" if dry else (client_version(env) or ""),
-        "CLIENT_LABEL": client_label(env),
+        "CLIENT_VERSION": env["BENCH_CLIENT_VERSION"],
+        "CLIENT_LABEL": client_label(env, module),
     }
     args = list(metadata_args)
     if args[:1] == ["--"]:
@@ -236,6 +241,8 @@ def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) ->
     if status != 0:
         sys.exit(1)
     rec = Records()
+    rec.var("BENCH_CLIENT_MODULE", module)
+    rec.var("BENCH_CLIENT_VERSION", env["BENCH_CLIENT_VERSION"])
     items: list[tuple[str, list[str]]] = []
     if dry:
         items.append(("#", [f"# each client runs under `{' '.join(['sskj-results', 'run-client'])} {run_dir} --stem STEM "
@@ -278,6 +285,7 @@ def step_records(run_dir: Path, session: Path, parse_first: bool) -> "Records":
         rec.var("BENCH_STEM", "", export=False)
         return rec
     (c, inp, outp, n, stem, raw), cmds = found
+    _record_client(run_dir, stem)
     for name, value in (("BENCH_C", c), ("BENCH_IN", inp), ("BENCH_OUT", outp), ("BENCH_N", n),
                         ("BENCH_STEM", stem), ("BENCH_RAW", str(run_dir / "raw_outputs" / raw))):
         rec.var(name, value, export=False)
@@ -288,6 +296,16 @@ def step_records(run_dir: Path, session: Path, parse_first: bool) -> "Records":
     rec.array("BENCH_WARMUP_SHOWN", redact_argv(cmds.warmup))
     rec.array("BENCH_CLIENT_SHOWN", redact_argv(cmds.client))
     return rec
+
+
+def _record_client(run_dir: Path, stem: str) -> None:
+    """client_info/<stem>.json: the fingerprint of the client this scenario runs (read by parse)."""
+    from ..run.client_info import write_client_info
+
+    env = os.environ
+    write_client_info(run_dir, stem, client=env.get("CLIENT") or "sglang", module=env.get("BENCH_CLIENT_MODULE", ""),
+                      impl=env.get("CLIENT_IMPL") or "python", version=env.get("BENCH_CLIENT_VERSION", ""),
+                      seed=env.get("SEED") or "1", warmup_requests=env.get("CLIENT_WARMUP_REQUESTS", "0"))
 
 
 def warn(message: str) -> None:

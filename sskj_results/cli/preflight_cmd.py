@@ -25,6 +25,8 @@ def _say(level: str, message: str) -> None:
 @click.option("--engine", default="", help="Engine of the phase (names the *_PYTHON key in messages).")
 @click.option("--client-python", default=None, help="Python of the bench client.")
 @click.option("--client-module", default=None, help="Module the client runs (sglang.bench_serving, ...).")
+@click.option("--client", "client_name", type=click.Choice(["sglang", "vllm"]), default=None,
+              help="CLIENT: check the module of the client catalog every release of it has (CLIENT_MODULE when set).")
 @click.option("--model", default=None, help="MODEL_PATH: must exist and hold config.json (a hub id is left to the engine).")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=None, help="Port the engine will listen on: must be free.")
@@ -47,6 +49,7 @@ def _say(level: str, message: str) -> None:
 @click.argument("engine_cmd", nargs=-1, type=click.UNPROCESSED)
 @handle_errors
 def preflight(warn_only: bool, engine: str, client_python: Optional[str], client_module: Optional[str],
+              client_name: Optional[str],
               model: Optional[str], host: str, port: Optional[int], accelerators: str, hardware_auto: bool,
               detected_platform: Optional[str], docker_image: Optional[str], disk: Optional[str],
               experiment_dir: Optional[str], orchestrator: int, grace: float, stop_stale: bool,
@@ -71,6 +74,13 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
     from ..contract.errors import UsageError
     from ..run.preflight import Problem
 
+    if client_name and not client_module:
+        from ..catalog.clients import choose_module
+
+        try:  # the oldest module: every release of the client has it (the newer ones as a shim)
+            client_module = choose_module(client_name, module=os.environ.get("CLIENT_MODULE") or None).module
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     problems: list[Problem] = []
     try:  # config.env's VALIDITY_* keys: a typo stops the run here, not at the first parse after hours of GPU
         thresholds = parse_thresholds((*env_items(os.environ), *validity))

@@ -116,7 +116,10 @@ PLATFORM_KEYS: dict[str, tuple[str, str]] = {
     "DSPARK_PYTHON": ("no", "Python of the vLLM-DSpark environment"),
     "XPU_PYTHON": ("no", "Python of the vLLM-XPU environment"),
     "ENGINE_PYTHON": ("no", "Python of any engine without its own *_PYTHON key"),
-    "CLIENT_PYTHON": ("no", "Python with the bench client (sglang.bench_serving)"),
+    "CLIENT_PYTHON": ("no", "Python with the bench client (sglang.benchmark.serving or sglang.bench_serving)"),
+    "CLIENT_IMPL": ("no", "`python` (default) or `rust`: the client's Rust load generator (sglang --rust-client, "
+                    "vLLM VLLM_USE_RUST_BENCH=1)"),
+    "CLIENT_MODULE": ("no", "the client's module when not the newest CLIENT_PYTHON has (sglang.bench_serving, ...)"),
     "WARMUP_PYTHON": ("no", "Python that runs warmup.py (default CLIENT_PYTHON)"),
     "ACCEL_SAMPLER": ("no", "`nvidia-smi`, `xpu-smi` or `none` (default by CHIP)"),
     "ACCEL_COUNT": ("no", "accelerators the platform expects to see (default: from HARDWARE `Nx ...`, else TP)"),

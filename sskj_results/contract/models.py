@@ -25,6 +25,8 @@ from typing import Annotated, Any, Final, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .base import _Model
+from .clientinfo import Acceptance, ClientExtras, ClientFingerprint
 from .redact import redact_text, redact_value_of
 
 # 2: `failed` may be null (unknown), timestamps may be null or partial, with their precision and source
@@ -56,17 +58,6 @@ def _redact_attrs(obj: BaseModel, names: tuple[str, ...]) -> None:
             cleaned = redact_text(value)
             if cleaned != value:
                 object.__setattr__(obj, name, cleaned)
-
-
-class _Model(BaseModel):
-    """Shared configuration: unknown keys are errors, finite floats only."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        allow_inf_nan=False,
-        validate_assignment=False,
-        populate_by_name=True,
-    )
 
 
 class Metadata(_Model):
@@ -441,6 +432,15 @@ class Scenario(_Model):
         default=None,
         description="Whether this point measured the engine (docs/VALIDITY.md); null or absent when never judged.",
     )
+    # --- the load client and the acceptance definition (contract/clientinfo.py) ---
+    client: Optional[ClientFingerprint] = Field(
+        default=None, description="The load client that measured this scenario; null when never recorded.",
+    )
+    acceptance: Optional[Acceptance] = Field(
+        default=None, description="Acceptance length with its source, weighting and draft length; null when not "
+        "speculative or not reported.",
+    )
+    client_extras: Optional[ClientExtras] = Field(default=None, description="Queue times and other keys of the newer clients.")
 
     @model_validator(mode="after")
     def _time_form(self) -> "Scenario":

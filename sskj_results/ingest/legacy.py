@@ -419,6 +419,7 @@ def import_legacy(
     render_report: Optional[ReportRenderer] = None,
     validity: Optional[ValidityThresholds] = None,
     progress: Optional[Callable[[int, int, str], None]] = None,
+    client_impl: Optional[str] = None,
 ) -> ImportOutcome:
     """Import every raw file under raw_dir into one run directory per (engine, model, chip) under out.
     `progress(done, total, file)` is called before each raw file is read and once at the end.
@@ -438,7 +439,7 @@ def import_legacy(
         pattern = compile_name_pattern(name_pattern) if name_pattern else None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    options = ReadOptions(input_len=input_len, output_len=output_len)
+    options = ReadOptions(input_len=input_len, output_len=output_len, client_impl=client_impl)
     spec = slo or resolve_slo()
     stamp = (now or datetime.now().astimezone()).replace(microsecond=0)
     groups: dict[tuple[str, Optional[str], str], _Group] = {}

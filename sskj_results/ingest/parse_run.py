@@ -8,7 +8,8 @@ from typing import Any, Optional
 
 from .. import __version__
 from ..analysis.slo import resolve_slo, slo_status
-from ..contract.errors import RawFormatError, ResultsError
+from ..contract.clientinfo import Acceptance
+from ..contract.errors import RawFormatError, ResultsError, SskjError
 from ..contract.locking import locked, recover_backup
 from ..contract.io import RESULTS_NAME, check_writable, describe_os_error, display_name, load_run, save_run
 from ..contract.models import RawFile, Results, Scenario, SkippedScenario, SloSpec, Source, ValidityThresholds
@@ -16,10 +17,11 @@ from .evidence import judge_run
 from .filenames import name_hints
 from .hashing import sha256_files_each
 from .naming import name_scenarios
+from .clientprint import best_acceptance, client_of_run, read_client_info
 from .rawio import list_raw_dir
 from .scenario import RAW_REQUESTS_CAP, Problem, _bulk, _skip_entry, build_scenario, read_raw_file, run_time, unexpected
 from .sidecars import (
-    accept_length_between,
+    acceptance_between,
     read_metrics,
     read_skipped,
     sidecar_digest,
@@ -105,6 +107,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
     skipped: list[SkippedScenario] = []
     read = reused = 0
     versions: dict[str, set[str]] = {"engine_version": set(), "client_version": set()}
+    draft_tokens = _draft_tokens(existing)
 
     def keep_recorded(label: str, reason: str) -> None:
         """parse never forgets a measured scenario: a raw file imported before that is now
@@ -151,14 +154,14 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
             outcome = read_raw_file(path, label, hints, digest=False)  # hashed above
             file_problems = list(outcome.problems)
             accept, gpu = _sidecar_values(run_dir, path.stem, len(outcome.runs), warnings)
+            info = _client_info(run_dir, path.stem, len(outcome.runs), warnings)
             for run in outcome.runs:
                 try:
                     scenario = build_scenario(run, spec, Source(file=label, line=run.line, index=run.index, sha256=digest,
                                                                      format=run.format),
                                               cap=cap)
-                    if accept is not None and scenario.accept_length is None:
-                        scenario.accept_length = accept
-                        scenario.reconstructed["accept_length"] = "server_metrics"
+                    best_acceptance(scenario, accept, draft_tokens)
+                    client_of_run(scenario, info, existing.metadata.client, existing.metadata.client_version)
                     scenario.accelerator_usage = gpu
                     when = run_time(run)  # the run's own time keys only (the client's `date`)
                     if when.value is not None:
@@ -236,7 +239,32 @@ def _rejudged(scenario: Scenario, spec: SloSpec, same_slo: bool) -> Scenario:
                                        "slo_attainment": None, "request_goodput": None})
 
 
-def _sidecar_values(run_dir: Path, stem: str, runs: int, warnings: list[str]) -> tuple[Optional[float], Any]:
+def _draft_tokens(results: Results) -> Optional[int]:
+    """config.spec_tokens as a draft length: vLLM's num_speculative_tokens (SGLang's draft tokens count the
+    verified root token too, so its draft length comes from the run's server_info instead)."""
+    from ..catalog.engines import engine
+
+    try:
+        family = engine(results.metadata.engine or results.metadata.backend or "").family
+    except SskjError:
+        return None
+    return results.config.spec_tokens if family == "vllm" else None
+
+
+def _client_info(run_dir: Path, stem: str, runs: int, warnings: list[str]) -> Optional[dict[str, Any]]:
+    """The run loop's record of the client of raw file <stem> (one scenario per file only)."""
+    try:
+        info = read_client_info(run_dir / "client_info" / f"{stem}.json")
+    except RawFormatError as exc:
+        warnings.append(str(exc))
+        return None
+    if info is not None and runs != 1:
+        warnings.append(f"client_info/{stem}.json: {runs} runs in the raw file; it describes one scenario only, ignored")
+        return None
+    return info
+
+
+def _sidecar_values(run_dir: Path, stem: str, runs: int, warnings: list[str]) -> tuple[Optional[Acceptance], Any]:
     before = run_dir / "server_metrics" / f"{stem}.before.prom"
     after = run_dir / "server_metrics" / f"{stem}.after.prom"
     gpu_csv = run_dir / "gpu_logs" / f"{stem}.csv"
@@ -244,7 +272,7 @@ def _sidecar_values(run_dir: Path, stem: str, runs: int, warnings: list[str]) ->
     if before.is_file() and after.is_file():
         if runs == 1:
             try:
-                accept = accept_length_between(read_metrics(before), read_metrics(after))
+                accept = acceptance_between(read_metrics(before), read_metrics(after))
             except RawFormatError as exc:
                 warnings.append(f"{exc}; accept length not recorded")
         else:

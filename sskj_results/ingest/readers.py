@@ -23,6 +23,8 @@ from typing import Any, Optional
 import numpy as np
 
 from ..analysis.metrics import flatten_gaps, per_request
+from ..contract.clientinfo import Acceptance, ClientExtras, ClientFingerprint
+from .clientprint import file_acceptance, file_extras, file_fingerprint
 from .filenames import NameHints
 from .runfacts import _recorded_chip, _started
 from .rawkeys import (
@@ -59,6 +61,7 @@ class ReadOptions:
 
     input_len: Optional[int] = None
     output_len: Optional[int] = None
+    client_impl: Optional[str] = None  # python | rust: the load client where the file cannot tell (clientprint.py)
 
 
 @dataclass
@@ -124,6 +127,10 @@ class RawRun:
     # the chip the run itself records (e.g. `--metadata gpu=...`), normalized, and the key and text it came from
     chip: Optional[str] = None
     chip_source: Optional[tuple[str, str]] = None
+    # the load client, the acceptance and the newer clients' extra keys as the run says (clientprint.py)
+    client_print: Optional[ClientFingerprint] = None
+    acceptance: Optional[Acceptance] = None
+    client_extras: Optional[ClientExtras] = None
 
 
 def _request_rate(data: dict[str, Any], notes: list[str]) -> Optional[float]:
@@ -540,6 +547,10 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     (run.engine_version, run.engine_version_source), run.client_version = engine_version(data), client_version(data)
     _fix_e2e_swap(run, data, arrays)
     run.chip, run.chip_source = _recorded_chip(data)
+    run.client_print, contradiction = file_fingerprint(data, fmt, run.client_version, options.client_impl)
+    notes.extend([contradiction] if contradiction else [])
+    run.acceptance = file_acceptance(data, fmt, run.accept_length)
+    run.client_extras = file_extras(data, details.success if details is not None else None)
     goodput = _first_number(data, "request_goodput", "request_goodput:")
     if goodput is not None:
         notes.append(f"the client's request goodput: {goodput:g} req/s (requests meeting its --goodput thresholds)")

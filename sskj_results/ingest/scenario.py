@@ -233,6 +233,7 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         slo_attainment=attainment, request_goodput=goodput, reconstructed=reconstructed, repeat=repeat,
         num_prompts=run.num_prompts, request_rate=run.request_rate, dataset_name=run.dataset_name,
         request_format=run.request_format, notes=list(run.notes), source=source, empty_outputs=run.empty_outputs,
+        client=run.client_print, acceptance=run.acceptance, client_extras=run.client_extras,
     )
 
 

@@ -23,6 +23,7 @@ from typing import Optional
 import numpy as np
 
 from ..contract.errors import RawFormatError
+from ..contract.clientinfo import Acceptance
 from ..contract.models import AcceleratorSummary, SkippedScenario
 from ..contract.io import describe_os_error, display_name, one_line, open_checked, read_text_checked
 
@@ -76,6 +77,58 @@ def accept_length_between(before: str, after: str) -> Optional[float]:
         return None
     value = 1.0 + accepted / drafts
     return value if math.isfinite(value) else None
+
+
+PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
+SGLANG_TOKENS = "sglang:generation_tokens_total"
+SGLANG_VERIFY = "sglang:spec_verify_calls_total"
+_POSITION = re.compile(r'position="(\d{1,3})"')
+
+
+def _per_position(before: str, after: str, drafts: float) -> Optional[list[float]]:
+    """vLLM's accepted tokens per draft position over the interval / drafting steps (positions 0..k-1)."""
+    def by_position(text: str) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for line in text.splitlines():
+            match = _SAMPLE.match(line)
+            if not match or not match.group(1).startswith(PER_POSITION):
+                continue
+            position = _POSITION.search(match.group(2) or "")
+            try:
+                value = float(match.group(3))
+            except ValueError:
+                continue
+            if position and math.isfinite(value):
+                out[int(position.group(1))] = out.get(int(position.group(1)), 0.0) + value
+        return out
+
+    b, a = by_position(before), by_position(after)
+    if not a or sorted(a) != list(range(len(a))):
+        return None
+    rates = [(a[k] - b.get(k, 0.0)) / drafts for k in sorted(a)]
+    return rates if all(math.isfinite(r) and r >= 0 for r in rates) else None
+
+
+def acceptance_between(before: str, after: str) -> Optional[Acceptance]:
+    """The scenario's acceptance from the server's /metrics before and after it: vLLM's
+    1 + accepted / drafts (with its per-position rates), SGLang's generation tokens / verification calls
+    (every scheduler, data-parallel ones too). None when nothing was drafted."""
+    value = accept_length_between(before, after)
+    if value is not None:
+        b, a = prometheus_counters(before), prometheus_counters(after)
+        positions = _per_position(before, after, a[DRAFTS] - b.get(DRAFTS, 0.0))
+        return Acceptance(length=value, source="server_metrics", weighting="token", scope="scenario",
+                          draft_length=len(positions) if positions else None, per_position=positions, reliable=True,
+                          note="vllm:spec_decode_* counters over the scenario")
+    b, a = prometheus_counters(before), prometheus_counters(after)
+    if SGLANG_VERIFY not in a or SGLANG_TOKENS not in a:
+        return None
+    calls = a[SGLANG_VERIFY] - b.get(SGLANG_VERIFY, 0.0)
+    tokens = a[SGLANG_TOKENS] - b.get(SGLANG_TOKENS, 0.0)
+    if not (calls > 0 and tokens >= calls) or not math.isfinite(tokens / calls):
+        return None
+    return Acceptance(length=tokens / calls, source="server_metrics", weighting="token", scope="scenario",
+                      reliable=True, note="sglang:generation_tokens_total / sglang:spec_verify_calls_total over the scenario")
 
 
 def _column(header: list[str], *needles: str) -> Optional[int]:
@@ -213,6 +266,7 @@ def sidecar_paths(run_dir: Path, stem: str) -> list[Path]:
         run_dir / "gpu_logs" / f"{stem}.csv",
         run_dir / "gpu_logs" / f"{stem}.xpu-smi.log",
         run_dir / "client_stats" / f"{stem}.json",  # read by evidence.py (validity)
+        run_dir / "client_info" / f"{stem}.json",  # the client's fingerprint (run/client_info.py)
     ]
     return [p for p in candidates if p.is_file()]
 

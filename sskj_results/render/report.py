@@ -231,6 +231,21 @@ def _notes(doc: ComparisonDoc) -> list[str]:
     return lines
 
 
+def _client_caveat(doc: ComparisonDoc) -> list[str]:
+    """Beside the verdicts: the runs were measured by different load clients (implementation, module, seed
+    or warmup policy), whose effect is mixed into every verdict."""
+    found = [d for d in doc.config_differences if d.setting.startswith("client ")]
+    if not found:
+        return []
+    def shown(value: object) -> str:
+        return "unknown" if value is None else mdt(str(value))
+
+    parts = [f"{d.setting} ({', '.join(f'{code(k)}: {shown(v)}' for k, v in d.values.items())})" for d in found]
+    return ["⚠️ The runs were measured by different load clients: " + "; ".join(parts) + ". The clients time "
+            "requests differently (a Rust load generator reports lower TTFT than the Python client on the same "
+            "server), so every verdict below mixes the client with the engine.", ""]
+
+
 def _verdicts(doc: ComparisonDoc) -> list[str]:
     s = doc.settings
     tests = [(sc, t) for sc in doc.scenarios for t in sc.tests]
@@ -248,6 +263,7 @@ def _verdicts(doc: ComparisonDoc) -> list[str]:
     ]
     if not tests:
         return lines + ["No matched scenarios: nothing to test."]
+    lines += _client_caveat(doc)
     counts: Counter[str] = Counter(t.verdict for _, t in tests)
     order = ("faster", "slower", "no significant difference", "insufficient samples", "not comparable")
     invalid = tuple(sorted(v for v in counts if v not in order))  # not comparable (invalid: …)

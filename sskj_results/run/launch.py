@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from typing import Mapping
 
+from ..catalog.clients import IMPLS
 from ..catalog.engines import engine
 from ..contract.errors import ConfigError, UsageError
 
@@ -139,6 +140,9 @@ def run_settings(settings: Mapping[str, str]) -> tuple[dict[str, str], list[str]
     if out["CLIENT"] not in ("sglang", "vllm"):
         problems.append("CLIENT must be 'sglang' (python -m sglang.bench_serving) or 'vllm' (vllm bench serve), "
                         f"got '{out['CLIENT']}'")
+    if _get(settings, "CLIENT_IMPL") not in ("", *IMPLS):
+        problems.append("CLIENT_IMPL must be 'python' or 'rust' (the client's Rust load generator), "
+                        f"got '{_get(settings, 'CLIENT_IMPL')}'")
     if not _get(settings, "MODEL_PATH"):
         problems.append("missing required variables: MODEL_PATH")
     return out, problems

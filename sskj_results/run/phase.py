@@ -10,8 +10,9 @@ import shutil
 import socket
 from typing import Mapping, Optional
 
+from ..catalog.clients import choose_module, probe_modules
 from ..catalog.engines import engine, package_version
-from ..contract.errors import SskjError
+from ..contract.errors import ConfigError, SskjError
 from .launch import launcher
 
 # results.json metadata field <- the setting it is read from (an empty setting is left out)
@@ -25,8 +26,61 @@ METADATA_FIELDS = (
 )
 
 
-def client_label(settings: Mapping[str, str]) -> str:
-    return "vllm bench serve" if settings.get("CLIENT") == "vllm" else "sglang.bench_serving"
+def client_label(settings: Mapping[str, str], module: Optional[str] = None) -> str:
+    """The recorded client name (metadata.client) of the module the phase runs, `(Rust client)` added
+    with CLIENT_IMPL=rust."""
+    row = choose_module(settings.get("CLIENT") or "sglang", module=module)
+    return row.label + (" (Rust client)" if settings.get("CLIENT_IMPL") == "rust" else "")
+
+
+_PROBE_SNIPPET = """
+import importlib.util
+from importlib import metadata
+version = ""
+for name in NAMES:
+    try:
+        version = metadata.version(name)
+        break
+    except Exception:
+        pass
+print(version)
+found = []
+for module in MODULES:
+    try:
+        if importlib.util.find_spec(module) is not None:
+            found.append(module)
+    except Exception:
+        pass
+print(" ".join(found))
+"""
+
+
+def client_probe(settings: Mapping[str, str], timeout_s: float = 60.0) -> tuple[Optional[str], set[str]]:
+    """(version of the client's package, the catalog's probe modules it has), asked once to CLIENT_PYTHON;
+    (None, empty) when it cannot be asked."""
+    import subprocess
+
+    python = settings.get("CLIENT_PYTHON", "")
+    client = settings.get("CLIENT") or "sglang"
+    if not python or not ((os.path.isfile(python) and os.access(python, os.X_OK)) or shutil.which(python)):
+        return None, set()
+    snippet = f"NAMES = {[client]!r}\nMODULES = {probe_modules(client)!r}\n{_PROBE_SNIPPET}"
+    try:
+        done = subprocess.run([python, "-c", snippet], capture_output=True, text=True, timeout=timeout_s,
+                              check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None, set()
+    lines = done.stdout.splitlines() + ["", ""]
+    return lines[0].strip() or None, set(lines[1].split())
+
+
+def client_module(settings: Mapping[str, str], present: set[str]) -> str:
+    """The module the phase's client runs: CLIENT_MODULE when set, else the newest the client's Python has
+    (client catalog). Raises ConfigError for a module the client does not have."""
+    try:
+        return choose_module(settings.get("CLIENT") or "sglang", present, settings.get("CLIENT_MODULE")).module
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _launcher(name: str, settings: Mapping[str, str]) -> list[str]:
@@ -56,14 +110,6 @@ def engine_version(name: str, settings: Mapping[str, str]) -> Optional[str]:
     if python and settings.get("RUNTIME") == "docker":  # not the server's own `docker exec --env ...` prefix
         python = ["docker", "exec", settings.get("CONTAINER_NAME", ""), settings.get("CONTAINER_PYTHON", "")]
     return package_version(python, list(row.dists)) if python else None
-
-
-def client_version(settings: Mapping[str, str]) -> Optional[str]:
-    """The installed version of the bench client's package (None when unknown)."""
-    python = settings.get("CLIENT_PYTHON", "")
-    if not python or not ((os.path.isfile(python) and os.access(python, os.X_OK)) or shutil.which(python)):
-        return None
-    return package_version([python], [settings.get("CLIENT") or "sglang"])
 
 
 def metadata_meta(settings: Mapping[str, str], facts: Mapping[str, str]) -> list[str]:

@@ -59,6 +59,13 @@ def test_single_phase_run_writes_raw_outputs_metrics_and_results(tmp_path, base_
     assert results["metadata"]["engine"] == "vllm" and results["metadata"]["chip"] == "cpu"
     assert results["metadata"]["run_id"] == "20250102-030405"
     assert len(results["scenarios"]) == 2
+    for scenario in results["scenarios"]:  # the loop's record of the client it ran (the fakes: the old module)
+        assert scenario["client"] == {
+            "module": "sglang.bench_serving", "version": None, "implementation": "python",
+            "implementation_source": "command", "seed": 1, "seed_default": 1, "warmup_requests": 0,
+            "warmup_policy": "all_at_once", "source": "run"}
+        assert (scenario["acceptance"]["source"], scenario["acceptance"]["scope"]) == ("server_metrics", "scenario")
+        assert scenario["acceptance"]["length"] == scenario["accept_length"]
     server_args = results["config"]["server_args"]
     assert "fake_openai_server.py" in server_args and f"--port {env['PORT']}" in server_args
     assert "VLLM_SERVER_DEV_MODE=1" in server_args
