@@ -53,6 +53,15 @@ def write_line(path: Path, data: Any) -> Path:
     return path
 
 
+def another_run(line: bytes, k: int = 1) -> bytes:
+    """The run of `line` measured again: the same shape, other numbers (a line repeated byte for byte
+    is the same run written twice, counted once)."""
+    data = rawio.loads_lenient(line)
+    data["duration"] += k * 1e-3
+    data["ttfts"] = [t + k * 1e-6 for t in data["ttfts"]]
+    return json.dumps(data).encode()
+
+
 def raw_with_good(tmp_path: Path) -> Path:
     raw = tmp_path / "raw"
     raw.mkdir()
@@ -91,7 +100,7 @@ def test_one_bad_line_among_good_lines(tmp_path: Path) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
     line = (RAW / GOOD).read_bytes().splitlines()[0]
-    (raw / "vllm_0705_4_64_16.jsonl").write_bytes(line + b"\n" + line[: len(line) // 2] + b"\n" + line + b"\n")
+    (raw / "vllm_0705_4_64_16.jsonl").write_bytes(line + b"\n" + line[: len(line) // 2] + b"\n" + another_run(line) + b"\n")
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)
     assert result.exit_code == 1
@@ -578,7 +587,7 @@ def test_a_cut_first_line_costs_that_line_only(tmp_path: Path) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
     line = (RAW / GOOD).read_bytes().splitlines()[0]
-    (raw / GOOD).write_bytes(line[:3000] + b"\n" + line + b"\n" + line + b"\n")
+    (raw / GOOD).write_bytes(line[:3000] + b"\n" + line + b"\n" + another_run(line) + b"\n")
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)
     assert result.exit_code == 1
@@ -592,7 +601,8 @@ def test_a_first_line_with_bytes_after_its_object_costs_that_line_only(tmp_path:
     raw = tmp_path / "raw"
     raw.mkdir()
     line = (RAW / GOOD).read_bytes().splitlines()[0]
-    (raw / GOOD).write_bytes(line[:-1] + b'}, "max_concurrency": "\\udc80"\n' + line + b"\n" + line + b"\n" + line)
+    (raw / GOOD).write_bytes(line[:-1] + b'}, "max_concurrency": "\\udc80"\n' + line + b"\n" + another_run(line) + b"\n"
+                           + another_run(line, 2))
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)
     assert result.exit_code == 1

@@ -250,7 +250,7 @@ def test_mixed_detail_and_summary_lines_in_one_file(tmp_path: Path) -> None:
     bare = sglang_run(max_concurrency=4)
     for key in ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors"):
         bare.pop(key)
-    write_jsonl(raw / "sglang_0101_2_32_4.jsonl", [sglang_run(), bare, sglang_run()])
+    write_jsonl(raw / "sglang_0101_2_32_4.jsonl", [sglang_run(), bare, sglang_run(n=7)])  # two measurements
     result = _import(raw, tmp_path / "out")
     assert result.exit_code == 0
     names = [s.name for s in _scenarios(tmp_path / "out")]
@@ -273,7 +273,7 @@ def test_mixed_detail_and_summary_lines_in_one_file(tmp_path: Path) -> None:
 def test_bad_runs_are_skipped_with_file_and_line(tmp_path: Path, line: str, message: str) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
-    write_jsonl(raw / "sglang_0101_2_32_4.jsonl", [sglang_run(), line, sglang_run()])
+    write_jsonl(raw / "sglang_0101_2_32_4.jsonl", [sglang_run(), line, sglang_run(n=7)])  # two measurements
     result = _import(raw, tmp_path / "out")
     assert result.exit_code == 1
     assert f"skipped: {raw}/sglang_0101_2_32_4.jsonl:2: {message}" in result.output
