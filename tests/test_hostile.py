@@ -78,7 +78,7 @@ def imported(out: Path) -> list[str]:
 
 def test_unexpected_exception_in_one_file_costs_that_file_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     raw = raw_with_good(tmp_path)
-    shutil.copy(RAW / GOOD, raw / "vllm_0705_5_64_16.jsonl")
+    (raw / "vllm_0705_5_64_16.jsonl").write_bytes(another_run((RAW / GOOD).read_bytes()) + b"\n")
     real = scenario_mod.read_run
 
     def exploding(data: dict[str, Any], line: int, hints: Any = None, *rest: Any) -> Any:
@@ -614,7 +614,7 @@ def test_directories_named_like_raw_files_are_listed(tmp_path: Path) -> None:
     raw = raw_with_good(tmp_path)
     (raw / "x.jsonl").mkdir()
     (raw / "y.JSON").mkdir()
-    (raw / "y.JSON" / "vllm_0705_5_64_16.jsonl").write_bytes((RAW / GOOD).read_bytes())
+    (raw / "y.JSON" / "vllm_0705_5_64_16.jsonl").write_bytes(another_run((RAW / GOOD).read_bytes()) + b"\n")
     os.mkfifo(raw / "pipe.txt")
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)
