@@ -104,7 +104,7 @@ def test_one_bad_line_among_good_lines(tmp_path: Path) -> None:
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)
     assert result.exit_code == 1
-    assert f"skipped: {raw}/vllm_0705_4_64_16.jsonl:2: not valid JSON" in result.stderr
+    assert f"skipped: {raw}/vllm_0705_4_64_16.jsonl:2:3309: not valid JSON" in result.stderr  # line:column
     assert len(load_run(next((tmp_path / "out").iterdir())).scenarios) == 2
 
 
@@ -258,9 +258,9 @@ def test_file_names_with_control_characters_stay_on_one_line(tmp_path: Path) -> 
     assert_clean(result)
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
-    assert f"skipped: {raw}/'bad\\nname\\x1b[31m.jsonl':1: not valid JSON (unexpected character); " \
+    assert f"skipped: {raw}/'bad\\nname\\x1b[31m.jsonl':1:2: not valid JSON (unexpected character); " \
            "the last line looks truncated — was the client killed mid-write?" not in lines  # not a truncation
-    assert any(line.startswith(f"skipped: {raw}/'bad\\nname\\x1b[31m.jsonl':1: not valid JSON") for line in lines)
+    assert any(line.startswith(f"skipped: {raw}/'bad\\nname\\x1b[31m.jsonl':1:2: not valid JSON") for line in lines)
     assert f"warning: 'notes\\r.txt': not a raw output (*.jsonl or *.json), not read" in lines
     assert all(ch.isprintable() for line in lines for ch in line)
     assert imported(tmp_path / "out") == [GOOD]
@@ -591,7 +591,7 @@ def test_a_cut_first_line_costs_that_line_only(tmp_path: Path) -> None:
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)
     assert result.exit_code == 1
-    assert f"skipped: {raw}/{GOOD}:1: not valid JSON" in result.stderr
+    assert f"skipped: {raw}/{GOOD}:1:3001: not valid JSON" in result.stderr
     assert len(load_run(next((tmp_path / "out").iterdir())).scenarios) == 2
 
 
@@ -606,7 +606,7 @@ def test_a_first_line_with_bytes_after_its_object_costs_that_line_only(tmp_path:
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)
     assert result.exit_code == 1
-    assert f"skipped: {raw}/{GOOD}:1: not valid JSON" in result.stderr
+    assert f"skipped: {raw}/{GOOD}:1:6615: not valid JSON" in result.stderr
     assert len(load_run(next((tmp_path / "out").iterdir())).scenarios) == 3
 
 

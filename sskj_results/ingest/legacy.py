@@ -19,6 +19,7 @@ from ..analysis.slo import resolve_slo
 from ..contract.errors import ConfigError, RawFormatError, UsageError
 from ..contract.io import check_writable, describe_os_error, display_name, read_checked
 from ..contract.locking import locked, recover_backups
+from ..contract.names import MAX_SEGMENT, path_segment
 from ..contract.models import (
     Config,
     Metadata,
@@ -206,6 +207,7 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
             result.warnings.append(f"{label}: not imported: {source.skip}")
         return result
     outcome = read_raw_file(path, label, hints, strict=strict, options=options)
+    result.warnings.extend(outcome.warnings)  # runs written twice, counted once
     if source.skip_items:
         left_out = dict(source.skip_items)
         for run in outcome.runs:
@@ -286,7 +288,7 @@ def _run_dir_base(key: tuple[str, Optional[str], str], per_chip_engine: dict[tup
     base = f"{_safe(chip)}_{_safe(eng)}"
     if per_chip_engine[(chip, eng)] > 1:
         base += f"_{_safe(Path(run_model).name if run_model else UNKNOWN)}"
-    return base
+    return base if len(base) <= MAX_SEGMENT else path_segment(base, "-", UNKNOWN)  # a long model name fits NAME_MAX
 
 
 @_bulk
@@ -337,6 +339,7 @@ def import_legacy(
     problems: list[Problem] = []
     warnings: list[str] = [f"{display_name(label)}: {why}" for label, why in ignored]
     plan: list[str] = []
+    copies: dict[tuple[str, frozenset[tuple[str, Optional[str], str]]], str] = {}  # -> the first file with those bytes
     if not platform.chip_given:
         warnings.append("no chip given (--platform or --chip): runs that record no chip, in files whose name names none, are imported with "
                         "chip 'unknown'; set it later with `sskj-results metadata RUN_DIR --chip CHIP --hardware TEXT`")
@@ -352,6 +355,15 @@ def import_legacy(
         except Exception as exc:  # noqa: BLE001
             done = FileImport(source, problems=[Problem(source.label, None, unexpected(exc))])
             done.plan.append(f"skip {done.problems[0]}")
+        # `cp a b`: the same runs under a second name, into the same run directories, are not more evidence
+        same = (done.digest[0], frozenset(key for key, *_ in done.runs))
+        twin = copies.setdefault(same, source.label) if done.digest[0] and done.runs else source.label
+        if twin != source.label:
+            said = (f"{display_name(source.label)}: the same bytes as {display_name(twin)} (sha256 "
+                    f"{done.digest[0][:12]}…): the same run(s) under a second name; counted once, from {display_name(twin)}")
+            warnings.append(said)
+            plan.append(f"skip {said}")
+            continue
         problems.extend(done.problems)
         warnings.extend(done.warnings)
         plan.extend(done.plan)

@@ -1,18 +1,47 @@
-"""The raw files `import-legacy` reads under RAW_DIR, in a stable order, and those it leaves out and why
-(hidden entries, sweep summaries that repeat their runs, warm-ups, failure records)."""
+"""Which raw files are read: those of a run's raw_outputs/ (`parse`), and those `import-legacy` reads
+under RAW_DIR, in a stable order, with those it leaves out and why (hidden entries, sweep summaries
+that repeat their runs, warm-ups, failure records)."""
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from ..contract.errors import RawFormatError
-from ..contract.io import describe_os_error, read_checked
+from ..contract.io import RAW_SUFFIXES, describe_os_error, read_checked
 from .rawio import loads_lenient
-from .scenario import RAW_SUFFIXES
+
+@dataclass
+class RawListing:
+    """What a raw directory holds: the raw outputs to read (any case of
+    .jsonl/.json, special files included so that reading them reports a
+    refusal) and everything else, which is not read and is listed."""
+
+    files: list[Path] = field(default_factory=list)
+    ignored: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def list_raw_dir(directory: Path) -> RawListing:
+    """Raw outputs of a directory (sorted), and the entries that are not raw outputs, with why."""
+    listing = RawListing()
+    try:
+        entries = sorted(directory.iterdir())
+    except FileNotFoundError:
+        return listing
+    except NotADirectoryError:
+        return listing
+    for entry in entries:
+        if entry.suffix.lower() in RAW_SUFFIXES:
+            listing.files.append(entry)
+        elif entry.is_dir():
+            listing.ignored.append((entry, "directory, not read"))
+        else:
+            listing.ignored.append((entry, "not a raw output (*.jsonl or *.json), not read"))
+    return listing
+
 
 @dataclass(frozen=True)
 class RawSource:
