@@ -231,3 +231,31 @@ def test_collect_follows_linked_run_directories_without_looping(tmp_path: Path) 
     assert result.exit_code == 0, result.output
     rows = (tmp_path / "t.csv").read_text().splitlines()
     assert len(rows) == 2 and "c4_i64_o16" in rows[1]
+
+
+@pytest.mark.parametrize("delay", [0.5, 1.5, 2.5])
+def test_sigterm_from_outside_at_any_moment_leaves_no_temporary(tmp_path: Path, delay: float) -> None:
+    """A real `kill` at some moment of an import (starting, reading, writing or done): the command either
+    finished (0), says it was interrupted (143) or had not begun; never a temporary left, never a half-written run."""
+    import time
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for name in ("vllm_0705_2_128_32.jsonl", "vllm_0705_3_8500_8.jsonl", GOOD, "vllm_0705_8_256_64.jsonl"):
+        shutil.copy(RAW / name, raw / name)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "sskj_results", "import-legacy", str(raw), "--out", str(out), *CHIP],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    # -15: killed before the command began (Python still loading modules): nothing was written yet
+    assert proc.returncode in (0, 143, -signal.SIGTERM), err
+    if proc.returncode == -signal.SIGTERM:
+        assert not out.exists()
+    if proc.returncode == 143:
+        assert err.endswith("error: interrupted (SIGTERM): nothing half-written, its temporary files removed; "
+                            "what was complete before is kept\n")
+    assert not out.exists() or hidden(out) == [p for p in hidden(out) if p == ".sskj-import.json"]
+    for run in out.iterdir() if out.exists() else []:
+        load_run(run)  # every run directory there is complete
