@@ -105,8 +105,12 @@ def test_metadata_during_parse_is_never_lost(tmp_path: Path) -> None:
     raw = run / "raw_outputs"
     assert invoke("parse", str(run)).exit_code == 0  # modules loaded once, before the forks
     for i in range(10):
-        # a new raw file each round, so that parse really reads and writes
-        shutil.copy(RAW / (GOOD if i % 2 == 0 else OTHER), raw / f"r{i}_{GOOD if i % 2 == 0 else OTHER}")
+        # a new raw file (another measurement: a copy would be the same run, counted once) each round,
+        # so that parse really reads and writes
+        source = GOOD if i % 2 == 0 else OTHER
+        data = json.loads((RAW / source).read_text())
+        data["duration"] += i * 1e-3
+        (raw / f"r{i}_{source}").write_text(json.dumps(data) + "\n")
         run_together(lambda: invoke("parse", str(run)),
                      lambda: invoke("metadata", str(run), "--meta", f"description=round {i}", "--no-detect"))
         results = load_run(run)

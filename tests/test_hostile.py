@@ -53,6 +53,15 @@ def write_line(path: Path, data: Any) -> Path:
     return path
 
 
+def another_run(line: bytes, k: int = 1) -> bytes:
+    """The run of `line` measured again: the same shape, other numbers (a line repeated byte for byte
+    is the same run written twice, counted once)."""
+    data = rawio.loads_lenient(line)
+    data["duration"] += k * 1e-3
+    data["ttfts"] = [t + k * 1e-6 for t in data["ttfts"]]
+    return json.dumps(data).encode()
+
+
 def raw_with_good(tmp_path: Path) -> Path:
     raw = tmp_path / "raw"
     raw.mkdir()
@@ -69,7 +78,7 @@ def imported(out: Path) -> list[str]:
 
 def test_unexpected_exception_in_one_file_costs_that_file_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     raw = raw_with_good(tmp_path)
-    shutil.copy(RAW / GOOD, raw / "vllm_0705_5_64_16.jsonl")
+    (raw / "vllm_0705_5_64_16.jsonl").write_bytes(another_run((RAW / GOOD).read_bytes()) + b"\n")
     real = scenario_mod.read_run
 
     def exploding(data: dict[str, Any], line: int, hints: Any = None, *rest: Any) -> Any:
@@ -91,11 +100,11 @@ def test_one_bad_line_among_good_lines(tmp_path: Path) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
     line = (RAW / GOOD).read_bytes().splitlines()[0]
-    (raw / "vllm_0705_4_64_16.jsonl").write_bytes(line + b"\n" + line[: len(line) // 2] + b"\n" + line + b"\n")
+    (raw / "vllm_0705_4_64_16.jsonl").write_bytes(line + b"\n" + line[: len(line) // 2] + b"\n" + another_run(line) + b"\n")
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)
     assert result.exit_code == 1
-    assert f"skipped: {raw}/vllm_0705_4_64_16.jsonl:2: not valid JSON" in result.stderr
+    assert f"skipped: {raw}/vllm_0705_4_64_16.jsonl:2:3309: not valid JSON" in result.stderr  # line:column
     assert len(load_run(next((tmp_path / "out").iterdir())).scenarios) == 2
 
 
@@ -249,9 +258,9 @@ def test_file_names_with_control_characters_stay_on_one_line(tmp_path: Path) -> 
     assert_clean(result)
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
-    assert f"skipped: {raw}/'bad\\nname\\x1b[31m.jsonl':1: not valid JSON (unexpected character); " \
+    assert f"skipped: {raw}/'bad\\nname\\x1b[31m.jsonl':1:2: not valid JSON (unexpected character); " \
            "the last line looks truncated — was the client killed mid-write?" not in lines  # not a truncation
-    assert any(line.startswith(f"skipped: {raw}/'bad\\nname\\x1b[31m.jsonl':1: not valid JSON") for line in lines)
+    assert any(line.startswith(f"skipped: {raw}/'bad\\nname\\x1b[31m.jsonl':1:2: not valid JSON") for line in lines)
     assert f"warning: 'notes\\r.txt': not a raw output (*.jsonl or *.json), not read" in lines
     assert all(ch.isprintable() for line in lines for ch in line)
     assert imported(tmp_path / "out") == [GOOD]
@@ -583,11 +592,11 @@ def test_a_cut_first_line_costs_that_line_only(tmp_path: Path) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
     line = (RAW / GOOD).read_bytes().splitlines()[0]
-    (raw / GOOD).write_bytes(line[:3000] + b"\n" + line + b"\n" + line + b"\n")
+    (raw / GOOD).write_bytes(line[:3000] + b"\n" + line + b"\n" + another_run(line) + b"\n")
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)
     assert result.exit_code == 1
-    assert f"skipped: {raw}/{GOOD}:1: not valid JSON" in result.stderr
+    assert f"skipped: {raw}/{GOOD}:1:3001: not valid JSON" in result.stderr
     assert len(load_run(next((tmp_path / "out").iterdir())).scenarios) == 2
 
 
@@ -597,11 +606,12 @@ def test_a_first_line_with_bytes_after_its_object_costs_that_line_only(tmp_path:
     raw = tmp_path / "raw"
     raw.mkdir()
     line = (RAW / GOOD).read_bytes().splitlines()[0]
-    (raw / GOOD).write_bytes(line[:-1] + b'}, "max_concurrency": "\\udc80"\n' + line + b"\n" + line + b"\n" + line)
+    (raw / GOOD).write_bytes(line[:-1] + b'}, "max_concurrency": "\\udc80"\n' + line + b"\n" + another_run(line) + b"\n"
+                           + another_run(line, 2))
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)
     assert result.exit_code == 1
-    assert f"skipped: {raw}/{GOOD}:1: not valid JSON" in result.stderr
+    assert f"skipped: {raw}/{GOOD}:1:6615: not valid JSON" in result.stderr
     assert len(load_run(next((tmp_path / "out").iterdir())).scenarios) == 3
 
 
@@ -609,7 +619,7 @@ def test_directories_named_like_raw_files_are_listed(tmp_path: Path) -> None:
     raw = raw_with_good(tmp_path)
     (raw / "x.jsonl").mkdir()
     (raw / "y.JSON").mkdir()
-    (raw / "y.JSON" / "vllm_0705_5_64_16.jsonl").write_bytes((RAW / GOOD).read_bytes())
+    (raw / "y.JSON" / "vllm_0705_5_64_16.jsonl").write_bytes(another_run((RAW / GOOD).read_bytes()) + b"\n")
     os.mkfifo(raw / "pipe.txt")
     result = import_dir(raw, tmp_path / "out")
     assert_clean(result)

@@ -250,7 +250,7 @@ def test_mixed_detail_and_summary_lines_in_one_file(tmp_path: Path) -> None:
     bare = sglang_run(max_concurrency=4)
     for key in ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors"):
         bare.pop(key)
-    write_jsonl(raw / "sglang_0101_2_32_4.jsonl", [sglang_run(), bare, sglang_run()])
+    write_jsonl(raw / "sglang_0101_2_32_4.jsonl", [sglang_run(), bare, sglang_run(n=7)])  # two measurements
     result = _import(raw, tmp_path / "out")
     assert result.exit_code == 0
     names = [s.name for s in _scenarios(tmp_path / "out")]
@@ -273,10 +273,11 @@ def test_mixed_detail_and_summary_lines_in_one_file(tmp_path: Path) -> None:
 def test_bad_runs_are_skipped_with_file_and_line(tmp_path: Path, line: str, message: str) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
-    write_jsonl(raw / "sglang_0101_2_32_4.jsonl", [sglang_run(), line, sglang_run()])
+    write_jsonl(raw / "sglang_0101_2_32_4.jsonl", [sglang_run(), line, sglang_run(n=7)])  # two measurements
     result = _import(raw, tmp_path / "out")
     assert result.exit_code == 1
-    assert f"skipped: {raw}/sglang_0101_2_32_4.jsonl:2: {message}" in result.output
+    column = ":2" if line == "{not json" else ""  # a JSON syntax error gives line:column
+    assert f"skipped: {raw}/sglang_0101_2_32_4.jsonl:2{column}: {message}" in result.output
     assert "Traceback" not in result.output
     assert len(_scenarios(tmp_path / "out")) == 2
     run = load_run(next((tmp_path / "out").iterdir()))
@@ -290,7 +291,7 @@ def test_truncated_last_line(tmp_path: Path) -> None:
     (raw / "sglang_0101_2_32_4.jsonl").write_text(text)
     result = _import(raw, tmp_path / "out")
     assert result.exit_code == 1
-    assert "sglang_0101_2_32_4.jsonl:2: not valid JSON" in result.output and "truncated" in result.output
+    assert "sglang_0101_2_32_4.jsonl:2:201: not valid JSON" in result.output and "truncated" in result.output
 
 
 def test_strict_stops_and_writes_nothing(tmp_path: Path) -> None:
@@ -311,7 +312,7 @@ def test_binary_and_empty_files(tmp_path: Path) -> None:
     write_jsonl(raw / "vllm_0101_4_32_4.jsonl", [sglang_run(max_concurrency=4)])
     result = _import(raw, tmp_path / "out")
     assert result.exit_code == 1
-    assert "sglang_0101_2_32_4.jsonl:1: not valid JSON" in result.output
+    assert "sglang_0101_2_32_4.jsonl:1:1: not valid JSON" in result.output
     assert "vllm_0101_2_32_4.json: empty file: no runs" in result.output
     assert "Traceback" not in result.output
 
@@ -407,7 +408,7 @@ def test_parse_cli_reports_bad_file_and_keeps_good(tmp_path: Path) -> None:
     (run / "raw_outputs" / "cpu_vllm_0705_4_128_32.jsonl").write_text('{"backend": "vllm", "completed": ')
     result = CliRunner().invoke(main, ["parse", str(run)])
     assert result.exit_code == 1
-    assert f"skipped: {run}/raw_outputs/cpu_vllm_0705_4_128_32.jsonl:1: not valid JSON" in result.output
+    assert f"skipped: {run}/raw_outputs/cpu_vllm_0705_4_128_32.jsonl:1:34: not valid JSON" in result.output
     results = load_run(run)
     assert [s.name for s in results.scenarios] == ["c2_i128_o32"]
     assert results.skipped[0].scenario == "c4_i128_o32"

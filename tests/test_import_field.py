@@ -160,7 +160,7 @@ def test_dates_are_never_taken_from_the_file_system(tmp_path: Path) -> None:
     undated = vllm_summary(random_input_len=64, random_output_len=8)
     del undated["date"]
     write(raw / "bench.json", undated)
-    write(raw / "a" / "bench_2026-03-24_11-23-55.json", undated)
+    write(raw / "a" / "bench_2026-03-24_11-23-55.json", {**undated, "duration": 12.6})  # another measurement
     write(raw / "b" / "sglang_1015_2_32_4.jsonl", sglang_run())
     result = run_import(raw, tmp_path / "out", "--chip", "h200", "--engine", "vllm", "--model", "m")
     assert result.exit_code == 0, result.output

@@ -418,7 +418,7 @@ def test_dry_run_says_per_file_and_line_what_would_happen_and_writes_nothing(tmp
     lines = result.output.splitlines()
     assert "import bench.json:1: engine vllm, model org/model-a, chip unknown, input 64, output 8, open loop at 4 req/s -> r4_i64_o8" in lines
     assert "import sglang_0101_2_32_4.jsonl:1: engine sglang, model unknown, chip unknown, input 32, output 4, concurrency 2 -> c2_i32_o4" in lines
-    assert any(line.startswith("skip sglang_0101_2_32_4.jsonl:2: not valid JSON") for line in lines)
+    assert any(line.startswith("skip sglang_0101_2_32_4.jsonl:2:2: not valid JSON") for line in lines)
     assert not (tmp_path / "imported").exists() and sorted(p.name for p in raw.iterdir()) == ["bench.json", "sglang_0101_2_32_4.jsonl"]
 
 

@@ -134,8 +134,7 @@ def test_a_line_too_long_for_orjson_is_read_by_the_standard_library(raw: Path, m
     (raw / "raw_outputs" / "vllm_0705_9_1_1.jsonl").write_text('{"backend": "vllm", "completed": 1, "pad": "' + "x" * 40 + '", "x": [1, 2,]}\n')
     result = cli("import-legacy", "raw_outputs", "--chip", "cpu", "--out", "slow")
     assert result.exit_code == 1
-    assert ("skipped: raw_outputs/vllm_0705_9_1_1.jsonl:1: not valid JSON (Expecting value: line 1 column 99 "
-            "(char 98))") in result.stderr, result.stderr
+    assert "skipped: raw_outputs/vllm_0705_9_1_1.jsonl:1:99: not valid JSON (Expecting value)\n" in result.stderr
     fast, slow = (json.loads(next(Path(d).glob("*/results.json")).read_text(encoding="utf-8")) for d in ("fast", "slow"))
     assert fast["scenarios"] == slow["scenarios"] and len(fast["scenarios"]) == 4
     assert fast["scenarios"][0]["request_rate"] is None  # the file's bare Infinity, as orjson's path reads it

@@ -233,11 +233,21 @@ _SCENARIO_COLUMNS = [c for c in COLUMNS if c.level == "scenario"]
 # --------------------------------------------------------------------------- finding and reading runs
 
 
+def _first_visit(directory: str, walked: set[str]) -> bool:
+    """True the first time a directory (by its real path) is reached: a link cycle is walked once."""
+    real = os.path.realpath(directory)
+    if real in walked:
+        return False
+    walked.add(real)
+    return True
+
+
 def find_results_files(paths: Iterable[PathLike]) -> list[Path]:
     """Every results.json under the paths, in a stable order, each once.
 
     A file is taken as it is (any name), a run-set index as its phases' files; a directory is searched recursively
-    for files named results.json, skipping hidden directories and a run's own
+    for files named results.json (symbolic links to directories followed, each directory once: a link
+    cycle ends), skipping hidden directories and a run's own
     raw_outputs/, logs/, gpu_logs/, server_metrics/ and plots/; a multi-phase run's index is left out
     (its phases are found below it).
     """
@@ -250,8 +260,10 @@ def find_results_files(paths: Iterable[PathLike]) -> list[Path]:
             candidates = [d / RESULTS_NAME for d in phase_paths(p, run_set)] if run_set is not None else [p]
         elif p.is_dir():
             candidates = []
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in PRUNE_DIRS)
+            walked = {os.path.realpath(p)}  # symbolic links to run directories are followed, each directory once
+            for root, dirs, files in os.walk(p, followlinks=True):
+                dirs[:] = [d for d in sorted(dirs) if not d.startswith(".") and d not in PRUNE_DIRS
+                           and _first_visit(os.path.join(root, d), walked)]
                 if RESULTS_NAME in files and not is_index_file(Path(root) / RESULTS_NAME):  # phases are below it
                     candidates.append(Path(root) / RESULTS_NAME)
             if not candidates:

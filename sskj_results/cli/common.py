@@ -6,7 +6,9 @@ import errno
 import functools
 import math
 import os
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any, Callable, Optional, ParamSpec, TypeVar
@@ -64,6 +66,34 @@ def os_error_message(exc: OSError) -> str:
     return f"{where}{describe_os_error(exc)}; {advice}"
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread by `cleans_up_on_term`: every `except BaseException` and
+    `finally` on the way out removes its temporary files, as for Ctrl-C."""
+
+
+def cleans_up_on_term(func: Callable[P, R]) -> Callable[P, R]:
+    """While func runs, SIGTERM (`kill`, `timeout`, Slurm's end of job) stops it as Ctrl-C does, so a
+    writer removes its temporaries (`.results.json.*.tmp`, `.<run>.*.tmp`) before exiting 143; a
+    second SIGTERM meanwhile is ignored, so the cleanup runs to its end. Put it below handle_errors."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        if threading.current_thread() is not threading.main_thread():
+            return func(*args, **kwargs)
+
+        def on_term(signum: int, frame: Any) -> None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            raise Terminated()
+
+        previous = signal.signal(signal.SIGTERM, on_term)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    return wrapper
+
+
 def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Turn library errors into `error: ...` on stderr (exit 1; usage errors exit 2).
 
@@ -82,9 +112,11 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise ExitError(str(exc), 1) from None
         except OSError as exc:  # a file or directory the command could not read or write
             raise ExitError(os_error_message(exc), 1) from None
-        except KeyboardInterrupt:
-            click.echo("error: interrupted; nothing was half-written (files are replaced atomically)", err=True)
-            sys.exit(130)
+        except (KeyboardInterrupt, Terminated) as exc:
+            name, code = ("SIGTERM", 143) if isinstance(exc, Terminated) else ("SIGINT", 130)
+            click.echo(f"error: interrupted ({name}): nothing half-written, its temporary files removed; "
+                       "what was complete before is kept", err=True)
+            sys.exit(code)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except RecursionError:

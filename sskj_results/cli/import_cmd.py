@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..contract.models import SloSpec
 
 from ..contract.io import display_name
-from .common import ExitError, PlatformFile, catalog_chip_name, echo, handle_errors, slo_options
+from .common import ExitError, PlatformFile, catalog_chip_name, cleans_up_on_term, echo, handle_errors, slo_options
 from .progress import Progress
 
 
@@ -35,6 +35,7 @@ def _slo(tier: Optional[str], ttft: Optional[float], tpot: Optional[float]) -> O
 @click.option("--validity", "validity", multiple=True, metavar="NAME=VALUE", help=VALIDITY_HELP)
 @slo_options
 @handle_errors
+@cleans_up_on_term
 def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float],
           slo_tpot_mean_ms: Optional[float], validity: tuple[str, ...] = ()) -> None:
     """Merge RUN_DIR/raw_outputs/* into RUN_DIR/results.json.
@@ -102,6 +103,7 @@ def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], sl
 @click.option("--validity", "validity", multiple=True, metavar="NAME=VALUE", help=VALIDITY_HELP)
 @slo_options
 @handle_errors
+@cleans_up_on_term
 def import_legacy(raw_dir: Path, out: Optional[Path], platform_file: Optional[Path], chip: Optional[str],
                   accelerator: Optional[str], hardware: Optional[str], engine: Optional[str],
                   model: Optional[str], experiment: Optional[str], server_args: Optional[str],

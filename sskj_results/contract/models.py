@@ -520,8 +520,10 @@ class RawFile(_Model):
     )
     mtime_ns: Optional[int] = Field(
         default=None,
-        description="Modification time (ns) when imported; with an unchanged size it lets parse skip re-hashing (quick check).",
+        description="Modification time (ns) when imported; with an unchanged size and ctime_ns it lets parse skip re-hashing (quick check).",
     )
+    ctime_ns: Optional[int] = Field(default=None, description="Status-change time (ns) when imported: any write, "
+                                    "`touch` or `cp -p` onto the file sets it to now, so the quick check sees a same-size replacement.")
     damaged: Optional[str] = Field(
         default=None,
         description="Why the file could not be read again at the last parse (missing, unreadable, corrupt); "

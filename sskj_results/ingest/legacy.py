@@ -7,19 +7,19 @@ are computed from the per-request arrays and listed in Scenario.reconstructed.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from .. import __version__
 from ..analysis.slo import resolve_slo
 from ..contract.errors import ConfigError, RawFormatError, UsageError
 from ..contract.io import check_writable, describe_os_error, display_name, read_checked
 from ..contract.locking import locked, recover_backups
+from ..contract.names import MAX_SEGMENT, path_segment
 from ..contract.models import (
     Config,
     Metadata,
@@ -34,7 +34,7 @@ from ..contract.models import (
 from .evidence import judge_run
 from .filenames import compile_name_pattern, name_hints
 from .naming import format_rate, name_scenarios
-from .rawio import loads_lenient
+from .rawsources import RawSource, collect_raw_sources
 from .rawkeys import ENGINE_OF_BACKEND
 from .readers import RawRun, ReadOptions
 from .run_dir import (
@@ -49,7 +49,6 @@ from .run_dir import (
 )
 from .scenario import (
     RAW_REQUESTS_CAP,
-    RAW_SUFFIXES,
     Problem,
     RunTime,
     _bulk,
@@ -120,112 +119,6 @@ def check_import_dir(raw_dir: Path, out: Path) -> None:
     if target == raw or raw in target.parents:
         raise UsageError(f"--out {out} is inside RAW_DIR {raw_dir}; the next import would read its own output. "
                          f"Choose a directory outside it (default: {default_import_dir(raw_dir)})")
-
-
-@dataclass(frozen=True)
-class RawSource:
-    """A raw file to import, or one to leave out and why (sweep summaries, warm-ups, failure records)."""
-
-    path: Path
-    label: str
-    skip: Optional[str] = None
-    # runs of the file left out, by their position in its JSON array, and why (a sweep summary's repeats)
-    skip_items: tuple[tuple[int, str], ...] = ()
-
-
-_SWEEP_RUN = re.compile(r"^run=\d+\.json$")
-
-
-def collect_raw_sources(raw_dir: Path, ignored: Optional[list[tuple[str, str]]] = None) -> list[RawSource]:
-    """Every *.jsonl/*.json under raw_dir (subdirectories too, hidden ones left out), in a stable order.
-
-    In a `vllm bench sweep serve` directory (`run=N.json` files), `summary.json` repeats the runs and
-    `warmup.json` is the unmeasured warm-up: both are left out; `summary.json` alone is imported.
-    """
-    sources: list[RawSource] = []
-    root = raw_dir
-    paths: list[Path] = []
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        walked = path.is_dir() and not path.is_symlink()  # rglob walks it
-        if any(part.startswith(".") for part in rel.parts) or walked or path.suffix.lower() not in RAW_SUFFIXES:
-            # listed, never silently skipped (a hidden directory once, not each file in it)
-            hidden_below = any(part.startswith(".") for part in rel.parts[:-1])
-            if ignored is not None and not hidden_below and not (walked and not rel.name.startswith(".")):
-                why = "hidden, not read" if rel.name.startswith(".") else "not a raw output (*.jsonl or *.json), not read"
-                ignored.append((str(rel), why))
-            elif ignored is not None and not hidden_below and walked and path.suffix.lower() in RAW_SUFFIXES:
-                try:
-                    inside = "empty" if not any(path.iterdir()) else "the raw files inside it are read"
-                except OSError as exc:
-                    inside = f"cannot list it: {describe_os_error(exc)}"
-                ignored.append((str(rel), f"a directory named like a raw output, not a file: not read as one ({inside})"))
-            continue
-        paths.append(path)  # special files named like raw files are kept: reading them reports the refusal
-    sweep_dirs = {p.parent for p in paths if _SWEEP_RUN.match(p.name)}
-    for path in paths:
-        label = str(path.relative_to(root))
-        siblings_runs = path.parent in sweep_dirs
-        if path.name == "summary.json" and siblings_runs:
-            repeats = sweep_repeats(path, sorted(p for p in paths if p.parent == path.parent and _SWEEP_RUN.match(p.name)))
-            if repeats is not None and repeats[1] and len(repeats[0]) == repeats[1]:
-                sources.append(RawSource(path, label, "sweep summary: repeats the run=N.json files beside it, each imported once"))
-            else:  # unreadable (the reader says why), or runs of its own: those are imported
-                sources.append(RawSource(path, label, skip_items=tuple(sorted(repeats[0].items())) if repeats else ()))
-        elif path.name == "warmup.json" and siblings_runs:
-            sources.append(RawSource(path, label, "sweep warm-up run: not measured"))
-        elif path.name.endswith(".failure.json"):
-            sources.append(RawSource(path, label, _failure_reason(path)))
-        else:
-            sources.append(RawSource(path, label))
-    return sources
-
-
-def _load_json(path: Path) -> Any:
-    return loads_lenient(read_checked(path, "raw output"))
-
-
-def _same_run(element: dict[str, Any], run: dict[str, Any]) -> bool:
-    """The summary element is that run: every key both hold has the same value (statistics, counts, date), and
-    they share a count and a statistic (two runs of one sweep share their settings, never all their numbers)."""
-    common = [k for k in element if k in run]
-    if "completed" not in common and "date" not in common:
-        return False
-    if not any(k.endswith("_ms") for k in common):
-        return False
-    return all(element[k] == run[k] for k in common)
-
-
-def sweep_repeats(summary: Path, run_files: list[Path]) -> Optional[tuple[dict[int, str], int]]:
-    """({position: why} of the summary's elements that repeat a `run=N.json` beside it, number of elements);
-    None when a file cannot be read as JSON (then the summary is read as any raw file, and says why)."""
-    try:
-        data = _load_json(summary)
-        runs = [(p.name, _load_json(p)) for p in run_files]
-    except (OSError, ValueError, RecursionError, RawFormatError):
-        return None
-    elements = data if isinstance(data, list) else [data]
-    repeats: dict[int, str] = {}
-    for i, element in enumerate(elements):
-        if not isinstance(element, dict):
-            continue
-        for name, run in runs:
-            if isinstance(run, dict) and _same_run(element, run):
-                repeats[i] = f"sweep summary element repeats {name} beside it (imported once, from {name})"
-                break
-    return repeats, len(elements)
-
-
-def _failure_reason(path: Path) -> str:
-    """The error a `vllm bench sweep` failure record keeps."""
-    try:
-        data = json.loads(read_checked(path, "raw output").decode("utf-8", errors="replace"))
-    except (OSError, ValueError, RecursionError):
-        return "sweep failure record: the benchmark did not produce results"
-    if isinstance(data, dict) and data.get("error"):
-        kind = f"{data.get('error_type')}: " if data.get("error_type") else ""
-        return f"benchmark failed ({kind}{str(data['error']).strip().splitlines()[0][:300]})"
-    return "sweep failure record: the benchmark did not produce results"
 
 
 def group_time(times: list[RunTime]) -> tuple[RunTime, str]:
@@ -314,6 +207,7 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
             result.warnings.append(f"{label}: not imported: {source.skip}")
         return result
     outcome = read_raw_file(path, label, hints, strict=strict, options=options)
+    result.warnings.extend(outcome.warnings)  # runs written twice, counted once
     if source.skip_items:
         left_out = dict(source.skip_items)
         for run in outcome.runs:
@@ -394,7 +288,7 @@ def _run_dir_base(key: tuple[str, Optional[str], str], per_chip_engine: dict[tup
     base = f"{_safe(chip)}_{_safe(eng)}"
     if per_chip_engine[(chip, eng)] > 1:
         base += f"_{_safe(Path(run_model).name if run_model else UNKNOWN)}"
-    return base
+    return base if len(base) <= MAX_SEGMENT else path_segment(base, "-", UNKNOWN)  # a long model name fits NAME_MAX
 
 
 @_bulk
@@ -446,6 +340,7 @@ def import_legacy(
     problems: list[Problem] = []
     warnings: list[str] = [f"{display_name(label)}: {why}" for label, why in ignored]
     plan: list[str] = []
+    copies: dict[tuple[str, frozenset[tuple[str, Optional[str], str]]], str] = {}  # -> the first file with those bytes
     if not platform.chip_given:
         warnings.append("no chip given (--platform or --chip): runs that record no chip, in files whose name names none, are imported with "
                         "chip 'unknown'; set it later with `sskj-results metadata RUN_DIR --chip CHIP --hardware TEXT`")
@@ -461,6 +356,15 @@ def import_legacy(
         except Exception as exc:  # noqa: BLE001
             done = FileImport(source, problems=[Problem(source.label, None, unexpected(exc))])
             done.plan.append(f"skip {done.problems[0]}")
+        # `cp a b`: the same runs under a second name, into the same run directories, are not more evidence
+        same = (done.digest[0], frozenset(key for key, *_ in done.runs))
+        twin = copies.setdefault(same, source.label) if done.digest[0] and done.runs else source.label
+        if twin != source.label:
+            said = (f"{display_name(source.label)}: the same bytes as {display_name(twin)} (sha256 "
+                    f"{done.digest[0][:12]}…): the same run(s) under a second name; counted once, from {display_name(twin)}")
+            warnings.append(said)
+            plan.append(f"skip {said}")
+            continue
         problems.extend(done.problems)
         warnings.extend(done.warnings)
         plan.extend(done.plan)

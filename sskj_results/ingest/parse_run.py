@@ -18,7 +18,7 @@ from .filenames import name_hints
 from .hashing import sha256_files_each
 from .naming import name_scenarios
 from .clientprint import best_acceptance, client_of_run, read_client_info
-from .rawio import list_raw_dir
+from .rawsources import list_raw_dir
 from .scenario import RAW_REQUESTS_CAP, Problem, _bulk, _skip_entry, build_scenario, read_raw_file, run_time, unexpected
 from .sidecars import (
     acceptance_between,
@@ -42,7 +42,7 @@ class ParseOutcome:
 
 
 def raw_files(directory: Path) -> list[Path]:
-    """The raw outputs of a directory (any case of .jsonl/.json; see rawio.list_raw_dir)."""
+    """The raw outputs of a directory (any case of .jsonl/.json; see rawsources.list_raw_dir)."""
     return list_raw_dir(directory).files
 
 
@@ -77,7 +77,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
     same_slo = existing.slo is not None and existing.slo == spec and thresholds == existing.validity_thresholds
     known = {rf.file: rf for rf in existing.raw_files}
     warnings: list[str] = [f"raw_outputs/{display_name(p.name)}: {why}" for p, why in listing.ignored]
-    # quick check (as rsync and make do): a file whose size and mtime are those
+    # quick check (as rsync and make do): a file whose size, mtime and ctime are those
     # recorded keeps its recorded hash; every other file is hashed
     stamps: dict[Path, Any] = {}
     unreadable: dict[Path, str] = {}
@@ -89,7 +89,8 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
     quick: dict[Path, tuple[str, int]] = {}
     for path, st in stamps.items():
         prev = known.get(f"raw_outputs/{path.name}")
-        if prev is not None and prev.mtime_ns == st.st_mtime_ns and prev.size == st.st_size and not prev.damaged:
+        if prev is not None and prev.mtime_ns == st.st_mtime_ns and prev.size == st.st_size and not prev.damaged \
+                and prev.ctime_ns == st.st_ctime_ns:  # `cp -p` keeps size and mtime, never ctime
             quick[path] = (prev.sha256, prev.size)
     to_hash = [p for p in paths if p not in quick and p not in unreadable]
     for path, result in zip(to_hash, sha256_files_each(to_hash)):
@@ -120,6 +121,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
         warnings.append(f"{display_name(label)}: {reason}; kept its {len(kept)} recorded scenario(s) and marked it "
                         "damaged (the next RESUME measures it again)")
 
+    copies: dict[str, str] = {}  # sha256 -> the first raw file with those bytes
     # content hashes decide what is read again
     for path in paths:
         label = f"raw_outputs/{path.name}"
@@ -132,7 +134,14 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                 skipped.append(_skip_entry(problem, name_hints(path.stem)))
             continue
         digest, size = quick[path]
-        mtime_ns = stamps[path].st_mtime_ns
+        mtime_ns, ctime_ns = stamps[path].st_mtime_ns, stamps[path].st_ctime_ns
+        twin = copies.setdefault(digest, label)
+        if twin != label:  # `cp a b`: the same runs under a second name are not more evidence
+            warnings.append(f"{display_name(label)}: the same bytes as {display_name(twin)} (sha256 {digest[:12]}…): "
+                            f"the same run(s) under a second name; counted once, from {display_name(twin)}")
+            records.append(RawFile(file=label, sha256=digest, size=size, runs=0, mtime_ns=mtime_ns,
+                                   ctime_ns=ctime_ns))
+            continue
         try:
             sides = sidecar_paths(run_dir, path.stem)
             side_digest = sidecar_digest(sides)
@@ -143,7 +152,8 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
         if same_slo and prev and prev.sha256 == digest and prev.sidecar_sha256 == side_digest and label in old_by_file \
                 and not prev.damaged and all(s.validity is not None for s in old_by_file[label]):
             scenarios.extend(s.model_copy() for s in old_by_file[label])  # shallow: renaming must not touch `existing`
-            records.append(prev if prev.mtime_ns == mtime_ns else prev.model_copy(update={"mtime_ns": mtime_ns}))
+            same = (prev.mtime_ns, prev.ctime_ns) == (mtime_ns, ctime_ns)
+            records.append(prev if same else prev.model_copy(update={"mtime_ns": mtime_ns, "ctime_ns": ctime_ns}))
             reused += 1
             continue
         read += 1
@@ -153,6 +163,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
         try:
             outcome = read_raw_file(path, label, hints, digest=False)  # hashed above
             file_problems = list(outcome.problems)
+            warnings.extend(outcome.warnings)  # runs written twice, counted once
             accept, gpu = _sidecar_values(run_dir, path.stem, len(outcome.runs), warnings)
             info = _client_info(run_dir, path.stem, len(outcome.runs), warnings)
             for run in outcome.runs:
@@ -184,7 +195,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
         skipped.extend(_skip_entry(p, hints) for p in file_problems)
         scenarios.extend(built)
         records.append(RawFile(file=label, sha256=digest, size=size, runs=len(built), sidecar_sha256=side_digest,
-                               mtime_ns=mtime_ns))
+                               mtime_ns=mtime_ns, ctime_ns=ctime_ns))
     listed = {f"raw_outputs/{p.name}" for p in paths}
     for label in sorted(set(old_by_file) - listed):
         if label.startswith("raw_outputs/"):

@@ -19,46 +19,17 @@ import json
 import os
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterator, Optional, Union
 
 import orjson
 
-from ..contract.io import RAW_SUFFIXES, one_line, open_checked
+from ..contract.io import one_line, open_checked
 
 # Bare non-finite constants in value position (after ':', ',' or '['): made null
 # so orjson can parse the line; only tried after a plain orjson parse failed.
 _NONFINITE = re.compile(rb"(?<=[:,\[])(\s*)(?:-?Infinity|NaN)(?=\s*[,\]}])")
-
-
-@dataclass
-class RawListing:
-    """What a raw directory holds: the raw outputs to read (any case of
-    .jsonl/.json, special files included so that reading them reports a
-    refusal) and everything else, which is not read and is listed."""
-
-    files: list[Path] = field(default_factory=list)
-    ignored: list[tuple[Path, str]] = field(default_factory=list)
-
-
-def list_raw_dir(directory: Path) -> RawListing:
-    """Raw outputs of a directory (sorted), and the entries that are not raw outputs, with why."""
-    listing = RawListing()
-    try:
-        entries = sorted(directory.iterdir())
-    except FileNotFoundError:
-        return listing
-    except NotADirectoryError:
-        return listing
-    for entry in entries:
-        if entry.suffix.lower() in RAW_SUFFIXES:
-            listing.files.append(entry)
-        elif entry.is_dir():
-            listing.ignored.append((entry, "directory, not read"))
-        else:
-            listing.ignored.append((entry, "not a raw output (*.jsonl or *.json), not read"))
-    return listing
 
 
 @dataclass(frozen=True)
@@ -78,6 +49,12 @@ class LineError:
     line: int
     message: str
     index: Optional[int] = None
+    column: Optional[int] = None  # 1-based, in characters, where a JSON syntax error was found
+
+
+def _column(exc: BaseException) -> Optional[int]:
+    """The 1-based column of a JSON syntax error on its line (None for other errors)."""
+    return exc.colno if isinstance(exc, json.JSONDecodeError) and exc.colno > 0 else None
 
 
 Item = Union[Record, LineError]
@@ -129,8 +106,12 @@ def loads_lenient(text: bytes) -> Any:
         return json.loads(text, parse_constant=lambda _name: None)
     except RecursionError:
         raise
-    except ValueError:  # JSONDecodeError, UnicodeDecodeError, the int-to-str limit
-        raise orjson.JSONDecodeError(first, "", 0) from None
+    except json.JSONDecodeError as exc:
+        if b"Infinity" in text or b"NaN" in text:  # orjson's position is past replaced constants: the library's
+            raise orjson.JSONDecodeError(exc.msg, "", exc.pos) from None
+        raise orjson.JSONDecodeError(first, "", pos) from None  # one line: its column is pos + 1
+    except ValueError:  # UnicodeDecodeError, the int-to-str limit
+        raise orjson.JSONDecodeError(first, "", pos) from None
 
 
 def _try_loads(data: Any) -> tuple[Any, Optional[int]]:
@@ -165,7 +146,9 @@ def _null_at(text: bytes, pos: int) -> Optional[bytes]:
 def _describe(exc: Exception, last: bool) -> str:
     if isinstance(exc, RecursionError):
         return "not readable JSON: nested too deeply"
-    msg = str(exc).split(": line")[0] if isinstance(exc, orjson.JSONDecodeError) else str(exc)
+    # a JSON error's own line and column are not repeated: the message starts with `file:line:column:`
+    msg = str(exc).split(": line")[0] if isinstance(exc, orjson.JSONDecodeError) else \
+        exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
     msg = one_line(msg[:200])
     if last:
         return f"not valid JSON ({msg}); the last line looks truncated — was the client killed mid-write?"
@@ -357,7 +340,7 @@ class FileScan:
             if bytes(buf[start:min(end, start + 64)]).lstrip().startswith(b"["):
                 # a damaged array of runs: its complete elements still count
                 return _line_array(bytes(view), number)
-            return LineError(number, _describe(exc, last))
+            return LineError(number, _describe(exc, last), column=_column(exc))
         if isinstance(data, list):
             return _array_records(data, number)
         if not isinstance(data, dict):
@@ -418,7 +401,13 @@ def _loads_in_place(buf: bytearray, start: int, end: int, view: memoryview,
     finally:
         for a, original in reversed(patches):
             buf[a:a + len(original)] = original
-    return loads_lenient(bytes(view))
+    try:
+        return loads_lenient(bytes(view))
+    except orjson.JSONDecodeError as exc:
+        if pos is None or not patches:
+            raise
+        # the column where the patched line failed: `null` + spaces keeps every byte where it was
+        raise orjson.JSONDecodeError(str(exc).split(": line")[0], "", pos) from None
 
 
 def _damaged_first_line(blob: bytes) -> bool:
@@ -457,7 +446,7 @@ def _each_line(blob: bytes) -> Iterator[Item]:
         try:
             data = loads_lenient(line)
         except (ValueError, orjson.JSONDecodeError, RecursionError) as exc:
-            yield LineError(number, _describe(exc, last and line.lstrip().startswith(b"{")))
+            yield LineError(number, _describe(exc, last and line.lstrip().startswith(b"{")), column=_column(exc))
             continue
         if isinstance(data, dict):
             yield Record(number, data)
@@ -585,7 +574,7 @@ def _whole(path: Path, blob: bytes) -> Iterator[Item]:
         except json.JSONDecodeError as exc:
             truncated = exc.pos >= len(text.rstrip()) or not text.rstrip().endswith(("}", "]"))
             hint = "; the file looks truncated" if truncated else ""
-            yield LineError(exc.lineno, f"not valid JSON ({exc.msg}){hint}")
+            yield LineError(exc.lineno, f"not valid JSON ({exc.msg}){hint}", column=exc.colno)
             return
         except (RecursionError, ValueError) as exc:  # nesting too deep; an integer beyond the int-to-str limit
             yield LineError(line, _describe(exc, False))

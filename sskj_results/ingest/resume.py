@@ -48,7 +48,8 @@ def raw_output_needs_measuring(run_dir: Union[str, "os.PathLike[str]"], raw_name
     if recorded is not None:
         if recorded.get("damaged"):
             return f"marked damaged in results.json: {recorded['damaged']}"
-        if recorded.get("size") == st.st_size and recorded.get("mtime_ns") == st.st_mtime_ns:
+        if (recorded.get("size"), recorded.get("mtime_ns"), recorded.get("ctime_ns")) == (st.st_size, st.st_mtime_ns,
+                                                                                      st.st_ctime_ns):
             return None
     records = 0
     try:

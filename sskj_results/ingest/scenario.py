@@ -62,10 +62,13 @@ class Problem:
     line: Optional[int]
     message: str
     index: Optional[int] = None  # the run's position when the file is one JSON array of runs
+    column: Optional[int] = None  # of a JSON syntax error: `file:line:column:`
 
     def __str__(self) -> str:
         name = display_name(self.file)
         where = f"{name}:{self.line}" if self.line else name
+        if self.line and self.column:
+            where += f":{self.column}"
         message = one_line(self.message)
         if self.index is not None and not message.startswith(f"[{self.index}]"):
             message = f"[{self.index}]: {message}"
@@ -95,6 +98,47 @@ class ReadOutcome:
     lines: int = 0
 
 
+def _at(run: RawRun) -> str:
+    """`line N`, or `line N[i]` for the i-th run of a JSON array."""
+    return f"line {run.line}" if run.index is None else f"line {run.line}[{run.index}]"
+
+
+class _Repeats:
+    """The runs of one file seen so far, to find one written twice (`cat a >> a`).
+
+    Two measurements never share every top-level value (duration, date, the client's
+    means…): those are the key; a run with the key of an earlier one is a repeat when
+    its per-request arrays and the client's statistics are equal too."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[Any, ...], list[RawRun]] = {}
+
+    def first_of(self, data: dict[str, Any], run: RawRun) -> Optional[RawRun]:
+        key = tuple((k, v) for k, v in data.items() if v is None or isinstance(v, (str, int, float)))
+        earlier = self._seen.setdefault(key, [])
+        for other in earlier:
+            if _same_measurement(other, run):
+                return other
+        earlier.append(run)
+        return None
+
+
+def _same_measurement(a: RawRun, b: RawRun) -> bool:
+    if (a.client, a.client_extra, a.success, a.failed, a.duration_s) != (b.client, b.client_extra, b.success,
+                                                                          b.failed, b.duration_s):
+        return False
+    if a.details is None or b.details is None:
+        return a.details is b.details
+    x, y = a.details, b.details
+    arrays = ("input_lens", "output_lens", "ttfts", "itl_flat", "itl_counts", "success")
+    if not all(np.array_equal(getattr(x, k), getattr(y, k), equal_nan=k in ("ttfts", "itl_flat")) for k in arrays):
+        return False
+    if (x.latencies is None) != (y.latencies is None):
+        return False
+    return (x.latencies is None or y.latencies is None or np.array_equal(x.latencies, y.latencies, equal_nan=True)) \
+        and x.errors == y.errors
+
+
 def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, strict: bool = False,
                   digest: bool = True, options: ReadOptions = ReadOptions()) -> ReadOutcome:
     """Every run of one raw file; bad runs become Problems (or raise with strict).
@@ -106,15 +150,23 @@ def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, str
     out = ReadOutcome()
     scan = FileScan(path, digest=digest)
     seen = 0
+    repeats = _Repeats()
     try:
         for item in scan:
             seen += 1
             if isinstance(item, LineError):
-                problem = Problem(label, item.line or None, item.message, item.index)
+                problem = Problem(label, item.line or None, item.message, item.index, item.column)
             else:
                 try:
                     run = read_run(item.data, item.line, hints, options)
                     run.index = item.index
+                    first = repeats.first_of(item.data, run)
+                    if first is not None:
+                        where = _at(run).removeprefix("line ")
+                        out.warnings.append(f"{display_name(label)}:{where}: the same run as {_at(first)} (every value "
+                                            "equal: written twice, as `cat a >> a` does); counted once, from "
+                                            f"{_at(first)}")
+                        continue
                     out.runs.append(run)
                     continue
                 except RunError as exc:

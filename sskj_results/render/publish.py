@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
@@ -20,6 +19,7 @@ from ..contract.comparison_models import ComparisonDoc
 from ..contract.errors import ConfigError, ResultsError, UsageError
 from ..contract.io import atomic_write_text
 from ..contract.models import Results, SloSpec
+from ..contract.names import path_segment
 from .report import render_comparison, render_report
 from ..analysis.rundata import RunData, load_run_data, reference_slo, run_data, run_labels, same_thresholds
 from ..contract.runset import expand, load_run_set, phase_paths, runs_inside
@@ -35,7 +35,6 @@ REPORT_HTML = "report.html"
 COMPARISON_HTML = "comparison.html"
 PLOTS_DIR = "plots"
 DEFAULT_CDF_SHAPES = 4
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class ComparisonOutput:
     html: Optional[Path] = None
 
 def plot_file_name(prefix: str, name: str) -> str:
-    return f"{prefix}_{_UNSAFE.sub('_', name).strip('_') or 'scenario'}.png"
+    return f"{prefix}_{path_segment(name)}.png"
 
 def comparison_json_text(doc: ComparisonDoc) -> str:
     """The exact text of comparison.json (2-space indent, UTF-8, trailing newline)."""
