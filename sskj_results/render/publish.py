@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
 from ..analysis.compare import CompareOptions, build_comparison, match_scenarios, order_runs, pool
+from ..contract.bulk import bulk
 from ..contract.comparison_models import ComparisonDoc
 from ..contract.errors import ConfigError, ResultsError, UsageError
 from ..contract.io import atomic_write_text, load_run
@@ -143,6 +144,7 @@ def _quiet(done: int, total: int, item: str) -> None:
     """No progress shown."""
 
 
+@bulk
 def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions(),
                  progress: Optional[Progress] = None) -> ReportOutput:
     """Regenerate RUN_DIR/report.md (and RUN_DIR/plots/*.png, and RUN_DIR/report.html when options.html)
@@ -198,6 +200,7 @@ def write_reports(path: PathLike, options: ReportOptions = ReportOptions(),
     return [write_report(p, options, progress) for p in phase_paths(path, run_set)]
 
 
+@bulk
 def write_comparison(
     paths: Sequence[PathLike],
     out_dir: PathLike,
