@@ -328,7 +328,7 @@ def test_report_page_in_a_browser(browser, pages, tmp_path):
     assert browser.save_screenshot(str(tmp_path / "report.png"))
 
 
-SHOTS = Path(os.environ.get("SSKJ_SHOTS", "/tmp/newuser_shots"))  
+SHOTS = Path(os.environ.get("SSKJ_SHOTS", "/tmp/newuser_shots"))  # the screenshots, to be looked at
 FIT_SCRIPT = """
     const rect = el => { const r = el.getBoundingClientRect();
                          return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };
