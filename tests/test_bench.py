@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
 PHASES = ("floor", "import", "compare", "reparse", "compare_plots")
@@ -58,3 +60,25 @@ def test_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     assert _positive(figures["help_s"])
     machine = figures["machine"]
     assert _positive(machine["nproc"]) and machine["python"] and machine["numpy"] and machine["orjson"]
+
+
+@pytest.mark.slow  # four child processes, each importing the package and the renderers: 10-30 s
+def test_scale_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_scale.py"), "--files", "12", "--per-shape", "4", "--small", "3",
+         "--work", str(tmp_path / "work"), "--json", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert (figures["files"], figures["shapes"], figures["small"]) == (12, 3, 3)
+    for phase in ("import_1", "import_small", "import_all", "report_html"):
+        assert _positive(figures["phases"][phase]["seconds"]) and _positive(figures["phases"][phase]["cpu_s"]), phase
+    assert _positive(figures["phases"]["report_html"]["page_bytes"])
+    for clock in ("seconds", "cpu_s"):
+        assert set(figures["linear"][clock]) == {"per_file_s", "fixed_s", "import_over_linear",
+                                                 "import_over_files_x_import_1"}
+    assert "report --html" in proc.stdout and "target <= 30 s" in proc.stdout
+    raw = sorted(p.name for p in (tmp_path / "work" / "raw").iterdir())
+    assert raw[:2] == ["sglang_0707_1_128_16.jsonl", "sglang_0707_1_192_16.jsonl"] and len(raw) == 12

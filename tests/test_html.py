@@ -13,6 +13,7 @@ import base64
 import gzip
 import html as htmlmod
 import json
+import os
 import re
 import shutil
 import time
@@ -34,6 +35,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 SCREENSHOT = Path("/tmp/sskj_html_screenshot.png")
 MAX_BYTES = 2_500_000  # small enough to mail
+LONG_TITLE = ("DeepSeek-V4-Flash on 8x H200 143GB: SGLang 0.5.23 vs vLLM 0.33.0 vs vLLM 0.33.0 with ngram speculative "
+              "decoding, FP8 KV cache")
 
 
 def run_cli(*args: str) -> Any:
@@ -51,11 +54,14 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = run_cli("compare", str(root / "sglang"), str(root / "vllm"), str(root / "vllm_ngram"),
                   "--out", str(root / "cmp"), "--no-plots", "--html")
     assert out.stdout.endswith(f"wrote {root / 'cmp' / 'comparison.html'}\n")
+    # a matrix title as a team writes one: long enough to wrap at 900 px
+    run_cli("compare", str(root / "sglang"), str(root / "vllm"), str(root / "vllm_ngram"), "--out", str(root / "long"),
+            "--no-plots", "--html", "--title", LONG_TITLE)
     rep = run_cli("report", str(root / "vllm"), "--no-plots", "--html")
     assert rep.stdout == f"wrote {root / 'vllm' / 'report.md'}\nwrote {root / 'vllm' / 'report.html'}\n"
     return {"comparison": root / "cmp" / "comparison.html", "report": root / "vllm" / "report.html",
             "comparison_md": root / "cmp" / "comparison.md", "report_md": root / "vllm" / "report.md",
-            "comparison_json": root / "cmp" / "comparison.json"}
+            "comparison_json": root / "cmp" / "comparison.json", "long_title": root / "long" / "comparison.html"}
 
 
 def section_ids(page: str) -> list[str]:
@@ -322,12 +328,17 @@ def test_report_page_in_a_browser(browser, pages, tmp_path):
     assert browser.save_screenshot(str(tmp_path / "report.png"))
 
 
-SHOTS = Path("/tmp/newuser_shots")
+SHOTS = Path(os.environ.get("SSKJ_SHOTS", "/tmp/newuser_shots"))  # the screenshots, to be looked at
 FIT_SCRIPT = """
+    const rect = el => { const r = el.getBoundingClientRect();
+                         return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };
     const plots = Array.from(document.querySelectorAll('div.plot')).map(div => {
         const svg = div.querySelector('.main-svg').getBoundingClientRect();
         return {id: div.id, box_w: div.clientWidth, box_h: div.clientHeight, svg_w: svg.width, svg_h: svg.height,
-                right: div.getBoundingClientRect().right};
+                right: div.getBoundingClientRect().right, box: rect(div),
+                title: rect(div.querySelector('.gtitle')), modebar: rect(div.querySelector('.modebar')),
+                title_lines: div.querySelectorAll('.gtitle tspan').length || 1,
+                panel_titles: Array.from(div.querySelectorAll('.annotation')).map(rect)};
     });
     const heads = Array.from(document.querySelectorAll('#results-table thead th'));
     const slo = heads.find(th => th.textContent === 'SLO').getBoundingClientRect();
@@ -349,30 +360,42 @@ def resized(driver: Any, width: int) -> dict[str, Any]:
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("name", ["comparison", "report"])
+@pytest.mark.parametrize("name", ["comparison", "report", "long_title"])
 def test_figures_fit_their_boxes_at_every_width(browser, pages, name):
     """Each figure takes its box's width and the height of its panels at 1400, 1200 and 900 px (none wider
-    or taller than its box: no panel cut, no title over the next figure); the SLO column in view at 1400 px."""
+    or taller than its box: no panel cut, no title over the next figure); the SLO column in view at 1400 px;
+    each figure's title under the mode bar (the toolbar), inside its box, wrapped when it is longer."""
     SHOTS.mkdir(exist_ok=True)
     browser.set_window_size(1400, 1800)
     open_page(browser, pages[name])
     heights = {}
+    titles: dict[int, int] = {}
     for width in (1400, 1200, 900):
         seen = resized(browser, width)
         assert len(seen["plots"]) == 4
         for plot in seen["plots"]:
             assert plot["svg_w"] <= plot["box_w"] and plot["svg_h"] <= plot["box_h"], (width, plot)
             assert plot["box_w"] >= 0.9 * (width - 80) and plot["right"] <= seen["width"], (width, plot)
+            # the title: under the mode bar (the toolbar), inside the box, above the panels' own titles
+            title, bar = plot["title"], plot["modebar"]
+            assert bar["bottom"] > bar["top"] and bar["right"] > bar["left"], (width, plot)  # the toolbar is there
+            assert title["top"] >= bar["bottom"] or title["right"] <= bar["left"], (width, plot)
+            assert plot["box"]["left"] <= title["left"] and title["right"] <= plot["box"]["right"], (width, plot)
+            assert all(title["bottom"] <= p["top"] for p in plot["panel_titles"]), (width, plot)
+            titles[width] = max(titles.get(width, 1), plot["title_lines"])
         heights[width] = {p["id"]: p["box_h"] for p in seen["plots"]}
         if width == 1400:
             assert seen["slo_right"] <= seen["box_right"], seen
         assert "Engine" not in seen["heads"]  # the Backend label names the engine
         assert ("Valid" in seen["heads"]) == (name == "report")
+        if name == "long_title" and width == 900:
+            assert titles[width] == 2, titles  # 150 characters do not fit one line at 900 px
         browser.execute_script("document.getElementById('plots').scrollIntoView()")
         time.sleep(0.2)
         assert browser.save_screenshot(str(SHOTS / f"{name}_{width}.png"))
     # three panels a row at 1400 px, two at 900 px: the curves figures grow a row
     assert heights[900]["fig-ttft"] > heights[1400]["fig-ttft"]
+    assert titles[900] >= titles[1400], titles  # narrower: as many title lines or more
     assert browser.get_log("browser") == []
 
 
@@ -404,3 +427,87 @@ def test_report_html_has_the_valid_column_of_report_md(pages, tmp_path):
     assert "Valid" in pages["report_md"].read_text(encoding="utf-8").splitlines()[
         next(i for i, line in enumerate(pages["report_md"].read_text(encoding="utf-8").splitlines())
              if line.startswith("| Scenario"))]
+
+
+# --------------------------------------------------------------------------- what a page draws at most
+
+
+def test_evenly_keeps_the_first_and_the_last() -> None:
+    from sskj_results.render.figures import evenly
+
+    assert evenly(list(range(10)), 4) == [0, 3, 6, 9]
+    assert evenly(list(range(3)), 5) == [0, 1, 2]
+    assert evenly(list(range(400)), 12)[0] == 0 and evenly(list(range(400)), 12)[-1] == 399
+    assert len(set(evenly(list(range(13)), 12))) == 12
+
+
+@pytest.fixture
+def small_caps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caps of render/figures.py and render/html.py made small enough for the 8-scenario test run."""
+    from sskj_results.render import figures, html as page_mod
+
+    for module in (figures, page_mod):
+        monkeypatch.setattr(module, "MAX_PANELS", 2)
+        monkeypatch.setattr(module, "CDF_MAX_LINES", 2)
+    monkeypatch.setattr(page_mod, "FILTER_MAX_OPTIONS", 3)
+
+
+def test_a_report_page_over_the_caps_draws_evenly_spaced_ones_and_says_so(small_caps, tmp_path):
+    shutil.copytree(RUNS / "vllm", tmp_path / "vllm")
+    run_cli("report", str(tmp_path / "vllm"), "--no-plots", "--html")
+    text = (tmp_path / "vllm" / "report.html").read_text(encoding="utf-8")
+    data = embedded_data(text)
+    # 3 shapes, 2 panels: the first and the last shape
+    for figure in data["figures"]:
+        titles = [a["text"] for a in figure["layout"]["annotations"]]
+        assert titles == ["<b>input 64 / output 16 tokens</b>", "<b>input 256 / output 64 tokens</b>"], titles
+        assert figure["layout"]["meta"]["shapes"] == [2, 3]
+        assert [t["showlegend"] for t in figure["data"] if t["legendgroup"] != "slo"] == [True, False]  # one entry a run
+    # every shape has its CDF; 4 concurrencies (and 3 repeats) drawn as 2 lines: the first and the last
+    assert [c["name"] for c in data["cdfs"]] == ["i64_o16", "i128_o32", "i256_o64"]
+    legend = [t["name"] for t in data["cdfs"][1]["data"] if t["legendgroup"] != "slo" and t["showlegend"]]
+    assert [name.split(" (n=")[0] for name in legend] == ["concurrency 2", "concurrency 32"], legend
+    assert data["cdfs"][1]["layout"]["title"]["text"].endswith(" — 2 of 4 lines (evenly spaced)")
+    assert re.search(r'<p class="hint cap" id="plots-cap">(.*?)</p>', text).group(1) == (
+        "Drawn: 2 of 3 input/output shapes in each curves figure (at most 2); at most 2 lines in a CDF figure "
+        "(2 figure(s) have more: up to 4). Where there are more, those drawn are evenly spaced over the ordered "
+        "list, the first and the last included; every scenario is in the table.")
+    # the table keeps every scenario; 8 scenario names are over the 3 a list shows: a text box filters them
+    assert len(re.findall(r"<tr data-scenario=", text)) == 8
+    assert ('<label>Scenario <input type="search" data-filter="scenario" data-match="contains" '
+            'placeholder="contains… (8 values)" title="more than 3 values: the rows whose scenario contains the '
+            'text typed here"></label>') in text
+    assert '<select data-filter="engine"><option value="">all</option><option value="vllm">vllm</option>' in text
+
+
+def test_the_cdf_list_over_its_cap_is_said_in_its_count(monkeypatch, tmp_path):
+    from sskj_results.render import html as page_mod
+
+    monkeypatch.setattr(page_mod, "CDF_MAX_FIGURES", 2)
+    shutil.copytree(RUNS / "vllm", tmp_path / "vllm")
+    run_cli("report", str(tmp_path / "vllm"), "--no-plots", "--html")
+    text = (tmp_path / "vllm" / "report.html").read_text(encoding="utf-8")
+    assert [c["name"] for c in embedded_data(text)["cdfs"]] == ["i64_o16", "i256_o64"]
+    assert '<span class="count">2 of 3 shapes</span>' in text
+    assert "Drawn: CDFs of 2 of 3 shapes (at most 2)." in text
+
+
+def test_a_page_under_the_caps_says_nothing_about_them(pages):
+    text = pages["report"].read_text(encoding="utf-8")
+    assert 'id="plots-cap"' not in text and '<span class="count">3 shapes</span>' in text
+    assert '<select data-filter="scenario">' in text
+
+
+@pytest.mark.browser
+def test_the_text_box_filter_keeps_the_rows_that_contain_the_text(browser, small_caps, tmp_path):
+    shutil.copytree(RUNS / "vllm", tmp_path / "vllm")
+    run_cli("report", str(tmp_path / "vllm"), "--no-plots", "--html")
+    seen = open_page(browser, tmp_path / "vllm" / "report.html")
+    assert seen["console"] == []
+    browser.find_element("css selector", "input[data-filter=scenario]").send_keys("I128")
+    visible = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#results-table tbody tr'))"
+        ".filter(r => r.style.display !== 'none').map(r => r.dataset.scenario)")
+    assert sorted(visible) == ["c16_i128_o32", "c2_i128_o32", "c32_i128_o32", "c8_i128_o32"]
+    assert browser.find_element("id", "results-count").text == "4 of 8 rows"
+    assert_plots_drawn(browser, 4)

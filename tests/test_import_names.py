@@ -138,3 +138,38 @@ def test_a_line_too_long_for_orjson_is_read_by_the_standard_library(raw: Path, m
     fast, slow = (json.loads(next(Path(d).glob("*/results.json")).read_text(encoding="utf-8")) for d in ("fast", "slow"))
     assert fast["scenarios"] == slow["scenarios"] and len(fast["scenarios"]) == 4
     assert fast["scenarios"][0]["request_rate"] is None  # the file's bare Infinity, as orjson's path reads it
+
+
+def _vllm_bench_file(where: Path, date: str) -> None:
+    """A `vllm bench serve` result (it names its model: model_id "tiny") dated `date`."""
+    data = json.loads((RAW / "vllmbench_c8_128_32.json").read_text(encoding="utf-8"))
+    data["date"] = date
+    (where / "vllmbench_c8_128_32.json").write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_files_that_name_no_model_join_the_one_model_of_their_engine_chip_and_day(raw: Path) -> None:
+    # sglang.bench_serving files (no model key) beside a vllm bench serve file of the same day naming its model
+    _vllm_bench_file(raw / "raw_outputs", "20260705-101500")
+    result = cli("import-legacy", "raw_outputs", "--platform", "nvidia_h200")
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in Path("imported").iterdir()] == ["nvidia_h200_vllm_20260705-101500"]
+    assert ("warning: vllm_0705_2_128_32.jsonl and 3 more file(s): the runs name no model; imported under model "
+            "tiny, the only model the other runs of engine vllm, chip nvidia_h200 on 07-05 name (give --model to "
+            "choose)\n") in result.stderr
+    assert "not attributed to a model" not in result.stderr
+    data = json.loads(Path("imported/nvidia_h200_vllm_20260705-101500/results.json").read_text(encoding="utf-8"))
+    assert data["metadata"]["model"] == "tiny" and len(data["scenarios"]) == 5
+    joined = [s for s in data["scenarios"] if s["source"]["file"].endswith(".jsonl")]
+    assert len(joined) == 4 and all(
+        "model tiny from the other runs of engine vllm, chip nvidia_h200 on 07-05: this run and its file name do not "
+        "name one" in s["notes"] for s in joined)
+
+
+def test_files_that_name_no_model_stay_unknown_on_another_day(raw: Path) -> None:
+    _vllm_bench_file(raw / "raw_outputs", "20260706-101500")  # another day: which model ran on 07-05 is unknown
+    result = cli("import-legacy", "raw_outputs", "--platform", "nvidia_h200")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in Path("imported").iterdir()) == ["nvidia_h200_vllm_tiny_20260706-101500",
+                                                                  "nvidia_h200_vllm_unknown_0705"]
+    assert ("warning: vllm_0705_2_128_32.jsonl: not attributed to a model (the runs do not name it); recorded as "
+            "'unknown' under engine vllm: give --model\n") in result.stderr

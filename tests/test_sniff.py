@@ -119,6 +119,33 @@ def test_compare_a_dry_runs_run_set_says_nothing_was_measured(user: Path) -> Non
                              "nothing to compare\n")
 
 
+def _dry_run(run_dir: str, engine: str) -> None:
+    """What a DRY_RUN=1 phase leaves: metadata and config (dry_run=true), no scenario."""
+    result = cli("metadata", run_dir, "--no-detect", "--meta", "experiment=x", "--meta", "run_id=20260101-000000",
+                 "--meta", f"engine={engine}", "--meta", "model=m", "--config", "dry_run=true",
+                 "--config", "server_args=python -m sglang.launch_server")
+    assert result.exit_code == 0, result.output
+
+
+def test_compare_a_one_phase_dry_run_says_it_is_a_dry_run(user: Path) -> None:
+    _dry_run("results/20260101-000000", "sglang")
+    result = cli("compare", "results/20260101-000000", "--no-plots")
+    assert result.exit_code == 1
+    assert result.output == ("error: results/20260101-000000: a dry run (DRY_RUN=1, config.dry_run = true): nothing "
+                             "was measured, nothing to compare; run the experiment without DRY_RUN=1, then compare\n")
+
+
+def test_compare_a_dry_runs_phases_says_they_are_dry_runs(user: Path) -> None:
+    for phase, engine in (("phase1_sglang", "sglang"), ("phase2_vllm", "vllm")):
+        _dry_run(f"results/20260101-000000/{phase}", engine)
+    result = cli("compare", "results/20260101-000000", "--no-plots")
+    assert result.exit_code == 1
+    assert result.output == ("error: results/20260101-000000/phase1_sglang, results/20260101-000000/phase2_vllm: "
+                             "dry runs (DRY_RUN=1, config.dry_run = true): nothing was measured, nothing to compare; "
+                             "run the experiment without DRY_RUN=1, then compare\n")
+    assert not Path("comparison").exists()
+
+
 def test_reparse_a_folder_of_runs_reparses_each(user: Path) -> None:
     shutil.move("imported", "results")
     result = cli("reparse", "results", "--no-plots", "--no-html")

@@ -39,6 +39,7 @@ Redaction is idempotent: redacting a redacted line changes nothing.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -266,12 +267,28 @@ def _quote_for(new: str) -> str:
     return "'" + new.replace("'", "'\\''") + "'"
 
 
+# Lines up to this long are remembered (the redaction is a pure function of the line): the notes of 20,000
+# scenarios repeat the same few lines, redacted again each time a results.json is loaded or written.
+_CACHED_LINE = 512
+
+
 def redact(command: str) -> str:
     """A command line (or any line of text) with secret values replaced by <redacted>.
 
     Words whose meaning does not change keep their original spelling; a word
     that changes is written back unquoted when it can be, else single-quoted.
     """
+    if len(command) <= _CACHED_LINE:
+        return _redact_short(command)
+    return _redact(command)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _redact_short(command: str) -> str:
+    return _redact(command)
+
+
+def _redact(command: str) -> str:
     if not command:
         return command
     spans = list(_words(command))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -33,6 +34,7 @@ from ..contract.models import (
 )
 from .evidence import judge_run
 from .filenames import compile_name_pattern, name_hints
+from .groups import GroupKey, RunGroup, day_of, join_unknown_models
 from .naming import format_rate, name_scenarios
 from .rawsources import RawSource, collect_raw_sources
 from .rawkeys import ENGINE_OF_BACKEND
@@ -150,20 +152,6 @@ def _engine_of(run: RawRun, given: Optional[str], file_engine: Optional[str], wh
                             f"says {file_engine}; imported under {server}")
         return server
     return file_engine or run.engine or UNKNOWN
-
-
-@dataclass
-class _Group:
-    engine: str
-    model: Optional[str]
-    chip: str
-    scenarios: list[Scenario] = field(default_factory=list)
-    skipped: list[SkippedScenario] = field(default_factory=list)
-    sources: dict[Path, tuple[str, int, int]] = field(default_factory=dict)
-    times: list[RunTime] = field(default_factory=list)
-    recorded_hardware: set[str] = field(default_factory=set)
-    engine_versions: dict[str, str] = field(default_factory=dict)  # version -> the key it came from
-    client_versions: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -336,7 +324,8 @@ def import_legacy(
     options = ReadOptions(input_len=input_len, output_len=output_len, client_impl=client_impl)
     spec = slo or resolve_slo()
     stamp = (now or datetime.now().astimezone()).replace(microsecond=0)
-    groups: dict[tuple[str, Optional[str], str], _Group] = {}
+    groups: dict[GroupKey, RunGroup] = {}
+    unnamed: dict[tuple[str, str, Optional[str]], RunGroup] = {}
     problems: list[Problem] = []
     warnings: list[str] = [f"{display_name(label)}: {why}" for label, why in ignored]
     plan: list[str] = []
@@ -370,24 +359,21 @@ def import_legacy(
         plan.extend(done.plan)
         keys = []
         for key, scenario, run, when in done.runs:
-            group = groups.setdefault(key, _Group(*key))
-            group.scenarios.append(scenario)
-            group.times.append(when)
-            if run.engine_version is not None:
-                group.engine_versions.setdefault(run.engine_version, run.engine_version_source or "")
-            if run.client_version is not None:
-                group.client_versions.add(run.client_version)
-            group.sources[source.path] = done.digest
-            group.recorded_hardware |= done.hardware.get(key, set())
+            if key[1] is None:  # no model named: joined below to the one model its engine, chip and day name
+                group = unnamed.setdefault((key[0], key[2], day_of(when)), RunGroup(*key))
+            else:
+                group = groups.setdefault(key, RunGroup(*key))
+            group.add(scenario, run, when, source.path, done.digest, done.hardware.get(key, set()))
             keys.append(key)
         if done.skipped:
             owner = keys[0] if keys else done.file_key
             if owner is not None:
-                group = groups.setdefault(owner, _Group(*owner))
+                group = groups.setdefault(owner, RunGroup(*owner))
                 group.skipped.extend(done.skipped)
                 group.sources.setdefault(source.path, done.digest)
     if progress is not None:
         progress(len(sources), len(sources), "")
+    join_unknown_models(groups, unnamed, warnings)
     for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
         if not group.scenarios:
             continue
@@ -420,7 +406,7 @@ def import_legacy(
                              validity, command, render_report, problems, warnings, plan, per_chip_engine)
 
 
-def _write_groups(raw_dir: Path, out: Path, groups: dict[tuple[str, Optional[str], str], _Group], platform: Platform,
+def _write_groups(raw_dir: Path, out: Path, groups: dict[GroupKey, RunGroup], platform: Platform,
                   experiment: Optional[str], stamp: datetime, server_args: Optional[str], name_format: Optional[str],
                   spec: SloSpec, validity: Optional[ValidityThresholds], command: Optional[str],
                   render_report: Optional[ReportRenderer], problems: list[Problem], warnings: list[str],
@@ -444,6 +430,7 @@ def _write_groups(raw_dir: Path, out: Path, groups: dict[tuple[str, Optional[str
             elif len(group.recorded_hardware) == 1 and chip != platform.chip:
                 hardware = next(iter(group.recorded_hardware))  # as the runs record it
             srcs = [(p, *group.sources[p]) for p in sorted(group.sources)]
+            runs_of = Counter(s.source.file for s in group.scenarios if s.source)  # one pass, not one per file
             results = Results(
                 metadata=Metadata(
                     experiment=experiment or f"import_{raw_dir.resolve().name}", run_id=run_id,
@@ -459,9 +446,7 @@ def _write_groups(raw_dir: Path, out: Path, groups: dict[tuple[str, Optional[str
                 ),
                 config=Config(server_args=server_args or NOT_RECORDED, scenario_name_format=name_format),
                 scenarios=name_scenarios(group.scenarios, name_format), slo=spec, skipped=group.skipped,
-                raw_files=[RawFile(file=str(p), sha256=d, size=s,
-                                   runs=sum(1 for x in group.scenarios if x.source and x.source.file == str(p)))
-                           for p, d, s, _ in srcs],
+                raw_files=[RawFile(file=str(p), sha256=d, size=s, runs=runs_of.get(str(p), 0)) for p, d, s, _ in srcs],
                 validity_thresholds=validity,
             )
             base = _run_dir_base(key, per_chip_engine)

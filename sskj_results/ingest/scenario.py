@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import functools
-import gc
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Optional, ParamSpec, TypeVar
+from typing import Any, Optional
 
 import numpy as np
 
 from ..analysis.metrics import good_requests, goodput_rate, per_request, request_itl_means, slo_attainment, summarize
 from ..analysis.slo import slo_status
+from ..contract.bulk import bulk
 from ..contract.errors import ConfigError, RawFormatError, ResultsError
 from ..contract.io import describe_os_error, display_name, one_line
 from ..contract.redact import redact_text
@@ -24,34 +23,13 @@ from .rawio import FileScan, LineError
 from .rawkeys import RunError
 from .readers import RawRun, ReadOptions, read_run
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
 RAW_REQUESTS_CAP = 20000
 RAW_SUFFIXES = (".jsonl", ".json")
 LATENCY_FIELDS = ("e2e_ms", "ttft_ms", "tpot_ms", "itl_ms")
 PCT_FIELDS = ("mean", "p50", "p90", "p95", "p99", "std")
 
 
-def _bulk(func: Callable[P, R]) -> Callable[P, R]:
-    """Run func with the cyclic garbage collector paused (restored after).
-
-    An import allocates millions of objects without reference cycles (parsed
-    JSON, then one small model per request); the collector would scan them
-    over and over for nothing: about a tenth of the import time.
-    """
-
-    @functools.wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if not gc.isenabled():
-            return func(*args, **kwargs)
-        gc.disable()
-        try:
-            return func(*args, **kwargs)
-        finally:
-            gc.enable()
-
-    return wrapper
+_bulk = bulk  # the collector paused (contract/bulk.py)
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, TypeVar
 
 import numpy as np
 
@@ -16,6 +16,12 @@ from ..contract.models import Scenario, SloSpec
 
 # Points per CDF line: the sorted samples at evenly spaced ranks (every sample when there are fewer).
 CDF_POINTS = 200
+# What a page draws at most (a run of 20,000 scenarios stays a page a browser opens): input/output shapes per
+# curves figure, CDF figures in the list, lines per CDF figure. Beyond a cap, the ones drawn are evenly
+# spaced over the ordered list, the first and the last included (`evenly`); the page says so.
+MAX_PANELS = 12
+CDF_MAX_FIGURES = 60
+CDF_MAX_LINES = 12
 # plotly's default qualitative palette (colours of runs, in order).
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
@@ -23,6 +29,19 @@ SLO_COLOR = "#c0392b"
 
 
 # --------------------------------------------------------------------------- figures (plotly JSON)
+
+
+T = TypeVar("T")
+
+
+def evenly(items: Sequence[T], most: int) -> list[T]:
+    """At most `most` of `items`, evenly spaced over them in their order, the first and the last included."""
+    if len(items) <= most:
+        return list(items)
+    if most <= 1:
+        return list(items[:most])
+    step = (len(items) - 1) / (most - 1)
+    return [items[round(k * step)] for k in range(most)]
 
 
 @dataclass(frozen=True)
@@ -54,8 +73,11 @@ def shape_points(run: RunData) -> dict[tuple[int, int], list[ShapePoint]]:
     return out
 
 
-# Pixel geometry of a figure: panel height, gap between rows, space above (title) and below (axis title, legend).
-PANEL_PX, GAP_PX, TOP_PX, BOTTOM_PX = 300, 80, 60, 110
+# Pixel geometry of a figure: panel height, gap between rows, space above and below (axis title, legend).
+# Above: a row for plotly's mode bar (the toolbar at the top right), the figure's title under it (one line;
+# page.js wraps a long one and adds TITLE_LINE_PX per line), then the panels' own titles.
+MODEBAR_PX, TITLE_LINE_PX = 30, 22
+PANEL_PX, GAP_PX, TOP_PX, BOTTOM_PX = 300, 80, MODEBAR_PX + TITLE_LINE_PX + 30, 110
 MAX_COLS = 3  # panels per row on a wide page; page.js uses fewer when the figure's box is narrow
 
 
@@ -108,7 +130,7 @@ def _grid(count: int, titles: Sequence[str], x_title: str, y_title: str, x_log: 
         "height": place["height"], "margin": {"t": TOP_PX, "l": 70, "r": 20, "b": BOTTOM_PX},
         "hovermode": "closest", "legend": {"orientation": "h", "x": 0, "y": place["legend_y"], "yanchor": "top"},
         "annotations": [], "plot_bgcolor": "#fbfbfb",
-        "meta": {"places": {str(c): _place(count, c) for c in range(1, cols + 1)}},
+        "meta": {"places": {str(c): _place(count, c) for c in range(1, cols + 1)}, "title_line_px": TITLE_LINE_PX},
     }
     y_ticks = log_ticks(y_values) if y_log else ([], [])
     for i in range(count):
@@ -133,6 +155,12 @@ def _grid(count: int, titles: Sequence[str], x_title: str, y_title: str, x_log: 
     return layout
 
 
+def figure_title(text: str) -> dict[str, Any]:
+    """A figure's title: left-aligned, its top under the mode bar's row (never under the toolbar)."""
+    return {"text": html.escape(text), "x": 0.01, "xanchor": "left", "xref": "container", "y": 1, "yref": "container",
+            "yanchor": "top", "pad": {"t": MODEBAR_PX}, "font": {"size": 16}}
+
+
 def _axes(i: int) -> dict[str, str]:
     return {"xaxis": "x" if i == 0 else f"x{i + 1}", "yaxis": "y" if i == 0 else f"y{i + 1}"}
 
@@ -150,10 +178,12 @@ def _span(values: Sequence[float]) -> bool:
 def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePoint]]]], spec: SloSpec,
                   title: str) -> list[dict[str, Any]]:
     """Throughput vs interactivity, TTFT P95 vs concurrency and TPOT mean vs concurrency: one panel per shape,
-    one trace per run (a legend click hides or shows that run in every panel)."""
-    shapes = sorted({shape for _, points in series for shape in points})
+    one trace per run (a legend click hides or shows that run in every panel). At most MAX_PANELS shapes
+    (`evenly`); `layout.meta.shapes` is [drawn, measured]."""
+    measured = sorted({shape for _, points in series for shape in points})
+    shapes = evenly(measured, MAX_PANELS)
     titles = [_shape_title(s) for s in shapes]
-    concs = [p.concurrency for _, pts in series for ps in pts.values() for p in ps]
+    concs = [p.concurrency for _, pts in series for shape in shapes for p in pts.get(shape, [])]
     figures = []
     for key, name, x_title, y_title in (
         ("tput", f"Output throughput vs interactivity — {title}", "interactivity (1000 / TPOT mean, tok/s per user)",
@@ -163,6 +193,7 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
     ):
         traces: list[dict[str, Any]] = []
         xs_all: list[float] = []
+        in_legend: set[str] = set()
         for r, (raw_label, points) in enumerate(series):
             label = html.escape(raw_label)  # plotly reads entities and a few tags in text: names stay text
             color = PALETTE[r % len(PALETTE)]
@@ -190,12 +221,13 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
                 xs_all += xs
                 traces.append({
                     "type": "scatter", "mode": "lines+markers+text" if key == "tput" else "lines+markers",
-                    "name": label, "legendgroup": label, "showlegend": not any(t["name"] == label for t in traces),
+                    "name": label, "legendgroup": label, "showlegend": label not in in_legend,
                     "x": xs, "y": ys, "customdata": custom, "hovertemplate": hover,
                     "text": [str(p.concurrency) for p in pts] if key == "tput" else None,
                     "textposition": "top right", "textfont": {"size": 10, "color": color},
                     "line": {"color": color}, "marker": {"color": color, "size": 8}, **_axes(i),
                 })
+                in_legend.add(label)
         if key != "tput":
             threshold = spec.ttft_p95_ms if key == "ttft" else spec.tpot_mean_ms
             label = ("SLO TTFT P95" if key == "ttft" else "SLO TPOT mean") + f" &lt; {threshold:g} ms"
@@ -211,7 +243,8 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
         layout = _grid(len(shapes), titles, x_title, y_title, x_log=key != "tput",
                        y_log=key != "tput" and _span(ys_all), y_values=ys_all, x_from_zero=key == "tput",
                        x_ticks=sorted(set(float(c) for c in concs)) if key != "tput" else None)
-        layout["title"] = {"text": html.escape(name), "x": 0.01}
+        layout["title"] = figure_title(name)
+        layout["meta"]["shapes"] = [len(shapes), len(measured)]
         figures.append({"id": f"fig-{key}", "data": traces, "layout": layout})
     return figures
 
@@ -236,8 +269,11 @@ class CdfSet:
 
 
 def cdf_figure(cdf: CdfSet, spec: SloSpec) -> dict[str, Any]:
+    """One CDF figure: at most CDF_MAX_LINES of the set's lines (`evenly`), the title saying how many of how many."""
     traces: list[dict[str, Any]] = []
-    for r, (raw_label, ttft, tpot) in enumerate(cdf.lines):
+    lines = evenly(cdf.lines, CDF_MAX_LINES)
+    in_legend: set[str] = set()
+    for r, (raw_label, ttft, tpot) in enumerate(lines):
         label = html.escape(raw_label)
         color = PALETTE[r % len(PALETTE)]
         for i, (metric, values) in enumerate((("TTFT", ttft), ("TPOT", tpot))):
@@ -246,11 +282,12 @@ def cdf_figure(cdf: CdfSet, spec: SloSpec) -> dict[str, Any]:
                 continue
             traces.append({
                 "type": "scatter", "mode": "lines", "name": f"{label} (n={values.size})", "legendgroup": label,
-                "showlegend": not any(t["legendgroup"] == label for t in traces), "x": xs, "y": ys,
+                "showlegend": label not in in_legend, "x": xs, "y": ys,
                 "line": {"color": color, "shape": "hv"}, **_axes(i),
                 "hovertemplate": (f"<b>{label}</b><br>{html.escape(cdf.name)}<br>{metric} %{{x:.2f}} ms"
                                   "<br>fraction %{y:.3f}<extra></extra>"),
             })
+            in_legend.add(label)
     for i, (threshold, what) in enumerate(((spec.ttft_p95_ms, "TTFT P95"), (spec.tpot_mean_ms, "TPOT mean"))):
         traces.append({"type": "scatter", "mode": "lines", "name": "SLO thresholds", "legendgroup": "slo",
                        "showlegend": i == 0, "x": [threshold, threshold], "y": [0, 1],
@@ -271,7 +308,11 @@ def cdf_figure(cdf: CdfSet, spec: SloSpec) -> dict[str, Any]:
             # the SLO line is far beyond the samples: start on the samples (double-click shows the line too)
             low = min(v for v in xs if v > 0) if log and any(v > 0 for v in xs) else 0.0
             layout[axis]["range"] = ([math.log10(low), math.log10(data_max * 1.1)] if log else [0, data_max * 1.05])
-    layout["title"] = {"text": html.escape(cdf.title), "x": 0.01}
+    title = cdf.title
+    if len(lines) < len(cdf.lines):
+        title += f" — {len(lines)} of {len(cdf.lines)} lines (evenly spaced)"
+    layout["title"] = figure_title(title)
+    layout["meta"]["lines"] = [len(lines), len(cdf.lines)]
     return {"id": "fig-cdf", "name": html.escape(cdf.name), "data": traces, "layout": layout}
 
 

@@ -33,7 +33,18 @@ from .validity_md import validity_mark
 from ..contract.comparison_models import ComparisonDoc, Row
 from ..contract.escape import md_unescape
 from ..contract.models import SloSpec
-from .figures import cdf_figure, comparison_cdfs, curve_figures, report_cdfs, shape_points
+from .figures import (
+    CDF_MAX_FIGURES,
+    CDF_MAX_LINES,
+    MAX_PANELS,
+    CdfSet,
+    cdf_figure,
+    comparison_cdfs,
+    curve_figures,
+    evenly,
+    report_cdfs,
+    shape_points,
+)
 from .markdown_html import inline, markdown_blocks, split_sections
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
@@ -47,6 +58,8 @@ TABLE_COLUMNS = (  # (header, Row attribute, decimals) of the interactive result
     ("SLO", "slo", None), ("Valid", "valid", None),
 )
 FILTERS = (("scenario", "Scenario"), ("engine", "Engine"), ("chip", "Chip"), ("slo", "SLO"))
+# A filter is a list of its values up to this many; beyond, a text box: the rows whose value contains the text.
+FILTER_MAX_OPTIONS = 50
 
 
 # --------------------------------------------------------------------------- plotly.js, inlined once
@@ -88,7 +101,7 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
     column of report.md (✔, ✖ and the failed checks, blank when unknown)."""
     if not rows:
         return "<p>No measured scenarios.</p>"
-    options: dict[str, list[str]] = {key: [] for key, _ in FILTERS}
+    options: dict[str, set[str]] = {key: set() for key, _ in FILTERS}
     # Engine and Chip columns only when they tell the rows apart (the filters work either way); Engine not
     # when every Backend label already names it (run_labels starts each label with the run's engine).
     same = {attr for attr in ("engine", "chip") if len({getattr(r, attr) for r in rows}) == 1}
@@ -103,8 +116,7 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
         attrs = {"scenario": row.scenario, "engine": row.engine, "chip": row.chip or "-", "slo": row.slo_status.overall,
                  "run": row.run}
         for key, _ in FILTERS:
-            if attrs[key] not in options[key]:
-                options[key].append(attrs[key])
+            options[key].add(attrs[key])
         tds = []
         for _, attr, digits in columns:
             value = values.get(attr, getattr(row, attr, None))
@@ -115,6 +127,12 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
         body.append(f"<tr{data}>" + "".join(tds) + "</tr>")
     selects = []
     for key, label in FILTERS:
+        if len(options[key]) > FILTER_MAX_OPTIONS:
+            selects.append(f'<label>{label} <input type="search" data-filter="{key}" data-match="contains" '
+                           f'placeholder="contains… ({len(options[key])} values)" '
+                           f'title="more than {FILTER_MAX_OPTIONS} values: the rows whose {label.lower()} contains '
+                           'the text typed here"></label>')
+            continue
         opts = "".join(f'<option value="{html.escape(v, quote=True)}">{html.escape(v)}</option>'
                        for v in sorted(options[key]))
         selects.append(f'<label>{label} <select data-filter="{key}"><option value="">all</option>{opts}</select></label>')
@@ -161,12 +179,40 @@ def _section_ids(names: Sequence[str]) -> list[str]:
     return out
 
 
-def plots_section(figures: Sequence[dict[str, Any]], cdfs: Sequence[dict[str, Any]]) -> str:
-    parts = [f'<div class="plot" id="{f["id"]}"></div>' for f in figures]
+def capped_cdfs(sets: Sequence[CdfSet], spec: SloSpec) -> tuple[list[dict[str, Any]], int]:
+    """The CDF figures a page carries (at most CDF_MAX_FIGURES, `evenly`) and how many there are."""
+    return [cdf_figure(c, spec) for c in evenly(sets, CDF_MAX_FIGURES)], len(sets)
+
+
+def caps_note(figures: Sequence[dict[str, Any]], cdfs: Sequence[dict[str, Any]], cdf_total: int, what: str) -> str:
+    """The sentence that says what the plots leave out when a cap (figures.py) applies; empty when none does."""
+    said = []
+    shapes = [f["layout"]["meta"].get("shapes", [0, 0]) for f in figures]
+    drawn, measured = max(shapes, key=lambda s: s[1], default=[0, 0])
+    if drawn < measured:
+        said.append(f"{drawn} of {measured} input/output shapes in each curves figure (at most {MAX_PANELS})")
+    if len(cdfs) < cdf_total:
+        said.append(f"CDFs of {len(cdfs)} of {cdf_total} {what} (at most {CDF_MAX_FIGURES})")
+    cut = [c["layout"]["meta"]["lines"] for c in cdfs if c["layout"]["meta"]["lines"][0] < c["layout"]["meta"]["lines"][1]]
+    if cut:
+        said.append(f"at most {CDF_MAX_LINES} lines in a CDF figure ({len(cut)} figure(s) have more: up to "
+                    f"{max(n for _, n in cut)})")
+    if not said:
+        return ""
+    return (f'<p class="hint cap" id="plots-cap">Drawn: {"; ".join(said)}. Where there are more, those drawn are '
+            "evenly spaced over the ordered list, the first and the last included; every scenario is in the "
+            "table.</p>")
+
+
+def plots_section(figures: Sequence[dict[str, Any]], cdfs: Sequence[dict[str, Any]], cdf_total: Optional[int] = None,
+                  what: str = "scenarios") -> str:
+    total = len(cdfs) if cdf_total is None else cdf_total
+    parts = [caps_note(figures, cdfs, total, what)] + [f'<div class="plot" id="{f["id"]}"></div>' for f in figures]
     if cdfs:
         opts = "".join(f'<option value="{i}">{c["name"]}</option>' for i, c in enumerate(cdfs))  # escaped already
+        shown = f"{len(cdfs)} {what}" if len(cdfs) == total else f"{len(cdfs)} of {total} {what}"
         parts.append(f'<div class="filters"><label>CDF of <select id="cdf-select">{opts}</select></label>'
-                     f'<span class="count">{len(cdfs)} scenario(s)</span></div><div class="plot" id="fig-cdf"></div>')
+                     f'<span class="count">{shown}</span></div><div class="plot" id="fig-cdf"></div>')
     else:
         parts.append("<p>No per-request data: no CDF.</p>")
     return ('<p class="hint">Hover a point for its values and scenario; click a legend entry to hide or show a run '
@@ -217,8 +263,8 @@ def render_comparison_html(doc: ComparisonDoc, runs: Sequence[RunData], markdown
     rows = [r for s in doc.scenarios for r in s.rows]
     labels = [info.label for info in doc.runs]
     figures = curve_figures([(label, shape_points(run)) for label, run in zip(labels, runs)], doc.slo, doc.title)
-    cdfs = [cdf_figure(c, doc.slo) for c in comparison_cdfs(doc, runs)]
-    return page(markdown, "Side-by-side results", results_table_html(rows), plots_section(figures, cdfs),
+    cdfs, total = capped_cdfs(comparison_cdfs(doc, runs), doc.slo)
+    return page(markdown, "Side-by-side results", results_table_html(rows), plots_section(figures, cdfs, total),
                 {"figures": figures, "cdfs": cdfs}, plots_before="Runs")
 
 
@@ -229,6 +275,7 @@ def render_report_html(run: RunData, spec: SloSpec, recompute: bool, markdown: s
     rows = [table_row(run, label, s, scenario_status(s, spec, recompute)) for s in scenarios]
     meta = run.results.metadata
     figures = curve_figures([(label, shape_points(run))], spec, f"{label}, {meta.experiment} {meta.run_id}")
-    cdfs = [cdf_figure(c, spec) for c in report_cdfs(run)]
-    return page(markdown, "Results", results_table_html(rows, valid=True), plots_section(figures, cdfs),
-                {"figures": figures, "cdfs": cdfs}, plots_before="Provenance")
+    cdfs, total = capped_cdfs(report_cdfs(run), spec)
+    return page(markdown, "Results", results_table_html(rows, valid=True),
+                plots_section(figures, cdfs, total, "shapes"), {"figures": figures, "cdfs": cdfs},
+                plots_before="Provenance")

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
 from ..analysis.compare import CompareOptions, build_comparison, match_scenarios, order_runs, pool
+from ..contract.bulk import bulk
 from ..contract.comparison_models import ComparisonDoc
 from ..contract.errors import ConfigError, ResultsError, UsageError
-from ..contract.io import atomic_write_text
+from ..contract.io import atomic_write_text, load_run
 from ..contract.models import Results, SloSpec
 from ..contract.names import path_segment
 from .report import render_comparison, render_report
@@ -142,6 +143,7 @@ def _quiet(done: int, total: int, item: str) -> None:
     """No progress shown."""
 
 
+@bulk
 def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions(),
                  progress: Optional[Progress] = None) -> ReportOutput:
     """Regenerate RUN_DIR/report.md (and RUN_DIR/plots/*.png, and RUN_DIR/report.html when options.html)
@@ -197,6 +199,7 @@ def write_reports(path: PathLike, options: ReportOptions = ReportOptions(),
     return [write_report(p, options, progress) for p in phase_paths(path, run_set)]
 
 
+@bulk
 def write_comparison(
     paths: Sequence[PathLike],
     out_dir: PathLike,
@@ -224,6 +227,11 @@ def write_comparison(
         raise UsageError(f"--baseline {baseline}: is a run set; give one of its phase directories")
     ordered = order_runs(expanded, baseline)
     if len(ordered) < 2:
+        try:  # one dry run (results/<RUN_ID> of a one-phase DRY_RUN=1 run) is said as such
+            loaded = [load_run(p) for p in ordered]
+        except ResultsError:
+            loaded = []  # one run that cannot be read: two are needed anyway (said below)
+        refuse_dry_runs(loaded, ordered)
         found = ""
         if ordered and [Path(p) for p in ordered] != [Path(p) for p in paths]:  # a folder stood for its runs
             found = f"; {', '.join(map(str, paths))} holds only {', '.join(map(str, ordered))}"
@@ -257,12 +265,22 @@ def refuse_incomparable(doc: ComparisonDoc, runs: Sequence[RunData]) -> None:
     """Raise ResultsError when the runs have no scenario in common (nothing to put side by side)."""
     if doc.scenarios:
         return
+    refuse_dry_runs([run.results for run in runs], [info.path for info in doc.runs])
     where = ", ".join(str(info.path) for info in doc.runs)
     if not any(run.results.scenarios for run in runs):
         raise ResultsError(f"{where}: no run holds a measured scenario (a DRY_RUN=1 run writes metadata only); "
                            "nothing to compare")
     raise ResultsError(f"{where}: no scenario in common (matched by concurrency, input_len and output_len); nothing "
                        "to compare; `sskj-results report RUN` shows each run alone")
+
+
+def refuse_dry_runs(results: Sequence[Results], paths: Sequence[PathLike]) -> None:
+    """Raise ResultsError when every run given is a dry run's (config.dry_run = true, nothing measured)."""
+    if not results or any(r.scenarios or (r.config.model_extra or {}).get("dry_run") is not True for r in results):
+        return
+    what = "a dry run" if len(results) == 1 else "dry runs"
+    raise ResultsError(f"{', '.join(map(str, paths))}: {what} (DRY_RUN=1, config.dry_run = true): nothing was "
+                       "measured, nothing to compare; run the experiment without DRY_RUN=1, then compare")
 
 
 def report_text(results: Results, target: PathLike) -> str:

@@ -27,20 +27,25 @@
 
   var results = document.getElementById("results-table");
   if (results) {
-    var selects = document.querySelectorAll("#results-filters select");
+    // a list of values (exact match), or, for a column of many values, a text box (the value contains the text)
+    var selects = Array.prototype.slice.call(document.querySelectorAll("#results-filters [data-filter]"));
     var filter = function () {
       var shown = 0, total = results.tBodies[0].rows.length;
+      var active = selects.filter(function (s) { return s.value; }).map(function (s) {
+        return {key: "data-" + s.getAttribute("data-filter"), value: s.value.toLowerCase(),
+                contains: s.getAttribute("data-match") === "contains", exact: s.value};
+      });
       Array.prototype.forEach.call(results.tBodies[0].rows, function (tr) {
-        var ok = true;
-        Array.prototype.forEach.call(selects, function (s) {
-          if (s.value && tr.getAttribute("data-" + s.getAttribute("data-filter")) !== s.value) { ok = false; }
+        var ok = active.every(function (f) {
+          var v = tr.getAttribute(f.key) || "";
+          return f.contains ? v.toLowerCase().indexOf(f.value) !== -1 : v === f.exact;
         });
         tr.style.display = ok ? "" : "none";
         if (ok) { shown += 1; }
       });
       document.getElementById("results-count").textContent = shown + " of " + total + " rows";
     };
-    Array.prototype.forEach.call(selects, function (s) { s.addEventListener("change", filter); });
+    selects.forEach(function (s) { s.addEventListener(s.tagName === "INPUT" ? "input" : "change", filter); });
   }
 
   var data = JSON.parse(document.getElementById("sskj-data").textContent);
@@ -70,8 +75,34 @@
         out.annotations[i].y = place.y[i][1];
       });
     }
+    wrapTitle(out, width);
     div.style.height = out.height + (div.offsetHeight - div.clientHeight) + "px";  // + the box's borders
     return out;
+  }
+  // A title longer than the figure is wide is broken into lines at spaces (plotly draws one line, cut at the
+  // edge); the figure grows by a line height per added line, so the panels keep their size and place.
+  var measure = document.createElement("canvas").getContext("2d");
+  var decode = document.createElement("textarea");
+  function wrapTitle(out, width) {
+    var title = out.title;
+    if (!title || !title.text) { return; }
+    var size = (title.font && title.font.size) || 16;
+    measure.font = size + 'px "Open Sans", verdana, arial, sans-serif';
+    var room = width - 30, lines = [], line = "";
+    title.text.split(" ").forEach(function (word) {
+      var next = line ? line + " " + word : word;
+      decode.innerHTML = next;
+      if (line && measure.measureText(decode.value).width > room) { lines.push(line); line = word; }
+      else { line = next; }
+    });
+    lines.push(line);
+    var extra = (lines.length - 1) * ((out.meta && out.meta.title_line_px) || 22);
+    title.text = lines.join("<br>");
+    // plotly centres the lines of a title on its anchor (1.3 em apart): half of them would rise into the
+    // mode bar's row; the pad moves them down by as much
+    title.pad = {t: ((title.pad && title.pad.t) || 0) + Math.ceil((lines.length - 1) * 1.3 * size / 2)};
+    out.margin.t += extra;
+    out.height += extra;
   }
   function plot(id, f) {
     var div = document.getElementById(id);
