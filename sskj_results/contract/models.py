@@ -92,7 +92,8 @@ class Metadata(_Model):
         description="Inference engine, e.g. `vllm`, `vllm-dspark`, `sglang`, `vllm-xpu`. At least one of backend/engine is set.",
     )
     hardware: Optional[str] = Field(
-        default=None, description="Human-readable hardware, e.g. `8x NVIDIA H200 143GB`."
+        default=None, description="Human-readable hardware, e.g. `8x NVIDIA H200 143GB`; on several nodes "
+                                  "`2 nodes x 8x NVIDIA H200 143GB`."
     )
     accelerator: Optional[str] = Field(
         default=None,
@@ -121,6 +122,11 @@ class Metadata(_Model):
     nodes: Optional[int] = Field(
         default=None, ge=1,
         description="Nodes the engine spanned (multi-node runs under Slurm; null when it ran on one machine).",
+    )
+    gpus_per_node: Optional[int] = Field(
+        default=None, ge=1,
+        description="Accelerators of each node of a multi-node run (the platform's GPUS_PER_NODE, else the count of "
+                    "its per-node `hardware`); `hardware` then reads `<nodes> nodes x <per-node hardware>`.",
     )
     node_names: Optional[list[str]] = Field(
         default=None, description="Slurm node name of each engine rank, in node-rank order (rank 0 serves the API).",
