@@ -266,10 +266,19 @@ _bench::server_cmd() {
 # Returns:   0 running, 1 not running
 #######################################
 bench::ensure_container() {
-  local state
-  local -a run_args=()
-  read -r -a run_args <<<"${DOCKER_RUN_ARGS:-}"
-  local -a create=(docker run -d --name "${CONTAINER_NAME}" "${run_args[@]}" "${DOCKER_IMAGE}" sleep infinity)
+  local state word
+  local -a given=() run_args=()
+  read -r -a given <<<"${DOCKER_RUN_ARGS:-}"
+  for word in "${given[@]}"; do
+    # --ipc=host shares the host's /dev/shm: --shm-size is then void (and Podman refuses the pair)
+    if [[ "${word}" == --shm-size=* && " ${given[*]} " == *" --ipc=host "* ]]; then
+      lib::warn "DOCKER_RUN_ARGS: ${word} dropped (--ipc=host shares the host's /dev/shm)"
+      continue
+    fi
+    run_args+=("${word}")
+  done
+  # --entrypoint: an image's own ENTRYPOINT would take `sleep infinity` as its arguments
+  local -a create=(docker run -d --name "${CONTAINER_NAME}" "${run_args[@]}" --entrypoint sleep "${DOCKER_IMAGE}" infinity)
   state="$(docker inspect -f '{{.State.Running}}' "${CONTAINER_NAME}" 2>/dev/null)" || state="missing"
   case "${state}" in
     true) return 0 ;;
@@ -475,7 +484,8 @@ bench::run_grid() {
 }
 
 #######################################
-# The config keys recorded in results.json config: port, client settings,
+# The config keys recorded in results.json config: port, client settings
+# (client_backend and dataset_name as the client spells them: phase-begin),
 # the startup variables a platform allow-list let through (startup_vars),
 # and the variables named in RECORD_CONFIG (read from the environment by
 # `sskj-results metadata --record-env`; lower-cased keys; secret names are
@@ -485,9 +495,7 @@ bench::run_grid() {
 #######################################
 bench::collect_config_args() {
   BENCH_CONFIG_ARGS=(
-    --config "port=${PORT}" --config "client_backend=${CLIENT_BACKEND}"
-    --config "dataset_name=${DATASET_NAME:-$([[ "${CLIENT}" == vllm ]] && echo random || echo random-ids)}"
-    --config "warmup_requests=${WARMUP_REQUESTS}" --record-env "${RECORD_CONFIG:-}"
+    --config "port=${PORT}" --config "warmup_requests=${WARMUP_REQUESTS}" --record-env "${RECORD_CONFIG:-}"
   )
   if [[ -n "${SSKJ_STARTUP_VARS:-}" ]]; then
     BENCH_CONFIG_ARGS+=(--config "startup_vars=${SSKJ_STARTUP_VARS}")
