@@ -38,10 +38,10 @@ build_server_cmd() {
     return 2
   fi
   lib::require_env SPEC_METHOD SPEC_TOKENS || return 1
-  # seed 001's flags; --spec-model only for a separate draft (SPEC_MODEL_PATH)
+  # seed 001/002's flags; SPEC_MODEL_PATH empty: no --spec-model
   bench::engine_flags kv_cache_dtype="${KV_CACHE_DTYPE}" max_model_len="${MAX_MODEL_LEN}" \
-    max_num_seqs="${MAX_NUM_SEQS}" spec_method="${SPEC_METHOD}" spec_tokens="${SPEC_TOKENS}" \
-    spec_model="${SPEC_MODEL_PATH:-}" || return 1
+    max_num_seqs="${MAX_NUM_SEQS}" spec_method="${SPEC_METHOD}" spec_model="${SPEC_MODEL_PATH:-}" \
+    spec_tokens="${SPEC_TOKENS}" || return 1
   bench::vllm_server_cmd "${BENCH_FLAGS[@]}"
 }
 

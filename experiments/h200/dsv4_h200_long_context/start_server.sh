@@ -37,7 +37,7 @@ build_server_cmd() {
   local -a settings=(kv_cache_dtype="${KV_CACHE_DTYPE}" max_model_len="${CONTEXT_LEN}" max_num_seqs="${MAX_NUM_SEQS}")
   local -a extra=()
   if [[ "${PHASE_ENGINE}" == "vllm-dspark" ]]; then
-    settings+=(spec_method=dspark spec_tokens="${SPEC_TOKENS}" spec_model="${SPEC_MODEL_PATH:-}")
+    settings+=(spec_method=dspark spec_model="${SPEC_MODEL_PATH:-}" spec_tokens="${SPEC_TOKENS}")
     read -r -a extra <<<"${DSPARK_EXTRA_ARGS:-}"
   fi
   bench::engine_flags "${settings[@]}" || return 1
