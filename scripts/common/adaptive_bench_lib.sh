@@ -393,7 +393,7 @@ bench::step() {
 # stops the client when the server dies and records a server failure in
 # skipped_after_oom.csv), /metrics after. The next step records it.
 # Globals:   BENCH_RUN_DIR BENCH_C BENCH_IN BENCH_OUT BENCH_N BENCH_STEM
-#            BENCH_RAW BENCH_*_CMD BENCH_*_SHOWN BENCH_SUPERVISE_ARGS
+#            BENCH_RAW BENCH_RESET_OUT BENCH_*_CMD BENCH_*_SHOWN BENCH_SUPERVISE_ARGS
 #            LIB_SERVER_* (read)
 # Returns:   0 ok; 1 client failed while the server is fine (not recorded,
 #            rerun on resume); 3 server died or reported out-of-memory
@@ -411,7 +411,12 @@ bench::run_scenario() {
       tail -n 5 "${client_log}" >&2 || true
     }
   fi
-  "${BENCH_RESET_CMD[@]}" 2>/dev/null || lib::warn "POST ${BENCH_RESET_CMD[-1]} failed: prefix cache not reset"
+  # the answer is judged by parse (a refusal can be 200 {"success": false}); no answer: an empty file
+  rm -f "${BENCH_RESET_OUT}"
+  if ! "${BENCH_RESET_CMD[@]}" 2>/dev/null; then
+    lib::warn "POST ${BENCH_RESET_CMD[-1]} failed: prefix cache not reset"
+    [[ -s "${BENCH_RESET_OUT}" ]] || : >"${BENCH_RESET_OUT}"
+  fi
   bench::save_metrics "${BENCH_METRICS_BEFORE_CMD[@]}"
   local -a supervise=("${SSKJ_RESULTS_CMD[@]}" run-client "${BENCH_SUPERVISE_ARGS[@]}"
     --server-pid "${LIB_SERVER_PID}" --server-log "${LIB_SERVER_LOG}" --log-offset "${offset}" --)

@@ -283,7 +283,8 @@ def step(run_dir: Path, session: Path, parse_first: bool) -> None:
         return
     (c, inp, outp, n, stem, raw), cmds = found
     for name, value in (("BENCH_C", c), ("BENCH_IN", inp), ("BENCH_OUT", outp), ("BENCH_N", n),
-                        ("BENCH_STEM", stem), ("BENCH_RAW", str(run_dir / "raw_outputs" / raw))):
+                        ("BENCH_STEM", stem), ("BENCH_RAW", str(run_dir / "raw_outputs" / raw)),
+                        ("BENCH_RESET_OUT", cmds.reset_out)):
         rec.var(name, value, export=False)
     for name, argv in (("BENCH_WARMUP_CMD", cmds.warmup), ("BENCH_RESET_CMD", cmds.reset),
                        ("BENCH_METRICS_BEFORE_CMD", cmds.metrics_before), ("BENCH_CLIENT_CMD", cmds.client),

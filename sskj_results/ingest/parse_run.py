@@ -19,6 +19,7 @@ from .naming import name_scenarios
 from .rawio import list_raw_dir
 from .scenario import RAW_REQUESTS_CAP, Problem, _bulk, _skip_entry, build_scenario, read_raw_file, run_time, unexpected
 from .sidecars import (
+    cache_reset,
     accept_length_between,
     read_metrics,
     read_skipped,
@@ -151,6 +152,10 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
             outcome = read_raw_file(path, label, hints, digest=False)  # hashed above
             file_problems = list(outcome.problems)
             accept, gpu = _sidecar_values(run_dir, path.stem, len(outcome.runs), warnings)
+            reset, why = cache_reset(run_dir / "server_metrics" / f"{path.stem}.reset.http")
+            if reset is False:
+                warnings.append(f"server_metrics/{path.stem}.reset.http: prefix cache not reset ({why}); "
+                                "the scenario may have run on a warm cache")
             for run in outcome.runs:
                 try:
                     scenario = build_scenario(run, spec, Source(file=label, line=run.line, index=run.index, sha256=digest,
@@ -160,6 +165,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                         scenario.accept_length = accept
                         scenario.reconstructed["accept_length"] = "server_metrics"
                     scenario.accelerator_usage = gpu
+                    scenario.prefix_cache_reset = reset
                     when = run_time(run)  # the run's own time keys only (the client's `date`)
                     if when.value is not None:
                         scenario.timestamp, scenario.timestamp_precision = when.value, when.precision

@@ -84,9 +84,12 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
     assert opts["--output-file"] == str(tmp_path / "r/phase1_sglang/raw_outputs/nvidia_h200_sglang_0707_32_512_256.jsonl")
     assert "--output-details" in opts
     assert options(clients[32])["--backend"] == "vllm"
-    reset = ["curl", "-fsS", "-o", "/dev/null", "--max-time", "60", "-X", "POST"]
-    assert [*reset, "http://127.0.0.1:30000/flush_cache"] in cmds
-    assert [*reset, "http://127.0.0.1:30000/reset_prefix_cache"] in cmds
+    # the answer kept (status line, headers, body) for parse: a refusal can be 200 {"success": false}
+    stem = "server_metrics/nvidia_h200_{}_0707_32_512_256.reset.http"
+    assert ["curl", "-sS", "-i", "-o", str(tmp_path / "r/phase1_sglang" / stem.format("sglang")), "--max-time", "60",
+            "-X", "POST", "http://127.0.0.1:30000/flush_cache"] in cmds
+    assert ["curl", "-sS", "-i", "-o", str(tmp_path / "r/phase2_vllm" / stem.format("vllm")), "--max-time", "60",
+            "-X", "POST", "http://127.0.0.1:30000/reset_prefix_cache"] in cmds
     assert cmds[-1][1:] == ["compare", str(tmp_path / "r/phase1_sglang"), str(tmp_path / "r/phase2_vllm"),
                             "--baseline", str(tmp_path / "r/phase1_sglang"), "--out", str(tmp_path / "r"), "--html"]
     for index, engine, server in ((1, "sglang", servers[0]), (2, "vllm", servers[1])):
