@@ -313,7 +313,11 @@ bench::start_phase_server() {
   LIB_SERVER_CONTAINER=""
   # shellcheck disable=SC2034  # read by lib::stop_server
   LIB_SERVER_TAG=""
+  # shellcheck disable=SC2034  # read by lib::stop_server: a rank's server in every node's container
+  LIB_SERVER_NODES=1
   if [[ "${RUNTIME:-native}" == "docker" ]]; then
+    # shellcheck disable=SC2034  # read by lib::stop_server
+    LIB_SERVER_NODES="$(multinode::enabled && echo "${NNODES}" || echo 1)"
     # shellcheck disable=SC2034  # read by lib::stop_server
     LIB_SERVER_CONTAINER="${CONTAINER_NAME}"
     # shellcheck disable=SC2034  # read by lib::stop_server
