@@ -16,7 +16,7 @@ BASE = {"MODEL_PATH": "/m", "TP": "2", "SERVER_HOST": "127.0.0.1", "PORT": "3000
 def test_sglang_command_in_order() -> None:
     s = dict(BASE, SGLANG_EXTRA_ARGS="--a 1  --b\n--ignored")
     assert server_cmd("sglang", "sglang", ["--kv-cache-dtype", "fp8_e4m3"], s) == [
-        "/e/sg/python", "-m", "sglang.launch_server", "--model-path", "/m", "--tp", "2", "--trust-remote-code",
+        "/e/sg/python", "-m", "sglang.launch_server", "--model-path", "/m", "--tp-size", "2", "--trust-remote-code",
         "--kv-cache-dtype", "fp8_e4m3", "--host", "127.0.0.1", "--port", "30000", "--a", "1", "--b"]
 
 
@@ -24,7 +24,7 @@ def test_vllm_command_carries_the_server_environment_and_devices() -> None:
     s = dict(BASE, DEVICES="0,1", DEVICES_ENV="XPU_VISIBLE_DEVICES", VLLM_EXTRA_ARGS="--x")
     assert server_cmd("vllm-dspark", "vllm", ["--max-num-seqs", "8"], dict(s, DSPARK_PYTHON="/e/ds/python")) == [
         "env", "XPU_VISIBLE_DEVICES=0,1", "VLLM_SERVER_DEV_MODE=1", "/e/ds/python", "-m",
-        "vllm.entrypoints.openai.api_server", "--model", "/m", "--trust-remote-code", "--tensor-parallel-size", "2",
+        "vllm.entrypoints.cli.main", "serve", "/m", "--trust-remote-code", "--tensor-parallel-size", "2",
         "--max-num-seqs", "8", "--host", "127.0.0.1", "--port", "30000", "--x"]
 
 

@@ -266,10 +266,19 @@ _bench::server_cmd() {
 # Returns:   0 running, 1 not running
 #######################################
 bench::ensure_container() {
-  local state
-  local -a run_args=()
-  read -r -a run_args <<<"${DOCKER_RUN_ARGS:-}"
-  local -a create=(docker run -d --name "${CONTAINER_NAME}" "${run_args[@]}" "${DOCKER_IMAGE}" sleep infinity)
+  local state word
+  local -a given=() run_args=()
+  read -r -a given <<<"${DOCKER_RUN_ARGS:-}"
+  for word in "${given[@]}"; do
+    # --ipc=host shares the host's /dev/shm: --shm-size is then void (and Podman refuses the pair)
+    if [[ "${word}" == --shm-size=* && " ${given[*]} " == *" --ipc=host "* ]]; then
+      lib::warn "DOCKER_RUN_ARGS: ${word} dropped (--ipc=host shares the host's /dev/shm)"
+      continue
+    fi
+    run_args+=("${word}")
+  done
+  # --entrypoint: an image's own ENTRYPOINT would take `sleep infinity` as its arguments
+  local -a create=(docker run -d --name "${CONTAINER_NAME}" "${run_args[@]}" --entrypoint sleep "${DOCKER_IMAGE}" infinity)
   state="$(docker inspect -f '{{.State.Running}}' "${CONTAINER_NAME}" 2>/dev/null)" || state="missing"
   case "${state}" in
     true) return 0 ;;
@@ -304,7 +313,11 @@ bench::start_phase_server() {
   LIB_SERVER_CONTAINER=""
   # shellcheck disable=SC2034  # read by lib::stop_server
   LIB_SERVER_TAG=""
+  # shellcheck disable=SC2034  # read by lib::stop_server: a rank's server in every node's container
+  LIB_SERVER_NODES=1
   if [[ "${RUNTIME:-native}" == "docker" ]]; then
+    # shellcheck disable=SC2034  # read by lib::stop_server
+    LIB_SERVER_NODES="$(multinode::enabled && echo "${NNODES}" || echo 1)"
     # shellcheck disable=SC2034  # read by lib::stop_server
     LIB_SERVER_CONTAINER="${CONTAINER_NAME}"
     # shellcheck disable=SC2034  # read by lib::stop_server
@@ -386,7 +399,7 @@ bench::step() {
 # /metrics after and the next step, whose records it leaves in
 # BENCH_NEXT_RECORDS for bench::run_grid.
 # Globals:   BENCH_RUN_DIR BENCH_C BENCH_IN BENCH_OUT BENCH_N BENCH_STEM
-#            BENCH_RAW BENCH_*_CMD BENCH_*_SHOWN BENCH_SUPERVISE_ARGS
+#            BENCH_RAW BENCH_RESET_OUT BENCH_*_CMD BENCH_*_SHOWN BENCH_SUPERVISE_ARGS
 #            BENCH_SESSION_FILE BENCH_NEXT_RECORDS LIB_SERVER_* (read)
 # Returns:   0 ok; 1 client failed while the server is fine (not recorded,
 #            rerun on resume); 3 server died or reported out-of-memory
@@ -404,7 +417,12 @@ bench::run_scenario() {
       tail -n 5 "${client_log}" >&2 || true
     }
   fi
-  "${BENCH_RESET_CMD[@]}" 2>/dev/null || lib::warn "POST ${BENCH_RESET_CMD[-1]} failed: prefix cache not reset"
+  # the answer is judged by parse (a refusal can be 200 {"success": false}); no answer: an empty file
+  rm -f "${BENCH_RESET_OUT}"
+  if ! "${BENCH_RESET_CMD[@]}" 2>/dev/null; then
+    lib::warn "POST ${BENCH_RESET_CMD[-1]} failed: prefix cache not reset"
+    [[ -s "${BENCH_RESET_OUT}" ]] || : >"${BENCH_RESET_OUT}"
+  fi
   bench::save_metrics "${BENCH_METRICS_BEFORE_CMD[@]}"
   local -a supervise=("${SSKJ_RESULTS_CMD[@]}" run-client "${BENCH_SUPERVISE_ARGS[@]}"
     --server-pid "${LIB_SERVER_PID}" --server-log "${LIB_SERVER_LOG}" --log-offset "${offset}")
@@ -485,7 +503,8 @@ bench::run_grid() {
 }
 
 #######################################
-# The config keys recorded in results.json config: port, client settings,
+# The config keys recorded in results.json config: port, client settings
+# (client_backend and dataset_name as the client spells them: phase-begin),
 # the startup variables a platform allow-list let through (startup_vars),
 # and the variables named in RECORD_CONFIG (read from the environment by
 # `sskj-results metadata --record-env`; lower-cased keys; secret names are
@@ -495,9 +514,7 @@ bench::run_grid() {
 #######################################
 bench::collect_config_args() {
   BENCH_CONFIG_ARGS=(
-    --config "port=${PORT}" --config "client_backend=${CLIENT_BACKEND}"
-    --config "dataset_name=${DATASET_NAME:-$([[ "${CLIENT}" == vllm ]] && echo random || echo random-ids)}"
-    --config "warmup_requests=${WARMUP_REQUESTS}" --record-env "${RECORD_CONFIG:-}"
+    --config "port=${PORT}" --config "warmup_requests=${WARMUP_REQUESTS}" --record-env "${RECORD_CONFIG:-}"
   )
   if [[ -n "${SSKJ_STARTUP_VARS:-}" ]]; then
     BENCH_CONFIG_ARGS+=(--config "startup_vars=${SSKJ_STARTUP_VARS}")

@@ -595,46 +595,55 @@ lib::wait_for_health() {
 # Send a signal to every process of a container that carries
 # SSKJ_SERVER_TAG=<tag> in its environment (the server started by
 # `docker exec --env SSKJ_SERVER_TAG=... ` and all its children); with signal
-# 0 only test for them.
-# Arguments: $1 container; $2 tag; $3 signal name or 0
-# Returns:   0 some process matched, 1 none matched
+# 0 only test for them. With NODES > 1 (a multi-node engine: one rank's
+# server in the container of every node) on every node of the job, by srun.
+# Arguments: $1 container; $2 tag; $3 signal name or 0; $4 nodes (default 1)
+# Returns:   0 some process matched (on some node), 1 none matched
 #######################################
 lib::container_signal_tagged() {
-  local container="$1" tag="$2" sig="$3"
+  local container="$1" tag="$2" sig="$3" nodes="${4:-1}"
   # Fixed script text; tag and signal are passed as positional parameters.
   # shellcheck disable=SC2016  # expanded by the container's sh
-  local script='tag="$1"; sig="$2"; found=1
+  local script='tag="$1"; sig="$2"
 for d in /proc/[0-9]*; do
   pid="${d#/proc/}"
   [ "$pid" = "$$" ] && continue
   if tr "\000" "\n" < "$d/environ" 2>/dev/null | grep -qx "SSKJ_SERVER_TAG=$tag"; then
-    kill "-$sig" "$pid" 2>/dev/null && found=0
+    kill "-$sig" "$pid" 2>/dev/null && echo "sskj-tagged $pid"
   fi
 done
-exit "$found"'
-  docker exec "${container}" sh -c "${script}" sskj-stop "${tag}" "${sig}" 2>/dev/null
+exit 0'
+  local -a on=()
+  if [[ "${nodes}" =~ ^[0-9]+$ ]] && ((nodes > 1)); then
+    # platform keys named SLURM_* would be read by srun as its own options (as in multinode.sh)
+    on=(env -u SLURM_GRES -u SLURM_MEM -u SLURM_TIME -u SLURM_PARTITION
+      srun --overlap --nodes="${nodes}" --ntasks="${nodes}" --ntasks-per-node=1 --job-name=sskj-stop)
+  fi
+  "${on[@]}" docker exec "${container}" sh -c "${script}" sskj-stop "${tag}" "${sig}" 2>/dev/null | grep -q '^sskj-tagged '
 }
 
 #######################################
 # Stop the server started by lib::start_server: its host process tree, then
-# (for docker exec servers) the tagged processes inside the container.
+# (for docker exec servers) the tagged processes inside the container, of
+# every node for a multi-node engine (LIB_SERVER_NODES): stopping the srun
+# ends the `docker exec` clients only, never the servers inside.
 # Globals:   LIB_SERVER_PID (read, cleared); LIB_SERVER_CONTAINER,
-#            LIB_SERVER_TAG (read, optional); STOP_GRACE_S (read)
+#            LIB_SERVER_TAG, LIB_SERVER_NODES (read, optional); STOP_GRACE_S (read)
 # Outputs:   progress on stderr
 # Returns:   0
 #######################################
 lib::stop_server() {
-  local grace="${STOP_GRACE_S:-30}" waited=0
+  local grace="${STOP_GRACE_S:-30}" waited=0 nodes="${LIB_SERVER_NODES:-1}"
   if [[ -n "${LIB_SERVER_PID:-}" ]]; then
     lib::info "stopping server (pid ${LIB_SERVER_PID})"
     lib::stop_tree "${LIB_SERVER_PID}" "${grace}"
   fi
   if [[ -n "${LIB_SERVER_CONTAINER:-}" && -n "${LIB_SERVER_TAG:-}" ]]; then
-    if lib::container_signal_tagged "${LIB_SERVER_CONTAINER}" "${LIB_SERVER_TAG}" TERM; then
-      while lib::container_signal_tagged "${LIB_SERVER_CONTAINER}" "${LIB_SERVER_TAG}" 0; do
+    if lib::container_signal_tagged "${LIB_SERVER_CONTAINER}" "${LIB_SERVER_TAG}" TERM "${nodes}"; then
+      while lib::container_signal_tagged "${LIB_SERVER_CONTAINER}" "${LIB_SERVER_TAG}" 0 "${nodes}"; do
         if ((waited >= grace)); then
           lib::warn "server in container ${LIB_SERVER_CONTAINER} still alive after ${grace}s; sending KILL"
-          lib::container_signal_tagged "${LIB_SERVER_CONTAINER}" "${LIB_SERVER_TAG}" KILL || true
+          lib::container_signal_tagged "${LIB_SERVER_CONTAINER}" "${LIB_SERVER_TAG}" KILL "${nodes}" || true
           break
         fi
         sleep 1

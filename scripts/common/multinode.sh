@@ -30,10 +30,11 @@ multinode::enabled() {
 # experiment's command (bench::get_server_cmd); with NNODES > 1 the srun
 # launch of every rank, and MULTINODE_RECORD_ARGS with what to record: the
 # command of every rank (config rank<i>_server_args), the dist-init address
-# and the nodes (metadata nodes, node_names, node_hostnames). Outside an
+# and the nodes (metadata nodes, gpus_per_node, node_names, node_hostnames;
+# hardware then reads "<N> nodes x <per-node hardware>"). Outside an
 # allocation only a dry run proceeds (head address HEAD_NODE_ADDR).
 # Arguments: $1 experiment dir; $2 phase spec
-# Globals:   NNODES PORT DIST_INIT_PORT MULTINODE_HEAD_ADDR (read);
+# Globals:   NNODES PORT DIST_INIT_PORT MULTINODE_HEAD_ADDR GPUS_PER_NODE (read);
 #            BENCH_SERVER_CMD MULTINODE_RECORD_ARGS (written)
 # Outputs:   with DRY_RUN=1 and NNODES > 1, each rank's command on stdout
 # Returns:   0 ok, 1 failure
@@ -79,6 +80,7 @@ multinode::server_cmd() {
   names_csv="$(IFS=,; printf '%s' "${nodes[*]}")"
   hosts_csv="$(IFS=,; printf '%s' "${hostnames[*]}")"
   MULTINODE_RECORD_ARGS+=(--config "dist_init_addr=${addr}" --meta "nodes=${NNODES}"
+    --meta "gpus_per_node=${GPUS_PER_NODE:-}"
     --meta "node_names=${names_csv}" --meta "node_hostnames=${hosts_csv}")
   # Platform keys named SLURM_* would be read by srun as its own options.
   BENCH_SERVER_CMD=(env -u SLURM_GRES -u SLURM_MEM -u SLURM_TIME -u SLURM_PARTITION

@@ -110,6 +110,25 @@ def implementation(client: str, impl: str) -> Implementation:
         raise ValueError(f"CLIENT_IMPL must be one of {', '.join(IMPLS)}, got {impl!r}")
     return IMPLEMENTATIONS[(client, impl)]
 
+# client -> {the workflow's name (the phase engine's family, SGLang's dataset names): the client's own}
+# `vllm bench serve` has no `sglang` backend (SGLang serves the OpenAI API) and no `random-ids` dataset
+# (its `random` is the same thing: random token ids, decoded).
+_BACKENDS = {"vllm": {"sglang": "openai"}}
+_DATASETS = {"vllm": {"random-ids": "random"}}
+_DEFAULT_DATASET = {"sglang": "random-ids", "vllm": "random"}
+
+
+def client_backend(client: str, backend: str) -> str:
+    """The --backend word CLIENT takes for a server of BACKEND (an engine family or the client's own word)."""
+    return _BACKENDS.get(client, {}).get(backend, backend)
+
+
+def client_dataset(client: str, name: Optional[str]) -> str:
+    """The --dataset-name word CLIENT takes for NAME (empty: the client's random-token-id dataset)."""
+    if not name:
+        return _DEFAULT_DATASET.get(client, "random-ids")
+    return _DATASETS.get(client, {}).get(name, name)
+
 
 @dataclass(frozen=True)
 class ClientRequest:
@@ -139,7 +158,7 @@ def client_command(r: ClientRequest) -> list[str]:
     """The client's argv for one scenario. Raises ValueError for an unknown module or implementation."""
     row = choose_module(r.client, module=r.module)
     impl = implementation(r.client, r.impl)
-    common = ["--backend", r.backend, "--host", r.host, "--port", str(r.port), "--model", r.model,
+    common = ["--backend", client_backend(r.client, r.backend), "--host", r.host, "--port", str(r.port), "--model", r.model,
               "--tokenizer", r.tokenizer]
     shape = ["--random-input-len", str(r.input_len), "--random-output-len", str(r.output_len)]
     dataset = ["--dataset-path", r.dataset_path] if r.dataset_path else []
@@ -147,14 +166,14 @@ def client_command(r: ClientRequest) -> list[str]:
     head = (["env", *impl.env] if impl.env else []) + [r.python, "-m", row.module, *row.argv]
     if r.client == "vllm":
         cmd = [*head, *common,
-               "--dataset-name", r.dataset_name or "random", *dataset, *shape,
+               "--dataset-name", client_dataset(r.client, r.dataset_name), *dataset, *shape,
                "--random-range-ratio", r.range_ratio or "0.0", *load,
                "--ignore-eos", "--temperature", "0", "--save-result", "--save-detailed",
                "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,95,99",
                "--result-dir", str(r.out.parent), "--result-filename", r.out.name]
     else:
         cmd = [*head, *common,
-               "--dataset-name", r.dataset_name or "random-ids", *dataset, *shape,
+               "--dataset-name", client_dataset(r.client, r.dataset_name), *dataset, *shape,
                "--random-range-ratio", r.range_ratio or "1.0", *load,
                "--disable-tqdm", "--output-file", str(r.out), "--output-details"]
         # The run warms up with warmup.py before the cache reset and the /metrics

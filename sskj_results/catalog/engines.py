@@ -31,12 +31,13 @@ class Engine:
     name: str                      # prefix the phase's engine name starts with (longest match wins)
     family: str                    # sglang | vllm: client backend and import conventions
     python_var: str                # platform variable holding the engine environment's interpreter
-    launch_module: str             # python -m <module> starts the OpenAI-compatible server
+    launch_module: str             # python -m <module> [launch_args] starts the OpenAI-compatible server
     flags: dict[str, tuple[str, ...]]  # config key -> option spellings (first = the one experiments use)
     reset_path: str                # POST: drop the prefix cache between scenarios
     metrics: bool                  # GET /metrics (Prometheus) before/after each scenario
     dists: tuple[str, ...]         # packages whose version is the engine version
     health_path: str = "/health"
+    launch_args: tuple[str, ...] = ()  # words after `-m <module>` (vLLM: the `serve` subcommand)
     server_env: tuple[str, ...] = field(default_factory=tuple)  # KEY=VALUE the server needs from the workflow
     # config key -> {experiment value: this engine's spelling of it}
     values: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -55,7 +56,8 @@ class Engine:
 
 
 _SGLANG_FLAGS = {
-    "tp": ("--tp", "--tp-size", "--tensor-parallel-size"),
+    # --tp is only argparse's abbreviation of --tp-size
+    "tp": ("--tp-size", "--tensor-parallel-size", "--tp"),
     "kv_cache_dtype": ("--kv-cache-dtype",),
     "max_num_seqs": ("--max-running-requests",),
     "max_model_len": ("--context-length",),
@@ -68,12 +70,14 @@ _VLLM_FLAGS = {
     "kv_cache_dtype": ("--kv-cache-dtype",),
     "max_num_seqs": ("--max-num-seqs",),
     "max_model_len": ("--max-model-len",),
-    # vLLM-DSpark's own spellings; upstream vLLM uses --speculative-config JSON (read below)
+    # vLLM >= 0.32 and vLLM-DSpark; --speculative-config JSON (read below) is the other spelling
     "spec_method": ("--spec-method",),
     "spec_tokens": ("--spec-tokens",),
     "spec_model": ("--spec-model",),
 }
-_VLLM = dict(family="vllm", launch_module="vllm.entrypoints.openai.api_server", flags=_VLLM_FLAGS,
+# `python -m vllm.entrypoints.cli.main serve MODEL` is what `vllm serve MODEL` runs (the
+# vllm.entrypoints.openai.api_server module is deprecated, and ignores --headless)
+_VLLM = dict(family="vllm", launch_module="vllm.entrypoints.cli.main", launch_args=("serve",), flags=_VLLM_FLAGS,
              reset_path="/reset_prefix_cache", metrics=True,
              # VLLM_SERVER_DEV_MODE=1 registers POST /reset_prefix_cache
              server_env=("VLLM_SERVER_DEV_MODE=1",))
@@ -100,18 +104,25 @@ def engine(name: str) -> Engine:
     return max(rows, key=lambda e: len(e.name))
 
 
-def _engine_of_argv(argv: list[str]) -> Optional[Engine]:
+def engine_argv(argv: list[str]) -> Optional[tuple[Engine, list[str]]]:
+    """The engine row of a command line and the engine's own options (the words after its launch point).
+
+    The launch point is `-m <launch module> [launch args]`, `vllm serve` or
+    `sglang serve`, wherever it stands: after `env K=V`, `timeout N`,
+    `docker exec ... CONTAINER PYTHON`, `srun ...` or any other wrapper.
+    """
     for i, word in enumerate(argv):
         if word == "-m" and i + 1 < len(argv):
             for e in ENGINES:
-                if argv[i + 1] == e.launch_module:
-                    return e
-    for i, word in enumerate(argv):  # `vllm serve MODEL` and other entry points
+                n = len(e.launch_args)
+                if argv[i + 1] == e.launch_module and tuple(argv[i + 2:i + 2 + n]) == e.launch_args:
+                    return e, argv[i + 2 + n:]
+            if argv[i + 1] == "vllm.entrypoints.openai.api_server":  # the deprecated module
+                return engine("vllm"), argv[i + 2:]
+    for i, word in enumerate(argv):  # the console scripts: `vllm serve MODEL`, `sglang serve`
         base = word.rsplit("/", 1)[-1]
-        if base == "vllm" and i + 1 < len(argv) and argv[i + 1] == "serve":
-            return engine("vllm")
-        if base.startswith("sglang"):
-            return engine("sglang")
+        if base in ("vllm", "sglang") and i + 1 < len(argv) and argv[i + 1] == "serve":
+            return engine(base), argv[i + 2:]
     return None
 
 
@@ -119,7 +130,7 @@ def _option_values(argv: list[str]) -> dict[str, str]:
     """--flag value / --flag=value pairs (the last occurrence wins, as with argparse)."""
     out: dict[str, str] = {}
     for i, word in enumerate(argv):
-        if not word.startswith("-") or word in ("-m", "-c"):
+        if not word.startswith("-"):
             continue
         if "=" in word and word.startswith("--"):
             key, value = word.split("=", 1)
@@ -141,17 +152,20 @@ def _typed(key: str, text: str) -> Any:
 def config_from_server_args(command: str) -> dict[str, Any]:
     """The config values a server command line sets; every key of DERIVED_KEYS present, null when not given.
 
-    Unknown engines (a command without a known launch module) give {}: nothing
-    is claimed about a command that is not understood.
+    The options are read from the engine's own argv (`engine_argv`), inside
+    any wrapper. Unknown engines (a command without a known launch point, e.g.
+    the `srun` line of a multi-node run, whose ranks' commands are read
+    instead) give {}: nothing is claimed about a command that is not understood.
     """
     try:
         argv = shlex.split(command)
     except ValueError:
         return {}
-    row = _engine_of_argv(argv)
-    if row is None:
+    found = engine_argv(argv)
+    if found is None:
         return {}
-    options = _option_values(argv)
+    row, own = found
+    options = _option_values(own)
     out: dict[str, Any] = dict.fromkeys(DERIVED_KEYS)
     for key, spellings in row.flags.items():
         for flag in spellings:

@@ -63,6 +63,7 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
     phase spec or name).
     """
     from ..catalog.engines import engine
+    from ..contract.envfile import expand_references
     from ..run.records import Records
 
     rec = Records()
@@ -141,7 +142,10 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
         rec.array("BENCH_PHASE_ENGINES", [p[1] for p in parsed])
         rec.array("BENCH_PHASE_FAMILIES", [engine(p[1]).family for p in parsed])
         for index, (_, _, settings) in enumerate(parsed, start=1):
-            rec.array(f"BENCH_PHASE_SETS_{index}", settings)
+            # a value may name the configuration: dspark:vllm-dspark:MODEL_PATH=${DSPARK_MODEL_PATH}
+            expanded = [f"{key}={expand_references(value, os.environ, f'phase spec {specs[index - 1]!r}')}"
+                        for key, _, value in (kv.partition("=") for kv in settings)]
+            rec.array(f"BENCH_PHASE_SETS_{index}", expanded)
     _write(rec)
 
 
@@ -216,6 +220,7 @@ def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) ->
     config (METADATA_ARGS after --: more `sskj-results metadata` options), and with DRY_RUN=1 the whole
     plan of the phase (array BENCH_PLAN: every scenario's commands, printed by the shell).
     """
+    from ..catalog.clients import client_backend, client_dataset
     from ..contract.redact import redact_argv
     from ..run.phase import client_label, client_module, client_probe, engine_environment, engine_version, metadata_meta
     from ..run.records import Records, plan_words
@@ -236,6 +241,9 @@ def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) ->
     args = list(metadata_args)
     if args[:1] == ["--"]:
         args = args[1:]
+    client = env.get("CLIENT") or "sglang"  # the backend and dataset words the client is given
+    args += ["--config", f"client_backend={client_backend(client, env.get('CLIENT_BACKEND', ''))}",
+             "--config", f"dataset_name={client_dataset(client, env.get('DATASET_NAME'))}"]
     status, out = invoke(["metadata", str(run_dir), *metadata_meta(env, facts), *args], capture=True)
     sys.stderr.write(out.decode("utf-8", "surrogateescape"))
     if status != 0:
@@ -287,7 +295,8 @@ def step_records(run_dir: Path, session: Path, parse_first: bool) -> "Records":
     (c, inp, outp, n, stem, raw), cmds = found
     _record_client(run_dir, stem)
     for name, value in (("BENCH_C", c), ("BENCH_IN", inp), ("BENCH_OUT", outp), ("BENCH_N", n),
-                        ("BENCH_STEM", stem), ("BENCH_RAW", str(run_dir / "raw_outputs" / raw))):
+                        ("BENCH_STEM", stem), ("BENCH_RAW", str(run_dir / "raw_outputs" / raw)),
+                        ("BENCH_RESET_OUT", cmds.reset_out)):
         rec.var(name, value, export=False)
     for name, argv in (("BENCH_WARMUP_CMD", cmds.warmup), ("BENCH_RESET_CMD", cmds.reset),
                        ("BENCH_METRICS_BEFORE_CMD", cmds.metrics_before), ("BENCH_CLIENT_CMD", cmds.client),

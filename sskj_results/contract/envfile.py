@@ -245,6 +245,11 @@ def _expand(text: str, scope: Mapping[str, str], where: str) -> str:
     return "".join(out)
 
 
+def expand_references(text: str, scope: Mapping[str, str], where: str) -> str:
+    """${NAME}, ${NAME:-default} and $NAME of text expanded from scope, as in a config value (ConfigError naming where)."""
+    return _expand(text, scope, where)
+
+
 def _double_quoted(raw: str, scope: Mapping[str, str], where: str) -> tuple[str, str]:
     """Parse a value that starts with '"'; return (value, text after the closing quote)."""
     out: list[str] = []

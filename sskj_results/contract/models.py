@@ -83,7 +83,7 @@ class Metadata(_Model):
         description="Inference engine, e.g. `vllm`, `vllm-dspark`, `sglang`, `vllm-xpu`. At least one of backend/engine is set.",
     )
     hardware: Optional[str] = Field(
-        default=None, description="Human-readable hardware, e.g. `8x NVIDIA H200 143GB`."
+        default=None, description="Human-readable hardware, e.g. `8x NVIDIA H200 143GB`, `2 nodes x 8x NVIDIA H200 143GB`."
     )
     accelerator: Optional[str] = Field(
         default=None,
@@ -113,6 +113,8 @@ class Metadata(_Model):
         default=None, ge=1,
         description="Nodes the engine spanned (multi-node runs under Slurm; null when it ran on one machine).",
     )
+    gpus_per_node: Optional[int] = Field(default=None, ge=1, description="Accelerators of each node of a multi-node run "
+                                         "(GPUS_PER_NODE, else the count of the per-node `HARDWARE`).")
     node_names: Optional[list[str]] = Field(
         default=None, description="Slurm node name of each engine rank, in node-rank order (rank 0 serves the API).",
     )
@@ -423,6 +425,8 @@ class Scenario(_Model):
     dataset_name: Optional[str] = Field(default=None, description="Client dataset, e.g. `random`, `random-ids`.")
     request_format: Optional[str] = Field(default=None, description="The client's `backend`: the request format it spoke, not the server.")
     accelerator_usage: Optional[AcceleratorSummary] = Field(default=None, description="Accelerator samples during the scenario.")
+    prefix_cache_reset: Optional[bool] = Field(default=None, description="The server confirmed the prefix-cache reset before "
+        "the scenario (false: refused or failed, it may have run on a warm cache; null: not recorded).")
     notes: list[str] = Field(
         default_factory=list,
         description="Warnings about how this scenario was read (inferred lengths, non-streaming runs, count mismatches).",

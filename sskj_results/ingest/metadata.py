@@ -141,6 +141,25 @@ def write_metadata(
         return _write_metadata_locked(run_dir, meta, config, slo, detect, cwd)
 
 
+_NODES_PREFIX = re.compile(r"\d+ nodes x ")
+_COUNT = re.compile(r"\s*(\d+)\s*x\s")
+
+
+def _node_hardware(meta: dict[str, Any]) -> None:
+    """On several nodes: `hardware` says so (`2 nodes x 8x H200`) and gpus_per_node is set (from the per-node string)."""
+    hardware = meta.get("hardware")
+    try:
+        nodes = int(meta.get("nodes") or 1)
+    except (TypeError, ValueError):
+        return  # the model's validation names the bad value
+    if nodes <= 1 or not isinstance(hardware, str) or not hardware or _NODES_PREFIX.match(hardware):
+        return
+    count = _COUNT.match(hardware)
+    if not meta.get("gpus_per_node") and count:
+        meta["gpus_per_node"] = int(count.group(1))
+    meta["hardware"] = f"{nodes} nodes x {hardware}"
+
+
 def _write_metadata_locked(run_dir: Path, meta: Mapping[str, str], config: Mapping[str, str], slo: Optional[SloSpec],
                            detect: bool, cwd: Optional[Path]) -> Results:
     file = run_dir / RESULTS_NAME
@@ -178,6 +197,7 @@ def _write_metadata_locked(run_dir: Path, meta: Mapping[str, str], config: Mappi
         for key, value in facts.items():
             if not meta_dict.get(key):
                 meta_dict[key] = value
+    _node_hardware(meta_dict)
     meta_dict["tool_version"] = __version__
     cfg: dict[str, Any] = existing.config.model_dump(exclude_none=False) if existing else {}
     for key, text in config.items():
@@ -186,8 +206,12 @@ def _write_metadata_locked(run_dir: Path, meta: Mapping[str, str], config: Mappi
             value = redact(value.strip())
         cfg[key] = value
     if isinstance(config.get("server_args"), str):
-        # the settings the phase's own server command gives (null when it does not), over any --config of the same key
-        cfg.update(config_from_server_args(cfg["server_args"]))
+        # the settings the phase's own server command gives (null when it does not), over any --config of the same
+        # key; a multi-node run's server_args is the srun line, its engine's argv that of rank 0 (which serves)
+        derived = config_from_server_args(cfg["server_args"])
+        if not derived and isinstance(cfg.get("rank0_server_args"), str):
+            derived = config_from_server_args(cfg["rank0_server_args"])
+        cfg.update(derived)
     try:
         metadata = Metadata.model_validate(meta_dict)
     except ValidationError as exc:

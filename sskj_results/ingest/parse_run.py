@@ -22,6 +22,7 @@ from .rawsources import list_raw_dir
 from .scenario import RAW_REQUESTS_CAP, Problem, _bulk, _skip_entry, build_scenario, read_raw_file, run_time, unexpected
 from .sidecars import (
     acceptance_between,
+    cache_reset,
     read_metrics,
     read_skipped,
     sidecar_digest,
@@ -166,6 +167,10 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
             warnings.extend(outcome.warnings)  # runs written twice, counted once
             accept, gpu = _sidecar_values(run_dir, path.stem, len(outcome.runs), warnings)
             info = _client_info(run_dir, path.stem, len(outcome.runs), warnings)
+            reset, why = cache_reset(run_dir / "server_metrics" / f"{path.stem}.reset.http")
+            if reset is False:
+                warnings.append(f"server_metrics/{path.stem}.reset.http: prefix cache not reset ({why}); "
+                                "the scenario may have run on a warm cache")
             for run in outcome.runs:
                 try:
                     scenario = build_scenario(run, spec, Source(file=label, line=run.line, index=run.index, sha256=digest,
@@ -174,6 +179,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                     best_acceptance(scenario, accept, draft_tokens)
                     client_of_run(scenario, info, existing.metadata.client, existing.metadata.client_version)
                     scenario.accelerator_usage = gpu
+                    scenario.prefix_cache_reset = reset
                     when = run_time(run)  # the run's own time keys only (the client's `date`)
                     if when.value is not None:
                         scenario.timestamp, scenario.timestamp_precision = when.value, when.precision

@@ -7,6 +7,11 @@
   (CSV with a header: nvidia-smi --query-gpu … --format=csv).
 * ``gpu_logs/<stem>.xpu-smi.log``: Kunlun xpu-smi status tables, one per
   sample, each after a ``### <timestamp>`` line.
+* ``server_metrics/<stem>.reset.http``: the answer to the prefix-cache reset
+  before the scenario (``curl -i``: status line, headers, body); empty when
+  the server could not be reached. A reset counts only when the status is 2xx
+  and the body does not say ``{"success": false}`` (what vLLM answers when it
+  refuses).
 * ``skipped_after_oom.csv``: scenarios skipped after a server death/OOM.
 """
 
@@ -15,6 +20,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import math
 import re
 from pathlib import Path
@@ -258,11 +264,41 @@ def read_skipped(path: Path) -> list[SkippedScenario]:
     return out
 
 
+_STATUS_LINE = re.compile(r"^HTTP/[0-9.]+ (\d{3})")
+
+
+def cache_reset(path: Path) -> tuple[Optional[bool], Optional[str]]:
+    """Did the reset answered in server_metrics/<stem>.reset.http take effect? (None when there is no such file),
+    and why not."""
+    if not path.is_file():
+        return None, None
+    text = read_side_text(path, "server metrics")
+    status: Optional[int] = None
+    body = text
+    while (match := _STATUS_LINE.match(body)) is not None:  # `100 Continue` and the like come first
+        status = int(match.group(1))
+        head, sep, body = body.partition("\r\n\r\n") if "\r\n\r\n" in body else body.partition("\n\n")
+        if not sep:
+            body = ""
+    if status is None:
+        return False, "no answer (the server could not be reached)"
+    if not 200 <= status < 300:
+        return False, f"HTTP {status}: {one_line(body.strip())[:200]}"
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict) and answer.get("success") is False:
+        return False, f"HTTP {status} with {one_line(body.strip())[:200]} (the server refused)"
+    return True, None
+
+
 def sidecar_paths(run_dir: Path, stem: str) -> list[Path]:
     """The side files that belong to raw file <stem>, those that exist."""
     candidates = [
         run_dir / "server_metrics" / f"{stem}.before.prom",
         run_dir / "server_metrics" / f"{stem}.after.prom",
+        run_dir / "server_metrics" / f"{stem}.reset.http",
         run_dir / "gpu_logs" / f"{stem}.csv",
         run_dir / "gpu_logs" / f"{stem}.xpu-smi.log",
         run_dir / "client_stats" / f"{stem}.json",  # read by evidence.py (validity)

@@ -15,10 +15,12 @@ Kinds (the words, in order):
             DEVICES_ENV=DEVICES (default CUDA_VISIBLE_DEVICES).
   base      launcher (with the engine table's server environment, e.g.
             VLLM_SERVER_DEV_MODE=1, and the K=V given) -m <launch module>
-  sglang    launcher -m <module> --model-path MODEL_PATH --tp TP
+            [launch args] (vLLM: `-m vllm.entrypoints.cli.main serve`, what
+            `vllm serve` runs; the model follows as its positional argument)
+  sglang    launcher -m <module> --model-path MODEL_PATH --tp-size TP
             --trust-remote-code FLAG... --host SERVER_HOST --port PORT
             MULTINODE SGLANG_EXTRA_ARGS
-  vllm      base --model MODEL_PATH --trust-remote-code
+  vllm      base MODEL_PATH --trust-remote-code
             --tensor-parallel-size TP FLAG... --host SERVER_HOST --port PORT
             MULTINODE VLLM_EXTRA_ARGS
 MULTINODE (NNODES > 1, docs/CLUSTER.md): SGLang `--nnodes N --node-rank R
@@ -101,17 +103,14 @@ def server_cmd(name: str, kind: str, words: list[str], settings: Mapping[str, st
         return launcher(name, words, settings)
     if kind == "base":
         row = engine(name)
-        return launcher(name, [*row.server_env, *words], settings) + ["-m", row.launch_module]
+        return launcher(name, [*row.server_env, *words], settings) + ["-m", row.launch_module, *row.launch_args]
     require(settings, "MODEL_PATH", "TP", "SERVER_HOST", "PORT")
     tail = ["--host", settings["SERVER_HOST"], "--port", settings["PORT"], *multinode_args(kind, settings)]
     if kind == "sglang":
         return [*launcher(name, [], settings), "-m", engine(name).launch_module, "--model-path", settings["MODEL_PATH"],
-                "--tp", settings["TP"], "--trust-remote-code", *words, *tail, *_extra(settings, "SGLANG_EXTRA_ARGS")]
-    base = server_cmd(name, "base", [], settings)
-    if multinode_args(kind, settings) and base[-2:] == ["-m", "vllm.entrypoints.openai.api_server"]:
-        # only the serve CLI (`vllm serve`) honours --headless; the api_server module serves on every rank
-        base[-1:] = ["vllm.entrypoints.cli.main", "serve"]
-    return [*base, "--model", settings["MODEL_PATH"], "--trust-remote-code",
+                "--tp-size", settings["TP"], "--trust-remote-code", *words, *tail, *_extra(settings, "SGLANG_EXTRA_ARGS")]
+    # the serve CLI takes the model as its positional argument (and honours --headless on ranks > 0)
+    return [*server_cmd(name, "base", [], settings), settings["MODEL_PATH"], "--trust-remote-code",
             "--tensor-parallel-size", settings["TP"], *words, *tail, *_extra(settings, "VLLM_EXTRA_ARGS")]
 
 

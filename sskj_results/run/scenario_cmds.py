@@ -30,9 +30,11 @@ def warmup_argv(settings: Mapping[str, str], repo: Path, input_len: int, request
             "--timeout", settings.get("WARMUP_TIMEOUT_S") or "600"]
 
 
-def reset_argv(settings: Mapping[str, str], engine_name: str) -> list[str]:
-    """POST to the engine's prefix-cache reset path (sglang /flush_cache, vLLM /reset_prefix_cache)."""
-    return ["curl", "-fsS", "-o", "/dev/null", "--max-time", "60", "-X", "POST",
+def reset_argv(settings: Mapping[str, str], engine_name: str, out: Path) -> list[str]:
+    """POST to the engine's prefix-cache reset path (sglang /flush_cache, vLLM /reset_prefix_cache), the answer
+    (status line, headers, body) into OUT: vLLM refuses with 200 `{"success": false}`, which `curl -f` cannot
+    see; parse judges it (ingest/sidecars.py cache_reset)."""
+    return ["curl", "-sS", "-i", "-o", str(out), "--max-time", "60", "-X", "POST",
             base_url(settings) + engine(engine_name).reset_path]
 
 
@@ -51,6 +53,7 @@ class ScenarioCommands:
     client: list[str] = field(default_factory=list)
     metrics_after: list[str] = field(default_factory=list)
     supervise: list[str] = field(default_factory=list)  # `run-client` options before --server-pid ...
+    reset_out: str = ""  # where `reset` writes the server's answer (empty when the server could not be reached)
 
 
 def scenario_commands(settings: Mapping[str, str], repo: Path, run_dir: Path, engine_name: str, stem: str,
@@ -61,7 +64,8 @@ def scenario_commands(settings: Mapping[str, str], repo: Path, run_dir: Path, en
     has_metrics = engine(engine_name).metrics
     return ScenarioCommands(
         warmup=warmup_argv(settings, repo, input_len, requests) if requests > 0 else [],
-        reset=reset_argv(settings, engine_name),
+        reset=reset_argv(settings, engine_name, Path(f"{metrics}.reset.http")),
+        reset_out=f"{metrics}.reset.http",
         metrics_before=metrics_argv(settings, Path(f"{metrics}.before.prom")) if has_metrics else [],
         client=client,
         metrics_after=metrics_argv(settings, Path(f"{metrics}.after.prom")) if has_metrics else [],

@@ -160,7 +160,7 @@ class _Setup:
         log_file = self.paths.envs / "verify.log"
         log_file.write_text("", encoding="utf-8")
         self.run_logged(log_file, ["env", "HF_HUB_OFFLINE=1", str(self.paths.envs / "engine-cpu/bin/python"), "-c",
-                                   'import vllm, vllm.entrypoints.openai.api_server, vllm.benchmarks.serve; '
+                                   'import vllm, vllm.entrypoints.cli.main, vllm.benchmarks.serve; '
                                    'print("vllm", vllm.__version__)'])
         self.run_logged(log_file, ["env", "HF_HUB_OFFLINE=1", str(self.paths.envs / "client/bin/python"), "-c",
                                    'import sglang.bench_serving; print("sglang.bench_serving ok")'])

@@ -85,6 +85,8 @@ def make_app(state: State) -> web.Application:
     async def reset(request: web.Request) -> web.StreamResponse:
         state.resets += 1
         log(f"POST {request.path} (reset #{state.resets})")
+        if args.refuse_reset:  # what vLLM answers when it refuses (e.g. requests still running)
+            return web.json_response({"success": False})
         return web.Response(text="ok")
 
     async def metrics(_request: web.Request) -> web.StreamResponse:
@@ -201,6 +203,7 @@ def main() -> int:
     parser.add_argument("--error-status", type=int, default=None)
     parser.add_argument("--max-model-len", type=int, default=None)
     parser.add_argument("--spec-decode", action="store_true", help="expose vllm:spec_decode_* counters")
+    parser.add_argument("--refuse-reset", action="store_true", help='answer a cache reset 200 {"success": false}')
     args, unknown = parser.parse_known_args()
     if args.host not in ("127.0.0.1", "localhost"):
         parser.error("the fake server only listens on 127.0.0.1/localhost")

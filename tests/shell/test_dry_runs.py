@@ -233,3 +233,58 @@ def test_nnodes_without_an_allocation_stops_before_anything_starts(tmp_path, bas
     calls = (tmp_path / "docker_calls.log").read_text() if (tmp_path / "docker_calls.log").exists() else ""
     assert "-m sglang.launch_server" not in calls, "no engine was started"
     assert not list((tmp_path / "r").glob("raw_outputs/*.jsonl"))
+
+
+GPU_PLATFORM_OF = {"h20": "nvidia_h20", "h200": "nvidia_h200", "p800": "kunlun_p800", "pro6000": "nvidia_rtx6000d"}
+GPU_EXPERIMENTS = sorted(p.parent for p in (REPO / "experiments").glob("*/*/run_bench.sh")
+                         if p.parent.parent.name in GPU_PLATFORM_OF)
+# config key -> the engine's own options for it (SGLang, vLLM), as the test reads a command independently
+OWN_FLAGS = {"tp": ("--tp-size", "--tensor-parallel-size"), "kv_cache_dtype": ("--kv-cache-dtype",),
+             "max_num_seqs": ("--max-running-requests", "--max-num-seqs"),
+             "max_model_len": ("--context-length", "--max-model-len"),
+             "spec_method": ("--spec-method", "--speculative-algorithm"),
+             "spec_tokens": ("--spec-tokens", "--speculative-num-draft-tokens")}
+
+
+def _own(cmd: list[str], key: str):
+    """The value a command gives for a config key (int where the record is a count), None when it gives none."""
+    value = next((flag(cmd, name) for name in OWN_FLAGS[key] if name in cmd), None)
+    return int(value) if value is not None and value.isdigit() else value
+
+
+@needs_results
+@pytest.mark.slow  # one dry run of a shipped GPU experiment each (2-3 phases): 10-40 s; make test runs it
+@pytest.mark.parametrize("nodes", ["1", "2"])
+@pytest.mark.parametrize("exp", GPU_EXPERIMENTS, ids=lambda p: p.name)
+def test_every_phase_records_the_settings_of_its_engines_own_argv(tmp_path, base_env, tag, exp, nodes):
+    one = tmp_path / "one.tsv"
+    one.write_text("1 1000 256\n")
+    env = cluster_env(base_env, DRY_RUN="1", NNODES=nodes, PLATFORM=GPU_PLATFORM_OF[exp.parent.name],
+                      RUN_ID="20261201-230000", RESULT_ROOT=str(tmp_path / "r"), SCENARIOS_FILE=str(one),
+                      CONCURRENCIES="1", SHAPES="1000x256")
+    env.pop("ENGINE_PYTHON", None)
+    proc = run_script(exp / "run_bench.sh", env, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    runs = sorted((tmp_path / "r").glob("phase*/results.json")) or [tmp_path / "r" / "results.json"]
+    platform = platform_values(GPU_PLATFORM_OF[exp.parent.name])
+    hardware = platform["HARDWARE"] if platform["HARDWARE"] != "auto" else "8x NVIDIA H200 140GB"  # the fake nvidia-smi
+    for path in runs:
+        results = load_json(path)
+        config, meta = results["config"], results["metadata"]
+        # the engine's own argv: the phase's command on one node, rank 0's inside the srun line on two
+        cmd = shlex.split(config["rank0_server_args"] if nodes == "2" else config["server_args"])
+        assert ("srun" in config["server_args"]) == (nodes == "2")
+        # every key as the engine's argv gives it; the P800 experiment sets no KV-cache dtype or maximum of
+        # running requests (the engine's defaults), and a context length only where the experiment sets one
+        given = ("tp",) if exp.name == "dsv4_p800_sglang" else ("tp", "kv_cache_dtype", "max_num_seqs")
+        for key in OWN_FLAGS:
+            assert config[key] == _own(cmd, key), (path, key)
+            assert config[key] is not None or key not in given, (path, key)
+        if meta["engine"] == "vllm-dspark":
+            assert (config["spec_method"], config["spec_tokens"]) == (_own(cmd, "spec_method"), _own(cmd, "spec_tokens"))
+            assert config["spec_method"] == "dspark" and isinstance(config["spec_tokens"], int), path
+        if nodes == "2":
+            assert (meta["nodes"], meta["hardware"]) == (2, f"2 nodes x {hardware}"), path
+            assert meta["gpus_per_node"] == int(platform.get("GPUS_PER_NODE") or hardware.split("x")[0]), path
+        else:
+            assert (meta.get("nodes"), meta["hardware"]) == (None, hardware), path

@@ -57,14 +57,14 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
     proc = run_script(H200_VS / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
     cmds = command_lines(proc.stdout)
-    servers = [c for c in cmds if "sglang.launch_server" in c or "vllm.entrypoints.openai.api_server" in c]
+    servers = [c for c in cmds if "sglang.launch_server" in c or "vllm.entrypoints.cli.main" in c]
     assert servers == [
         # the same KV-cache dtype and maximum of running requests on both engines, each in its own spelling
         [f"{REPO}/envs/sglang/bin/python", "-m", "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash",
-         "--tp", "8", "--trust-remote-code", "--kv-cache-dtype", "fp8_e4m3", "--max-running-requests", "1024",
+         "--tp-size", "8", "--trust-remote-code", "--kv-cache-dtype", "fp8_e4m3", "--max-running-requests", "1024",
          "--host", "127.0.0.1", "--port", "30000"],
-        ["env", "VLLM_SERVER_DEV_MODE=1", f"{REPO}/envs/vllm/bin/python", "-m", "vllm.entrypoints.openai.api_server",
-         "--model", "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
+        ["env", "VLLM_SERVER_DEV_MODE=1", f"{REPO}/envs/vllm/bin/python", "-m", "vllm.entrypoints.cli.main",
+         "serve", "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
          "--kv-cache-dtype", "fp8", "--max-num-seqs", "1024", "--host", "127.0.0.1", "--port", "30000"],
     ]
     # paste-ready: the client as it runs; the watch by `sskj-results run-client` (the engine's pid and log,
@@ -85,9 +85,12 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
     assert opts["--output-file"] == str(tmp_path / "r/phase1_sglang/raw_outputs/nvidia_h200_sglang_0707_32_512_256.jsonl")
     assert "--output-details" in opts
     assert options(clients[32])["--backend"] == "vllm"
-    reset = ["curl", "-fsS", "-o", "/dev/null", "--max-time", "60", "-X", "POST"]
-    assert [*reset, "http://127.0.0.1:30000/flush_cache"] in cmds
-    assert [*reset, "http://127.0.0.1:30000/reset_prefix_cache"] in cmds
+    # the answer kept (status line, headers, body) for parse: a refusal can be 200 {"success": false}
+    stem = "server_metrics/nvidia_h200_{}_0707_32_512_256.reset.http"
+    assert ["curl", "-sS", "-i", "-o", str(tmp_path / "r/phase1_sglang" / stem.format("sglang")), "--max-time", "60",
+            "-X", "POST", "http://127.0.0.1:30000/flush_cache"] in cmds
+    assert ["curl", "-sS", "-i", "-o", str(tmp_path / "r/phase2_vllm" / stem.format("vllm")), "--max-time", "60",
+            "-X", "POST", "http://127.0.0.1:30000/reset_prefix_cache"] in cmds
     assert cmds[-1][1:] == ["compare", str(tmp_path / "r/phase1_sglang"), str(tmp_path / "r/phase2_vllm"),
                             "--baseline", str(tmp_path / "r/phase1_sglang"), "--out", str(tmp_path / "r"), "--html"]
     for index, engine, server in ((1, "sglang", servers[0]), (2, "vllm", servers[1])):
@@ -171,7 +174,7 @@ def test_dry_run_p800_prints_docker_launch_and_records_patches(tmp_path, base_en
     cmds = command_lines(proc.stdout)
     launch = [
         "docker", "exec", "--env", "SSKJ_SERVER_TAG=sskj-30000", "sskj_p800_sglang", "python3",
-        "-m", "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash", "--tp", "8",
+        "-m", "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash", "--tp-size", "8",
         "--trust-remote-code", "--mem-fraction-static", "0.85", "--host", "127.0.0.1", "--port", "30000",
     ]
     assert launch in cmds
@@ -385,10 +388,14 @@ def test_dry_run_dspark_phases_record_their_spec_tokens(tmp_path, base_env, tag)
     env.pop("ENGINE_PYTHON")
     proc = run_script(REPO / "experiments" / "h200" / "dsv4_h200_dspark" / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
-    launches = [c for c in command_lines(proc.stdout) if "vllm.entrypoints.openai.api_server" in c]
+    launches = [c for c in command_lines(proc.stdout) if "vllm.entrypoints.cli.main" in c]
     assert [options(c)["--spec-tokens"] for c in launches] == ["5", "3", "1"]
     assert all(options(c)["--spec-method"] == "dspark" for c in launches)
     assert all(c[2] == f"{REPO}/envs/vllm-dspark/bin/python" for c in launches)
+    # the team's DSpark (seed 001/002): the DSpark checkpoint served, --spec-model naming that same checkpoint
+    dspark = "/data/models/DeepSeek-V4-Flash-DSpark"
+    assert all(c[c.index("serve") + 1] == dspark and options(c)["--spec-model"] == dspark for c in launches)
+    assert all("--no-disable-hybrid-kv-cache-manager" in c for c in launches)
     for index, tokens in ((1, 5), (2, 3), (3, 1)):
         results = load_json(tmp_path / "r" / f"phase{index}_dspark_t{tokens}" / "results.json")
         assert results["config"]["spec_tokens"] == tokens
@@ -415,12 +422,17 @@ def test_long_context_runs_the_21_seed_scenarios_and_the_full_matrix_on_request(
     proc = run_script(exp / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
     assert sum(line.startswith("# scenario ") for line in proc.stdout.splitlines()) == 3
-    servers = [c for c in command_lines(proc.stdout) if "sglang.launch_server" in c or "vllm.entrypoints.openai.api_server" in c]
+    servers = [c for c in command_lines(proc.stdout) if "sglang.launch_server" in c or "vllm.entrypoints.cli.main" in c]
     sglang, vllm, dspark = (options(c) for c in servers)
     assert (sglang["--context-length"], sglang["--kv-cache-dtype"], sglang["--max-running-requests"]) == ("266240", "fp8_e4m3", "64")
     for opts in (vllm, dspark):
         assert (opts["--max-model-len"], opts["--kv-cache-dtype"], opts["--max-num-seqs"]) == ("266240", "fp8", "64")
     assert dspark["--spec-method"] == "dspark" and "--spec-method" not in vllm
+    # the DSpark phase serves the DSpark checkpoint with seed 001's flags; the others the base model
+    models = [c[c.index("serve") + 1] if "serve" in c else options(c)["--model-path"] for c in servers]
+    assert models == ["/data/models/DeepSeek-V4-Flash"] * 2 + ["/data/models/DeepSeek-V4-Flash-DSpark"]
+    assert (dspark["--spec-tokens"], dspark["--spec-model"]) == ("5", models[2])
+    assert "--no-disable-hybrid-kv-cache-manager" in servers[2] and "--no-disable-hybrid-kv-cache-manager" not in servers[1]
 
 
 @needs_results
@@ -430,8 +442,8 @@ def test_devices_limit_the_server_set_tp_and_are_recorded(tmp_path, base_env, ta
     env.pop("ENGINE_PYTHON")
     proc = run_script(H200_VS / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
-    servers = [c for c in command_lines(proc.stdout) if "sglang.launch_server" in c or "vllm.entrypoints.openai.api_server" in c]
-    assert servers[0][:2] == ["env", "CUDA_VISIBLE_DEVICES=4,5,6,7"] and options(servers[0])["--tp"] == "4"
+    servers = [c for c in command_lines(proc.stdout) if "sglang.launch_server" in c or "vllm.entrypoints.cli.main" in c]
+    assert servers[0][:2] == ["env", "CUDA_VISIBLE_DEVICES=4,5,6,7"] and options(servers[0])["--tp-size"] == "4"
     assert servers[1][:3] == ["env", "CUDA_VISIBLE_DEVICES=4,5,6,7", "VLLM_SERVER_DEV_MODE=1"]
     assert options(servers[1])["--tensor-parallel-size"] == "4"
     meta = load_json(tmp_path / "r" / "phase1_sglang" / "results.json")["metadata"]
@@ -442,7 +454,7 @@ def test_devices_limit_the_server_set_tp_and_are_recorded(tmp_path, base_env, ta
     assert p800.returncode == 0, p800.stderr
     launch = next(c for c in command_lines(p800.stdout) if "sglang.launch_server" in c)
     assert launch[:6] == ["docker", "exec", "--env", "XPU_VISIBLE_DEVICES=0,1", "--env", "SSKJ_SERVER_TAG=sskj-30000"]
-    assert options(launch)["--tp"] == "1"
+    assert options(launch)["--tp-size"] == "1"
     assert load_json(tmp_path / "p" / "results.json")["metadata"]["devices"] == "XPU_VISIBLE_DEVICES=0,1"
 
 

@@ -66,6 +66,7 @@ def test_single_phase_run_writes_raw_outputs_metrics_and_results(tmp_path, base_
             "warmup_policy": "all_at_once", "source": "run"}
         assert (scenario["acceptance"]["source"], scenario["acceptance"]["scope"]) == ("server_metrics", "scenario")
         assert scenario["acceptance"]["length"] == scenario["accept_length"]
+    assert [s["prefix_cache_reset"] for s in results["scenarios"]] == [True, True]
     server_args = results["config"]["server_args"]
     assert "fake_openai_server.py" in server_args and f"--port {env['PORT']}" in server_args
     assert "VLLM_SERVER_DEV_MODE=1" in server_args
@@ -75,6 +76,20 @@ def test_single_phase_run_writes_raw_outputs_metrics_and_results(tmp_path, base_
     assert client_calls(tmp_path) == [(1, 16, 8), (2, 16, 8)]
     assert "report: " + str(run / "report.md") in proc.stderr
     assert not port_listening(int(env["PORT"]))
+
+
+def test_a_refused_cache_reset_is_recorded_as_a_warm_cache(tmp_path, base_env, make_experiment, tag):
+    """vLLM refuses a reset with 200 {"success": false}: `curl -f` would call it done."""
+    exp = make_experiment(phases="vllm")
+    env = run_env(base_env, tmp_path, FAKE_SERVER_ARGS="--refuse-reset", CONCURRENCIES="1")
+    proc = run_script(exp / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    run = Path(env["RESULT_ROOT"])
+    scenarios = load_json(run / "results.json")["scenarios"]
+    assert scenarios and all(s["prefix_cache_reset"] is False for s in scenarios)
+    stem = "cpu_vllm_0102_1_16_8"
+    assert (f"server_metrics/{stem}.reset.http: prefix cache not reset (HTTP 200 with {{\"success\": false}} "
+            "(the server refused)); the scenario may have run on a warm cache") in proc.stderr
 
 
 @pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it

@@ -39,7 +39,7 @@ build_server_cmd() {
     return 2
   fi
   bench::vllm_server_base "VLLM_CPU_KVCACHE_SPACE=${KVCACHE_SPACE_GIB}" HF_HUB_OFFLINE=1 || return 1
-  SERVER_CMD+=(--model "${MODEL_PATH}" --host "${SERVER_HOST}" --port "${PORT}"
+  SERVER_CMD+=("${MODEL_PATH}" --host "${SERVER_HOST}" --port "${PORT}"
     --enforce-eager --max-model-len "${MAX_MODEL_LEN}" --dtype "${DTYPE}")
   case "${SPEC_METHOD:-}" in
     "") ;;

@@ -28,7 +28,7 @@ source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 # Fill SERVER_CMD for a vLLM-DSpark phase: the common command of
 # bench::vllm_server_cmd plus this experiment's flags.
 # Globals:   PHASE_ENGINE KV_CACHE_DTYPE MAX_MODEL_LEN MAX_NUM_SEQS
-#            SPEC_METHOD SPEC_MODEL_PATH SPEC_TOKENS (read), those of
+#            SPEC_METHOD SPEC_TOKENS SPEC_MODEL_PATH (optional) (read), those of
 #            bench::vllm_server_cmd; SERVER_CMD (written)
 # Returns:   0 ok, 1 missing configuration, 2 unsupported engine
 #######################################
@@ -37,10 +37,12 @@ build_server_cmd() {
     lib::err "engine ${PHASE_ENGINE} is not part of this experiment (vllm-dspark)"
     return 2
   fi
-  lib::require_env SPEC_MODEL_PATH SPEC_METHOD SPEC_TOKENS || return 1
-  bench::vllm_server_cmd --kv-cache-dtype "${KV_CACHE_DTYPE}" --max-model-len "${MAX_MODEL_LEN}" \
-    --max-num-seqs "${MAX_NUM_SEQS}" \
-    --spec-method "${SPEC_METHOD}" --spec-model "${SPEC_MODEL_PATH}" --spec-tokens "${SPEC_TOKENS}"
+  lib::require_env SPEC_METHOD SPEC_TOKENS || return 1
+  # seed 001/002's flags; SPEC_MODEL_PATH empty: no --spec-model
+  bench::engine_flags kv_cache_dtype="${KV_CACHE_DTYPE}" max_model_len="${MAX_MODEL_LEN}" \
+    max_num_seqs="${MAX_NUM_SEQS}" spec_method="${SPEC_METHOD}" spec_model="${SPEC_MODEL_PATH:-}" \
+    spec_tokens="${SPEC_TOKENS}" || return 1
+  bench::vllm_server_cmd "${BENCH_FLAGS[@]}"
 }
 
 main() {

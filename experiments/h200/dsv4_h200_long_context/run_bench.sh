@@ -24,7 +24,9 @@ fi
 source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 
 main() {
-  local -a phases=(sglang vllm dspark:vllm-dspark)
+  # the DSpark phase serves the DSpark checkpoint (config.env DSPARK_MODEL_PATH)
+  # shellcheck disable=SC2016  # expanded from the configuration by sskj-results config
+  local -a phases=(sglang vllm 'dspark:vllm-dspark:MODEL_PATH=${DSPARK_MODEL_PATH}')
   bench::run_experiment "${EXPERIMENT_DIR}" "${phases[@]}"
 }
 

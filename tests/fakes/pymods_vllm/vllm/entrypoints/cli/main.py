@@ -1,7 +1,7 @@
-"""Test double of `python -m vllm.entrypoints.openai.api_server` (one node).
+"""Test double of `python -m vllm.entrypoints.cli.main serve MODEL` (what `vllm serve` runs; one node).
 
-Accepts vLLM's serve flags (--model, --host, --port, --spec-method; others
-ignored) and serves tests/fakes/fake_openai_server.py; a speculative
+Accepts `serve`, the model as its positional argument and vLLM's serve flags
+(--host, --port, --spec-method; others ignored) and serves tests/fakes/fake_openai_server.py; a speculative
 method (--spec-method, or --speculative-config) exposes the
 vllm:spec_decode_* counters. $FAKE_SERVER_ARGS, split on blanks, is added
 to the fake server's command line. Kept out of tests/fakes/pymods so that
@@ -20,7 +20,8 @@ FAKES = Path(__file__).resolve().parents[4]
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="fake-model")
+    parser.add_argument("command", choices=["serve"])
+    parser.add_argument("model")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--spec-method", default=None)
