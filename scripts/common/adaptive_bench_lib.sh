@@ -475,7 +475,8 @@ bench::run_grid() {
 }
 
 #######################################
-# The config keys recorded in results.json config: port, client settings,
+# The config keys recorded in results.json config: port, client settings
+# (dataset_name and prompt_method are added by `sskj-results phase-begin`),
 # the startup variables a platform allow-list let through (startup_vars),
 # and the variables named in RECORD_CONFIG (read from the environment by
 # `sskj-results metadata --record-env`; lower-cased keys; secret names are
@@ -486,7 +487,6 @@ bench::run_grid() {
 bench::collect_config_args() {
   BENCH_CONFIG_ARGS=(
     --config "port=${PORT}" --config "client_backend=${CLIENT_BACKEND}"
-    --config "dataset_name=${DATASET_NAME:-$([[ "${CLIENT}" == vllm ]] && echo random || echo random-ids)}"
     --config "warmup_requests=${WARMUP_REQUESTS}" --record-env "${RECORD_CONFIG:-}"
   )
   if [[ -n "${SSKJ_STARTUP_VARS:-}" ]]; then

@@ -33,6 +33,7 @@ SCHEMA_VERSIONS = (1, 2)
 SCHEMA_ID = "https://sskj.dev/schema/results.schema.json"
 
 SloMark = Literal["✅", "⚠️", "❌", "❔"]
+PromptMethod = Literal["token-ids", "round-trip-set", "client-random-text", "client-dataset"]
 
 from .times import (  # noqa: E402 - re-exported: the timestamp forms are part of the contract
     _TIMESTAMP_RE,
@@ -426,6 +427,10 @@ class Scenario(_Model):
     timestamp_precision: Optional[TimePrecision] = Field(default=None, description=TIMESTAMP_PRECISION_DESCRIPTION)
     timestamp_source: Optional[TimeSource] = Field(default=None, description=TIMESTAMP_SOURCE_DESCRIPTION)
     dataset_name: Optional[str] = Field(default=None, description="Client dataset, e.g. `random`, `random-ids`.")
+    prompt_method: Optional[PromptMethod] = Field(default=None, description="How the prompts reached the server "
+        "(prompts/<stem>.json): `token-ids`, `round-trip-set` (text the served model's tokenizer reads back at exactly "
+        "the input length), `client-random-text` (random ids decoded to text), `client-dataset`; null when not "
+        "recorded (docs/METRICS.md).")
     request_format: Optional[str] = Field(default=None, description="The client's `backend`: the request format it spoke, not the server.")
     accelerator_usage: Optional[AcceleratorSummary] = Field(default=None, description="Accelerator samples during the scenario.")
     notes: list[str] = Field(

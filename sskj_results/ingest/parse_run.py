@@ -22,6 +22,7 @@ from .sidecars import (
     accept_length_between,
     read_metrics,
     read_skipped,
+    prompt_method_of,
     sidecar_digest,
     sidecar_paths,
     summarize_gpu_log,
@@ -151,6 +152,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
             outcome = read_raw_file(path, label, hints, digest=False)  # hashed above
             file_problems = list(outcome.problems)
             accept, gpu = _sidecar_values(run_dir, path.stem, len(outcome.runs), warnings)
+            method = prompt_method_of(run_dir, path.stem, warnings)
             for run in outcome.runs:
                 try:
                     scenario = build_scenario(run, spec, Source(file=label, line=run.line, index=run.index, sha256=digest,
@@ -160,6 +162,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                         scenario.accept_length = accept
                         scenario.reconstructed["accept_length"] = "server_metrics"
                     scenario.accelerator_usage = gpu
+                    scenario.prompt_method = method
                     when = run_time(run)  # the run's own time keys only (the client's `date`)
                     if when.value is not None:
                         scenario.timestamp, scenario.timestamp_precision = when.value, when.precision

@@ -118,6 +118,8 @@ def test_a_multi_phase_run_is_a_run_set_with_the_experiments_comparison_settings
 
 OOM_CONFIG = """\
 MODEL_PATH="fake-model"
+# the fake model has no tokenizer to make a round-trip set with (tests/test_prompt_sets.py covers those)
+PROMPT_METHOD="client-random-text"
 CONCURRENCIES="1 2 4 8"
 SHAPES="16x8 32x4"
 MIN_PROMPTS="8"

@@ -52,6 +52,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=None)
     p.add_argument("--dataset-name", default="sharegpt")
     p.add_argument("--dataset-path", default="")
+    p.add_argument("--tokenize-prompt", action="store_true")
+    p.add_argument("--sharegpt-output-len", type=int, default=None)
     p.add_argument("--model", default=None)
     p.add_argument("--tokenizer", default=None)
     p.add_argument("--num-prompts", type=int, default=1000)
