@@ -86,9 +86,9 @@ def _after(argv: list[str], flag: str) -> str:
 def test_client_flags_of_each_method() -> None:
     ids = client_command(_request(backend="sglang", prompt_method="token-ids"))
     assert _after(ids, "--dataset-name") == "random-ids" and "--tokenize-prompt" in ids
-    sg = client_command(_request(prompt_method="round-trip-set", prompt_file="/s/set.jsonl"))
+    sg = client_command(_request(prompt_method="round-trip-set", prompt_file="/s/set.json"))
     assert (_after(sg, "--dataset-name"), _after(sg, "--dataset-path"), _after(sg, "--sharegpt-output-len")) == \
-        ("custom", "/s/set.jsonl", "256")
+        ("sharegpt", "/s/set.json", "256")  # sglang.bench_serving 0.5.4 (the CPU client) has no custom dataset
     assert _after(sg, "--random-input-len") == "262144" and "--tokenize-prompt" not in sg
     vl = client_command(_request(client="vllm", backend="openai", prompt_method="round-trip-set",
                                  prompt_file="/s/set.jsonl"))
@@ -102,7 +102,7 @@ def test_client_flags_of_each_method() -> None:
 def test_client_flags_refuse_what_the_client_cannot_do() -> None:
     with pytest.raises(ConfigError, match="token-ids needs CLIENT=sglang with backend sglang"):
         client_command(_request(backend="vllm", prompt_method="token-ids"))
-    with pytest.raises(ConfigError, match="output length 2: sglang.bench_serving's custom dataset needs at least 4 "
+    with pytest.raises(ConfigError, match="output length 2: sglang.bench_serving's sharegpt dataset needs at least 4 "
                                           "output tokens; use PROMPT_METHOD=client-random-text for this grid"):
         client_command(_request(output_len=2, prompt_method="round-trip-set", prompt_file="/s/set.jsonl"))
 
@@ -118,10 +118,12 @@ def test_set_names_follow_tokenizer_length_count_and_seed(tmp_path: Path) -> Non
     (tok / "tokenizer.json").write_text('{"a": 2}')
     assert tokenizer_fingerprint(str(tok)) != first
     assert tokenizer_fingerprint("org/model") != tokenizer_fingerprint("org/other")
-    a = prompt_set(tmp_path, "f" * 16, 128, 16, "1")
-    assert a.path.name == "ffffffffffffffff_i128_n16_s1_v1.jsonl"
-    assert len({a, prompt_set(tmp_path, "f" * 16, 128, 64, "1"), prompt_set(tmp_path, "f" * 16, 128, 16, "2")}) == 3
-    b = prompt_set(tmp_path, "f" * 16, 1024, 16, "1")
+    a = prompt_set(tmp_path, "f" * 16, 128, 16, "1", "sglang")
+    assert a.path.name == "ffffffffffffffff_i128_n16_s1_v1.json"
+    assert prompt_set(tmp_path, "f" * 16, 128, 16, "1", "vllm").path.name == "ffffffffffffffff_i128_n16_s1_v1.jsonl"
+    assert len({a, prompt_set(tmp_path, "f" * 16, 128, 64, "1", "sglang"),
+                prompt_set(tmp_path, "f" * 16, 128, 16, "2", "sglang")}) == 3
+    b = prompt_set(tmp_path, "f" * 16, 1024, 16, "1", "sglang")
     b.path.write_text("{}\n")
     argv = make_command(["py"], REPO, str(tok), "1", [a, b, a])
     assert argv == ["py", str(REPO / "scripts/common/make_prompt_set.py"), "--tokenizer", str(tok), "--seed", "1",
@@ -135,13 +137,16 @@ def test_set_names_follow_tokenizer_length_count_and_seed(tmp_path: Path) -> Non
 
 def test_script_refuses_a_bad_set_and_keeps_an_existing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert mps.main(["--tokenizer", "t", "--set", "1:5:/x"]) == 2
-    assert "--set 1:5:/x: expected LENGTH:COUNT:OUT (LENGTH >= 2, COUNT >= 1)" in capsys.readouterr().err
+    assert mps.main(["--tokenizer", "t", "--set", "8:5:/x.txt"]) == 2
+    assert "--set 1:5:/x: expected LENGTH:COUNT:OUT (LENGTH >= 2, COUNT >= 1, OUT ending in .json or .jsonl)" in \
+        capsys.readouterr().err
     kept = tmp_path / "kept.jsonl"
     kept.write_text("old\n")
     assert mps.main(["--tokenizer", str(tmp_path / "no-tokenizer"), "--set", f"8:1:{kept}"]) == 0
     assert kept.read_text() == "old\n"
     assert mps.main(["--tokenizer", str(tmp_path / "no-tokenizer"), "--set", f"8:1:{tmp_path / 'new.jsonl'}"]) == 1
     assert "make_prompt_set.py: " in capsys.readouterr().err and not (tmp_path / "new.jsonl").exists()
+    assert list(tmp_path.iterdir()) == [kept]  # no half-written file
 
 
 # ------------------------------------------------------------------ real tokenizers
@@ -152,21 +157,30 @@ def _random_ids_text_count(tok: Any, length: int, offset: int = 7919) -> int:
     return len(tok.encode(tok.decode_batch([ids])[0]))
 
 
+def _read_back(out: Path) -> list[str]:
+    """The prompts of a set as each client reads its file (sglang: a ShareGPT list; vllm: JSON lines)."""
+    if out.suffix == ".json":
+        return [conv["conversations"][0]["value"] for conv in json.loads(out.read_text())]
+    return [json.loads(line)["prompt"] for line in out.read_text().splitlines()]
+
+
 def _check_sets(tok: Any, lengths: list[int], tmp_path: Path) -> dict[int, int]:
     """Write a set per length (two prompts; one above 8192 tokens, built once), read it back as the clients do;
     return the random-ids text counts."""
     pool = mps.word_pool(tok)
     drift: dict[int, int] = {}
     for length in lengths:
-        out = tmp_path / f"i{length}.jsonl"
         count = 2 if length <= 8192 else 1
+        out = tmp_path / f"i{length}.json"
         mps.write_set(tok, pool, "1", length, count, out)
-        rows = [json.loads(line) for line in out.read_text().splitlines()]
-        assert len(rows) == count and (count == 1 or rows[0]["prompt"] != rows[1]["prompt"])
-        for row in rows:
-            assert row["conversations"][0]["value"] == row["prompt"]  # the same text for both clients
+        prompts = _read_back(out)
+        if count == 2:
+            mps.write_set(tok, pool, "1", length, count, out.with_suffix(".jsonl"))
+            assert _read_back(out.with_suffix(".jsonl")) == prompts  # the same prompts for both clients
+        assert len(prompts) == count and len(set(prompts)) == count
+        for text in prompts:
             # the client's count (tokenizer.encode(prompt), specials included) is the server's and the length
-            assert len(tok.encode(row["prompt"])) == length
+            assert len(tok.encode(text)) == length
         drift[length] = _random_ids_text_count(tok, length)
     return drift
 

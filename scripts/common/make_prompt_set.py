@@ -15,9 +15,10 @@ encode it (special tokens included), has exactly LENGTH tokens. Every prompt
 is checked that way before it is written; a tokenizer for which no exact
 prompt is found is an error (exit 1), never a silent approximation.
 
-Each OUT is JSON lines, one prompt a line, in the form both clients read
-(`"prompt"`: vllm bench serve `--dataset-name custom`; `"conversations"`:
-sglang.bench_serving `--dataset-name custom`). Prompt i of a length depends
+Each OUT is in the form of its client, by its name: `.json` a ShareGPT list
+of two-turn conversations (sglang.bench_serving `--dataset-name sharegpt`,
+every release since 0.5), `.jsonl` one `{"prompt": ...}` a line (vllm bench
+serve `--dataset-name custom`). Prompt i of a length depends
 only on (seed, LENGTH, i), so the set of COUNT prompts is the first COUNT of
 a longer one. An OUT that exists is kept (the caller names files by
 tokenizer, length, count and seed); new files are written atomically.
@@ -81,7 +82,8 @@ def load(path: str) -> Tokenizer:
             raise PromptSetError(f"{file} does not exist (without transformers only tokenizer.json can be read)")
         return from_tokenizers(RustTokenizer.from_file(str(file)))
     try:
-        return from_transformers(AutoTokenizer.from_pretrained(path))
+        # as sglang.bench_serving loads it (trust_remote_code=True): the tokenizer the client counts with
+        return from_transformers(AutoTokenizer.from_pretrained(path, trust_remote_code=True))
     except (OSError, ValueError) as exc:
         raise PromptSetError(f"cannot load the tokenizer of {path}: {exc}") from None
 
@@ -120,13 +122,17 @@ def prompt(tok: Tokenizer, pool: Sequence[str], seed: str, length: int, index: i
 def write_set(tok: Tokenizer, pool: Sequence[str], seed: str, length: int, count: int, out: Path) -> None:
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     out.parent.mkdir(parents=True, exist_ok=True)
+    sharegpt = out.suffix == ".json"
     try:
         with tmp.open("w", encoding="utf-8") as handle:
+            handle.write("[\n" if sharegpt else "")
             for i in range(count):
                 text = prompt(tok, pool, seed, length, i)
-                line = {"prompt": text, "tokens": length,
-                        "conversations": [{"from": "human", "value": text}, {"from": "gpt", "value": "ok"}]}
-                handle.write(json.dumps(line, ensure_ascii=True, separators=(",", ":")) + "\n")
+                row = ({"conversations": [{"from": "human", "value": text}, {"from": "gpt", "value": "ok"}]}
+                       if sharegpt else {"prompt": text})
+                end = ("," if i + 1 < count else "") if sharegpt else ""
+                handle.write(json.dumps(row, ensure_ascii=True, separators=(",", ":")) + end + "\n")
+            handle.write("]\n" if sharegpt else "")
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
@@ -134,7 +140,8 @@ def write_set(tok: Tokenizer, pool: Sequence[str], seed: str, length: int, count
 
 def _parse_set(text: str) -> tuple[int, int, Path]:
     length, count, out = text.split(":", 2)
-    if not (length.isdigit() and count.isdigit() and int(length) >= 2 and int(count) >= 1 and out):
+    if not (length.isdigit() and count.isdigit() and int(length) >= 2 and int(count) >= 1
+            and out.endswith((".json", ".jsonl"))):
         raise ValueError(text)
     return int(length), int(count), Path(out)
 
@@ -148,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sets = [_parse_set(s) for s in args.sets]
     except ValueError as exc:
-        print(f"make_prompt_set.py: --set {exc}: expected LENGTH:COUNT:OUT (LENGTH >= 2, COUNT >= 1)", file=sys.stderr)
+        print(f"make_prompt_set.py: --set {exc}: expected LENGTH:COUNT:OUT (LENGTH >= 2, COUNT >= 1, "
+              "OUT ending in .json or .jsonl)", file=sys.stderr)
         return 2
     todo = [(length, count, out) for length, count, out in sets if not out.is_file()]
     if not todo:

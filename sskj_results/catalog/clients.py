@@ -19,8 +19,9 @@ CLIENTS = ("sglang", "vllm")
 # How a scenario's prompts reach the server (docs/METRICS.md, "Prompt tokens"): the token ids themselves
 # (sglang.bench_serving --tokenize-prompt, SGLang's native backend only); a prompt set made before the engine
 # starts that the served model's tokenizer reads back at exactly the input length (scripts/common/
-# make_prompt_set.py, the clients' `custom` dataset); the client's random ids decoded to text (the server
-# tokenizes them again: other lengths); the user's own DATASET_NAME / DATASET_PATH.
+# make_prompt_set.py, read as sglang.bench_serving's `sharegpt` or vllm bench serve's `custom` dataset); the
+# client's random ids decoded to text (the server tokenizes them again: other lengths); the user's own
+# DATASET_NAME / DATASET_PATH.
 PROMPT_METHODS: tuple[str, ...] = get_args(PromptMethod)
 # range ratio that makes every prompt of a scenario exactly the input length, per client
 _FIXED_RATIO = {"sglang": 1.0, "vllm": 0.0}
@@ -51,8 +52,8 @@ def prompt_method(client: str, backend: str, wanted: str = "auto", dataset_name:
 
 def sent_dataset_name(client: str, method: str, dataset_name: Optional[str]) -> str:
     """The `--dataset-name` the client is given for a prompt method."""
-    if method == "round-trip-set":
-        return "custom"
+    if method == "round-trip-set":  # the set's format: sglang.bench_serving 0.5.4 has no custom dataset
+        return "custom" if client == "vllm" else "sharegpt"
     return dataset_name or ("random" if client == "vllm" else "random-ids")
 
 
@@ -91,7 +92,7 @@ def client_command(r: ClientRequest) -> list[str]:
         if not r.prompt_file:
             raise ConfigError("prompt method round-trip-set without its prompt file")
         if r.client == "sglang" and r.output_len < 4:
-            raise ConfigError(f"output length {r.output_len}: sglang.bench_serving's custom dataset needs at least 4 "
+            raise ConfigError(f"output length {r.output_len}: sglang.bench_serving's sharegpt dataset needs at least 4 "
                               "output tokens; use PROMPT_METHOD=client-random-text for this grid")
         # the lengths stay in the command: the raw output records them as the scenario's shape
         dataset = ["--dataset-path", r.prompt_file]

@@ -191,7 +191,8 @@ def _seed() -> str:
 def _prompt_set(input_len: int, prompts: int) -> "PromptSet":
     from ..run.prompts import prompt_set, set_dir, tokenizer_fingerprint
 
-    return prompt_set(set_dir(os.environ), tokenizer_fingerprint(_tokenizer()), input_len, prompts, _seed())
+    return prompt_set(set_dir(os.environ), tokenizer_fingerprint(_tokenizer()), input_len, prompts, _seed(),
+                      os.environ.get("CLIENT") or "sglang")
 
 
 def _grid_prompt_sets() -> list["PromptSet"]:

@@ -8,7 +8,7 @@ under the client's Python, on the CPU, before the phase's engine starts
 scenario the grid did not foresee (SLO search) has its set made by the `step`
 that proposes it. Sets are cached under PROMPT_SET_DIR (default
 RESULT_ROOT/prompt_sets), named by the tokenizer's fingerprint (SHA-256 of its
-files), length, count and seed, so a second phase or run with the same
+files), length, count, seed and the client's format, so a second phase or run with the same
 tokenizer reuses them. Each scenario's method and set are recorded in
 prompts/<stem>.json beside its raw output (read by `parse`).
 """
@@ -59,8 +59,10 @@ def set_dir(env: Mapping[str, str]) -> Path:
     return Path(env.get("PROMPT_SET_DIR") or f"{env.get('RESULT_ROOT') or 'results'}/prompt_sets")
 
 
-def prompt_set(directory: Path, fingerprint: str, length: int, count: int, seed: str) -> PromptSet:
-    name = f"{fingerprint}_i{length}_n{count}_s{seed}_v{PROMPT_SET_VERSION}.jsonl"
+def prompt_set(directory: Path, fingerprint: str, length: int, count: int, seed: str, client: str) -> PromptSet:
+    """The set's file: a ShareGPT `.json` for sglang.bench_serving, a `.jsonl` of prompts for vllm bench serve."""
+    ext = "jsonl" if client == "vllm" else "json"
+    name = f"{fingerprint}_i{length}_n{count}_s{seed}_v{PROMPT_SET_VERSION}.{ext}"
     return PromptSet(length, count, directory / name)
 
 
