@@ -504,7 +504,7 @@ bench::run_grid() {
 
 #######################################
 # The config keys recorded in results.json config: port, client settings
-# (client_backend and dataset_name as the client spells them: phase-begin),
+# (client_backend, dataset_name as the client spells them and prompt_method: phase-begin),
 # the startup variables a platform allow-list let through (startup_vars),
 # and the variables named in RECORD_CONFIG (read from the environment by
 # `sskj-results metadata --record-env`; lower-cased keys; secret names are

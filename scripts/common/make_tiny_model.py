@@ -199,10 +199,9 @@ def _write_stamp(out_dir: Path, recipe: Recipe) -> None:
 # --------------------------------------------------------------------------
 
 
-def _build_tokenizer(recipe: Recipe, out_dir: Path) -> dict[str, int]:
-    """Train the byte-level BPE, save it, and return the special token ids."""
+def train_tokenizer(recipe: Recipe) -> Any:
+    """The byte-level BPE of the recipe (a `tokenizers.Tokenizer`; needs only `tokenizers`)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
     backend = Tokenizer(models.BPE(unk_token=None))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -215,6 +214,14 @@ def _build_tokenizer(recipe: Recipe, out_dir: Path) -> dict[str, int]:
         show_progress=False,
     )
     backend.train_from_iterator(synthetic_corpus(recipe), trainer=trainer)
+    return backend
+
+
+def _build_tokenizer(recipe: Recipe, out_dir: Path) -> dict[str, int]:
+    """Train the byte-level BPE, save it, and return the special token ids."""
+    from transformers import PreTrainedTokenizerFast
+
+    backend = train_tokenizer(recipe)
 
     tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=backend,

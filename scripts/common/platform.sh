@@ -71,7 +71,8 @@ platform::load() {
 # phase's server command (start_server.sh --print-cmd, kept for the run in
 # BENCH_TMP_DIR/phase<N>.cmd), then one `sskj-results preflight` call for
 # all phases with the engine commands, client, model, port, accelerators,
-# Docker image and disk (each problem said once); it also finds (and stops)
+# Docker image, disk and each phase's context against the grid's shapes
+# (each problem said once); it also finds (and stops)
 # a stale engine left by a dead orchestrator on this port or of this
 # experiment. With DRY_RUN=1 problems are warnings and nothing is stopped.
 # Arguments: $1 experiment directory; $2.. phase specs
@@ -109,12 +110,12 @@ platform::preflight() {
   fi
   [[ "${RUNTIME:-native}" == "docker" ]] && common+=(--docker-image "${DOCKER_IMAGE}")
   common+=(--client "${CLIENT:-sglang}")  # its module: from the client catalog
-  if [[ "${SLO_SEARCH:-0}" != "1" ]]; then
-    # The planned grid against the validity rules known before the run (said once, not per phase).
-    common+=(--scenarios "${SCENARIOS_FILE:-${exp_dir}/scenarios.tsv}" --concurrencies "${CONCURRENCIES:-}"
-      --shapes "${SHAPES:-}" --prompts-per-concurrency "${PROMPTS_PER_CONCURRENCY}" --min-prompts "${MIN_PROMPTS}")
-    [[ -z "${NUM_PROMPTS:-}" ]] || common+=(--num-prompts "${NUM_PROMPTS}")
-  fi
+  # The planned grid: every phase's context must cover its shapes; without SLO search also the
+  # validity rules known before the run (said once, not per phase).
+  common+=(--scenarios "${SCENARIOS_FILE:-${exp_dir}/scenarios.tsv}" --concurrencies "${CONCURRENCIES:-}"
+    --shapes "${SHAPES:-}" --prompts-per-concurrency "${PROMPTS_PER_CONCURRENCY}" --min-prompts "${MIN_PROMPTS}")
+  [[ -z "${NUM_PROMPTS:-}" ]] || common+=(--num-prompts "${NUM_PROMPTS}")
+  [[ "${SLO_SEARCH:-0}" != "1" ]] || common+=(--slo-search)
   for spec in "$@"; do
     i=$((i + 1))
     bench::parse_phase_spec "${i}" || return 1

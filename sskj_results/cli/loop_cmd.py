@@ -20,6 +20,7 @@ from .common import ExitError, handle_errors
 from .inproc import invoke, nul_words
 
 if TYPE_CHECKING:
+    from ..run.prompts import PromptSet
     from ..run.records import Records
     from ..run.scenario_cmds import ScenarioCommands
 
@@ -169,7 +170,74 @@ def _next_args(run_dir: Path, session: Path) -> list[str]:
     return args
 
 
-def _client_args(raw: Path, concurrency: str, input_len: str, output_len: str, prompts: str) -> list[str]:
+def _prompt_method() -> str:
+    """The phase's prompt method (catalog.clients.prompt_method) from PROMPT_METHOD and the client settings."""
+    from ..catalog.clients import prompt_method
+    from ..contract.errors import ConfigError
+
+    env = os.environ
+    try:
+        return prompt_method(env.get("CLIENT") or "sglang", env.get("CLIENT_BACKEND", ""),
+                             env.get("PROMPT_METHOD") or "auto", env.get("DATASET_NAME") or None,
+                             env.get("DATASET_PATH") or None, env.get("RANDOM_RANGE_RATIO") or None)
+    except ConfigError as exc:
+        raise ExitError(str(exc)) from None
+
+
+def _tokenizer() -> str:
+    return os.environ.get("TOKENIZER_PATH") or os.environ.get("MODEL_PATH", "")
+
+
+def _seed() -> str:
+    return os.environ.get("SEED") or "1"
+
+
+def _prompt_set(input_len: int, prompts: int) -> "PromptSet":
+    from ..run.prompts import prompt_set, set_dir, tokenizer_fingerprint
+
+    return prompt_set(set_dir(os.environ), tokenizer_fingerprint(_tokenizer()), input_len, prompts, _seed(),
+                      os.environ.get("CLIENT") or "sglang")
+
+
+def _grid_prompt_sets() -> list["PromptSet"]:
+    """The round-trip sets of the phase's grid: one per (input length, prompt count)."""
+    from ..run.plan import PromptsRule, load_grid
+
+    env = os.environ
+    scenarios = env.get("SCENARIOS_FILE") or f"{env.get('EXPERIMENT_DIR', '')}/scenarios.tsv"
+    rule = PromptsRule(int(env["NUM_PROMPTS"]) if env.get("NUM_PROMPTS", "").isdigit() else None,
+                       int(env.get("PROMPTS_PER_CONCURRENCY") or 4), int(env.get("MIN_PROMPTS") or 8))
+    grid = load_grid(Path(scenarios), env.get("CONCURRENCIES"), env.get("SHAPES"))
+    sizes = dict.fromkeys((row.input_len, rule.prompts(row)) for row in grid)
+    return [_prompt_set(length, count) for length, count in sizes]
+
+
+def _make_sets_command(sets: list["PromptSet"], missing_only: bool = True) -> list[str]:
+    from ..run.prompts import make_command
+
+    repo = Path(os.environ.get("REPO_ROOT") or ".")
+    return make_command([os.environ.get("CLIENT_PYTHON", "python3")], repo, _tokenizer(), _seed(), sets, missing_only)
+
+
+def _make_sets(sets: list["PromptSet"]) -> None:
+    """Make the round-trip sets not on disk yet, with the client's Python (its stderr says what it made)."""
+    import subprocess
+
+    argv = _make_sets_command(sets)
+    if not argv:
+        return
+    _info(f"making {argv.count('--set')} prompt set(s) with {_tokenizer()} (once per tokenizer, length, count, seed)")
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, check=False)
+    except OSError as exc:
+        raise ExitError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+    if done.returncode != 0:
+        raise ExitError(f"the prompt sets could not be made (exit {done.returncode}); fix the tokenizer at "
+                        f"{_tokenizer()} (TOKENIZER_PATH) or set PROMPT_METHOD=client-random-text knowingly")
+
+
+def _client_args(raw: Path, concurrency: str, input_len: str, output_len: str, prompts: str,
+                 method: str = "client-random-text", prompt_file: str = "") -> list[str]:
     """The `client-cmd` call of a scenario, from the run's settings (the shell's former lib::build_client_cmd)."""
     env = os.environ
     missing = [key for key in ("CLIENT_PYTHON", "PORT", "MODEL_PATH", "CLIENT_BACKEND") if not env.get(key)]
@@ -184,11 +252,15 @@ def _client_args(raw: Path, concurrency: str, input_len: str, output_len: str, p
             "--warmup-requests", env.get("CLIENT_WARMUP_REQUESTS", "0"), "--extra", env.get("CLIENT_EXTRA_ARGS", ""),
             "--module", env.get("BENCH_CLIENT_MODULE", ""), "--impl", env.get("CLIENT_IMPL") or "python",
             "--input-len", input_len, "--output-len", output_len, "--num-prompts", prompts,
-            "--concurrency", concurrency, "--out", str(raw)]
+            "--concurrency", concurrency, "--out", str(raw), "--prompt-method", method, "--prompt-file", prompt_file]
 
 
-def _scenario(run_dir: Path, session: Path) -> Optional[tuple[list[str], "ScenarioCommands"]]:
-    """The next scenario of the phase and its commands; None when the phase is done. Exit 1 when `next` fails."""
+def _scenario(run_dir: Path, session: Path, prepare: bool = False) -> Optional[tuple[list[str], "ScenarioCommands"]]:
+    """The next scenario of the phase and its commands; None when the phase is done. Exit 1 when `next` fails.
+
+    prepare (a real step): make the scenario's round-trip set if the grid did not foresee it, and record its
+    prompt method in prompts/<stem>.json."""
+    from ..run.prompts import record
     from ..run.scenario_cmds import scenario_commands
 
     status, out = invoke(_next_args(run_dir, session), capture=True)
@@ -200,7 +272,13 @@ def _scenario(run_dir: Path, session: Path) -> Optional[tuple[list[str], "Scenar
     fields = line.split()
     c, inp, outp, n, stem, raw_name = fields
     raw = run_dir / "raw_outputs" / raw_name
-    status, words = invoke(_client_args(raw, c, inp, outp, n), capture=True)
+    method = _prompt_method()
+    used = _prompt_set(int(inp), int(n)) if method == "round-trip-set" else None
+    if prepare:
+        if used is not None:
+            _make_sets([used])
+        record(run_dir, stem, method, _tokenizer(), _seed(), used)
+    status, words = invoke(_client_args(raw, c, inp, outp, n, method, str(used.path) if used else ""), capture=True)
     if status != 0:
         sys.exit(1)
     repo = Path(os.environ.get("REPO_ROOT") or ".")
@@ -220,7 +298,7 @@ def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) ->
     config (METADATA_ARGS after --: more `sskj-results metadata` options), and with DRY_RUN=1 the whole
     plan of the phase (array BENCH_PLAN: every scenario's commands, printed by the shell).
     """
-    from ..catalog.clients import client_backend, client_dataset
+    from ..catalog.clients import client_backend, sent_dataset_name
     from ..contract.redact import redact_argv
     from ..run.phase import client_label, client_module, client_probe, engine_environment, engine_version, metadata_meta
     from ..run.records import Records, plan_words
@@ -242,8 +320,10 @@ def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) ->
     if args[:1] == ["--"]:
         args = args[1:]
     client = env.get("CLIENT") or "sglang"  # the backend and dataset words the client is given
+    method = _prompt_method()
     args += ["--config", f"client_backend={client_backend(client, env.get('CLIENT_BACKEND', ''))}",
-             "--config", f"dataset_name={client_dataset(client, env.get('DATASET_NAME'))}"]
+             "--config", f"prompt_method={method}",
+             "--config", f"dataset_name={sent_dataset_name(client, method, env.get('DATASET_NAME') or None)}"]
     status, out = invoke(["metadata", str(run_dir), *metadata_meta(env, facts), *args], capture=True)
     sys.stderr.write(out.decode("utf-8", "surrogateescape"))
     if status != 0:
@@ -252,7 +332,15 @@ def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) ->
     rec.var("BENCH_CLIENT_MODULE", module)
     rec.var("BENCH_CLIENT_VERSION", env["BENCH_CLIENT_VERSION"])
     items: list[tuple[str, list[str]]] = []
+    if method == "round-trip-set" and not dry:
+        _make_sets(_grid_prompt_sets())
     if dry:
+        items.append(("#", [f"# prompts: {method} (PROMPT_METHOD={env.get('PROMPT_METHOD') or 'auto'}; "
+                            "docs/METRICS.md, prompt tokens)"]))
+        if method == "round-trip-set":
+            items.append(("#", ["# the round-trip sets of the grid, made before the engine starts (kept in "
+                                "PROMPT_SET_DIR, made only when missing):"]))
+            items.append(("$", _make_sets_command(_grid_prompt_sets(), missing_only=False)))
         items.append(("#", [f"# each client runs under `{' '.join(['sskj-results', 'run-client'])} {run_dir} --stem STEM "
                             "... --server-pid PID --server-log LOG -- CLIENT` (the engine's pid and log, known "
                             "once it runs): it stops the client when the engine dies and records its CPU use"]))
@@ -288,7 +376,7 @@ def step_records(run_dir: Path, session: Path, parse_first: bool) -> "Records":
     if parse_first:
         _parse(run_dir, "; rerun it by hand")
     rec = Records()
-    found = _scenario(run_dir, session)
+    found = _scenario(run_dir, session, prepare=True)
     if found is None:
         rec.var("BENCH_STEM", "", export=False)
         return rec

@@ -44,6 +44,10 @@ def _say(level: str, message: str) -> None:
               help="A phase to check: a file of NUL-terminated words ENGINE MODEL CLIENT_PYTHON SERVER_WORD... "
                    "(instead of --engine/--model/--client-python and ENGINE_CMD). Repeatable: each problem said once.")
 @grid_options
+@click.option("--slo-search", is_flag=True, help="The grid is searched (SLO_SEARCH=1): its shapes are checked, "
+              "its prompt counts are not.")
+@click.option("--context-margin-pct", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              envvar="CONTEXT_MARGIN_PCT", help="Context headroom every scenario needs, % of input + output.")
 @click.option("--validity", "validity", multiple=True, metavar="NAME=VALUE",
               help="Validity threshold NAME=VALUE (docs/VALIDITY.md), over config.env's VALIDITY_<NAME> keys.")
 @click.argument("engine_cmd", nargs=-1, type=click.UNPROCESSED)
@@ -55,7 +59,8 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
               experiment_dir: Optional[str], orchestrator: int, grace: float, stop_stale: bool,
               phase_files: tuple[str, ...], scenarios_file: Optional[Path], concurrencies: Optional[str],
               shapes: Optional[str], num_prompts: Optional[int], prompts_per_concurrency: int, min_prompts: int,
-              validity: tuple[str, ...], engine_cmd: tuple[str, ...]) -> None:
+              slo_search: bool, context_margin_pct: float, validity: tuple[str, ...],
+              engine_cmd: tuple[str, ...]) -> None:
     """Check, in a few seconds, what a run needs before any model is loaded: engine and client
     interpreters and modules, model path, port (and stale engines of dead orchestrators), visible
     accelerators, Docker image, disk space. ENGINE_CMD (after --) is the server command.
@@ -64,6 +69,11 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
     takes it), every planned scenario is also checked against the validity rules known before
     the run (prompts per slot; thresholds from config.env's VALIDITY_<NAME> keys and --validity):
     one warning per scenario with the prompt count that would pass. These never stop a run.
+
+    With the grid, every phase's context (the server command's context length; `auto` or none: the
+    model's max_position_embeddings when its config.json is readable) must cover each scenario's
+    input + output + speculative tokens + CONTEXT_MARGIN_PCT: one line per phase naming the
+    scenarios that do not fit and the context that would.
 
     One line per problem with what to do; exit 1 when any (0 with --warn-only, except for a
     platform choice that contradicts the experiment's directory or HARDWARE=auto that cannot be
@@ -87,7 +97,13 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
     except UsageError as exc:
         thresholds = None
         problems.append(Problem(str(exc), "fix or remove that key in the experiment's config.env"))
-    if not problems and (scenarios_file is not None or concurrencies or shapes):
+    grid_given = scenarios_file is not None or bool(concurrencies or shapes)
+    rows: list[tuple[str, int, int]] = []
+    if grid_given:
+        from ..run.plan import load_grid
+
+        rows = [(r.name, r.input_len, r.output_len) for r in load_grid(scenarios_file, concurrencies, shapes)]
+    if not problems and grid_given and not slo_search:
         for line in grid_warnings(scenarios_file, concurrencies, shapes, num_prompts, prompts_per_concurrency,
                                   min_prompts, thresholds):
             _say("WARN", f"validity: {line}")
@@ -129,6 +145,12 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
             if note not in seen_notes:
                 seen_notes.add(note)
                 _say("WARN", note)
+        if rows:
+            from ..run.headroom import context_problem
+
+            short = context_problem(phase_engine, phase_argv, phase_model, rows, context_margin_pct)
+            if short is not None:
+                outcome.problems.append(Problem(*short))
         for problem in outcome.problems:
             if problem.line() not in seen:
                 seen.add(problem.line())

@@ -71,7 +71,9 @@ def read_client_stats(path: Path) -> tuple[Optional[float], Optional[float], Opt
 def _fixed_length(run: RawRun) -> tuple[Optional[bool], Optional[str]]:
     """Did every request ask for exactly output_len tokens? From the client's range ratio, else the prompts."""
     if run.dataset_name is not None and run.dataset_name not in RANDOM_DATASETS:
-        return False, None
+        # a dataset with a fixed output length (the round-trip sets: docs/METRICS.md) asks every request for it
+        return (True, None) if run.fixed_output_len is not None and run.fixed_output_len == run.output_len \
+            else (False, None)
     ratio = run.random_range_ratio
     if ratio is not None and run.format == SGLANG:
         return ratio == 1.0, None  # sglang draws lengths from [len * ratio, len]

@@ -123,6 +123,7 @@ class RawRun:
     total_input_tokens: Optional[float] = None
     total_output_tokens: Optional[float] = None
     random_range_ratio: Optional[float] = None
+    fixed_output_len: Optional[int] = None  # a dataset's fixed output length (sglang `sharegpt_output_len`)
     index: Optional[int] = None  # position in a JSON array of runs (the file's or line's), else None
     # the chip the run itself records (e.g. `--metadata gpu=...`), normalized, and the key and text it came from
     chip: Optional[str] = None
@@ -561,6 +562,7 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     total_output = _number(data, "total_output_tokens")
     run.total_input_tokens, run.total_output_tokens = total_input, total_output
     run.random_range_ratio = _number(data, "random_range_ratio")
+    run.fixed_output_len = _int(data, "sharegpt_output_len")
     if run.input_throughput is None and total_input is not None and duration:
         run.input_throughput = total_input / duration
         run.derived["input_token_throughput"] = "derived"

@@ -24,13 +24,13 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Optional, cast
 
 import numpy as np
 
 from ..contract.errors import RawFormatError
 from ..contract.clientinfo import Acceptance
-from ..contract.models import AcceleratorSummary, SkippedScenario
+from ..contract.models import AcceleratorSummary, PromptMethod, SkippedScenario
 from ..contract.io import describe_os_error, display_name, one_line, open_checked, read_text_checked
 
 
@@ -303,6 +303,7 @@ def sidecar_paths(run_dir: Path, stem: str) -> list[Path]:
         run_dir / "gpu_logs" / f"{stem}.xpu-smi.log",
         run_dir / "client_stats" / f"{stem}.json",  # read by evidence.py (validity)
         run_dir / "client_info" / f"{stem}.json",  # the client's fingerprint (run/client_info.py)
+        run_dir / "prompts" / f"{stem}.json",  # prompt_method_of
     ]
     return [p for p in candidates if p.is_file()]
 
@@ -317,3 +318,23 @@ def sidecar_digest(paths: list[Path]) -> Optional[str]:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
     return digest.hexdigest()
+
+
+def prompt_method_of(run_dir: Path, stem: str, warnings: list[str]) -> Optional[PromptMethod]:
+    """The prompt method the run loop recorded in prompts/<stem>.json (None when absent; a bad file is a warning)."""
+    from ..catalog.clients import PROMPT_METHODS
+
+    path = run_dir / "prompts" / f"{stem}.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(read_text_checked(path, "config file"))
+    except (ValueError, OSError, RawFormatError) as exc:
+        warnings.append(f"prompts/{stem}.json: not readable ({exc}); prompt method unknown")
+        return None
+    method = data.get("method") if isinstance(data, dict) else None
+    if method not in PROMPT_METHODS:
+        warnings.append(f"prompts/{stem}.json: method {method!r} is not one of {', '.join(PROMPT_METHODS)}; "
+                        "prompt method unknown")
+        return None
+    return cast(PromptMethod, method)

@@ -114,6 +114,8 @@ main "$@"
 
 DEFAULT_CONFIG = """\
 MODEL_PATH="fake-model"
+# the fake model has no tokenizer to make a round-trip set with (tests/test_prompt_sets.py covers those)
+PROMPT_METHOD="client-random-text"
 CONCURRENCIES="1 2"
 SHAPES="16x8"
 MIN_PROMPTS="4"

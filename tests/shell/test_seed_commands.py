@@ -64,6 +64,8 @@ def seed_env(base_env: dict[str, str], tmp_path: Path, **extra: str) -> dict[str
         HEALTH_TIMEOUT_S="60",
         STOP_GRACE_S="5",
         MPLBACKEND="Agg",
+        # the fake models have no tokenizer to make a round-trip set with (tests/shell/test_run.py makes one)
+        PROMPT_METHOD="client-random-text",
     )
     env.update(extra)
     return env

@@ -5,7 +5,7 @@ Accepts the flags the run loop passes, streams /v1/completions from the
 appends ONE JSON line to --output-file in the `--output-details` format of
 sglang.bench_serving 0.5.4 (bare Infinity for request_rate, like the real
 client). When FAKE_CLIENT_LOG is set, one line per invocation is appended to
-it ("c in out prompts") so tests can count runs.
+it ("c in out prompts dataset_name dataset_path tokenize_prompt") so tests can count runs.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=None)
     p.add_argument("--dataset-name", default="sharegpt")
     p.add_argument("--dataset-path", default="")
+    p.add_argument("--tokenize-prompt", action="store_true")
+    p.add_argument("--sharegpt-output-len", type=int, default=None)
     p.add_argument("--model", default=None)
     p.add_argument("--tokenizer", default=None)
     p.add_argument("--num-prompts", type=int, default=1000)
@@ -213,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     count_log = os.environ.get("FAKE_CLIENT_LOG")
     if count_log:
         with open(count_log, "a") as fh:
-            fh.write(f"{args.max_concurrency} {args.random_input_len} {args.random_output_len} {args.num_prompts}\n")
+            fh.write(f"{args.max_concurrency} {args.random_input_len} {args.random_output_len} {args.num_prompts} "
+                     f"{args.dataset_name} {args.dataset_path or '-'} {int(args.tokenize_prompt)}\n")
     return asyncio.run(run(args))
 
 

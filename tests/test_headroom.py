@@ -1,0 +1,101 @@
+"""Context headroom: preflight refuses a grid that the context of a phase cannot hold, before any engine starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from sskj_results.cli import main
+from sskj_results.run.headroom import context_problem, need
+
+REPO = Path(__file__).resolve().parents[1]
+LONG = REPO / "experiments" / "h200" / "dsv4_h200_long_context" / "scenarios.tsv"
+VLLM = ["env", "VLLM_SERVER_DEV_MODE=1", "/e/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m",
+        "--tensor-parallel-size", "8", "--kv-cache-dtype", "fp8", "--max-num-seqs", "64"]
+SHORT = [f"c{c}_i262144_o4096" for c in (2, 5, 10)]  # 262144 + 1024 + margin still fits
+
+
+def _phase_file(tmp_path: Path, name: str, engine: str, argv: list[str]) -> Path:
+    path = tmp_path / name
+    path.write_bytes(b"".join(w.encode() + b"\0" for w in (engine, str(tmp_path / "no-model"), "", *argv)))
+    return path
+
+
+def _errors(output: str) -> list[str]:
+    return [line.split("] preflight: ", 1)[1] for line in output.splitlines() if "[ERROR] preflight: " in line]
+
+
+def test_need_is_input_output_speculative_and_margin() -> None:
+    n = need("c2_i262144_o4096", 262144, 4096, 5, 1.0)
+    assert (n.margin, n.total) == (2663, 262144 + 4096 + 5 + 2663)
+    assert need("x", 128, 64, None, 0).total == 192
+
+
+def test_preflight_refuses_the_long_context_grid_on_the_old_context(tmp_path: Path) -> None:
+    """266240 = 262144 + 4096 exactly: no room for the speculative tokens or a margin (issue 23)."""
+    vllm = _phase_file(tmp_path, "p2", "vllm", [*VLLM, "--max-model-len", "266240"])
+    dspark = _phase_file(tmp_path, "p3", "vllm-dspark", [*VLLM, "--max-model-len", "266240", "--spec-method", "dspark",
+                                                          "--spec-tokens", "5"])
+    result = CliRunner().invoke(main, ["preflight", "--scenarios", str(LONG), "--phase-file", str(vllm),
+                                       "--phase-file", str(dspark)])
+    assert result.exit_code == 1
+    context = [line for line in _errors(result.output) if "context 266240" in line]
+    assert context == [
+        "engine vllm: context 266240 (--max-model-len 266240) is too small for 3 of 21 scenarios (" + ", ".join(SHORT)
+        + "); the largest, c2_i262144_o4096, needs 268903 = 262144 input + 4096 output + 2663 margin (1 %): give "
+        "the phase a context of at least 268903 (the experiment's context setting, e.g. CONTEXT_LEN or MAX_MODEL_LEN "
+        "in config.env), `auto` where the engine takes it, or leave these scenarios out of the grid",
+        "engine vllm-dspark: context 266240 (--max-model-len 266240) is too small for 3 of 21 scenarios ("
+        + ", ".join(SHORT) + "); the largest, c2_i262144_o4096, needs 268908 = 262144 input + 4096 output + 5 "
+        "speculative + 2663 margin (1 %): give the phase a context of at least 268908 (the experiment's context "
+        "setting, e.g. CONTEXT_LEN or MAX_MODEL_LEN in config.env), `auto` where the engine takes it, or leave "
+        "these scenarios out of the grid",
+    ]
+    # the shipped context fits; a dry run only warns
+    fits = _phase_file(tmp_path, "ok", "vllm-dspark", [*VLLM, "--max-model-len", "270336", "--spec-tokens", "5"])
+    ok = CliRunner().invoke(main, ["preflight", "--scenarios", str(LONG), "--phase-file", str(fits)])
+    assert not any("context" in line for line in _errors(ok.output)), ok.output
+    dry = CliRunner().invoke(main, ["preflight", "--warn-only", "--scenarios", str(LONG), "--phase-file", str(vllm)])
+    assert dry.exit_code == 0 and "[WARN] preflight: engine vllm: context 266240" in dry.output
+
+
+def test_sglang_context_and_the_margin_setting(tmp_path: Path) -> None:
+    argv = ["/e/python", "-m", "sglang.launch_server", "--model-path", "/m", "--context-length", "266240"]
+    rows = [("c2_i131072_o4096", 131072, 4096), ("c2_i262144_o256", 262144, 256)]
+    assert context_problem("sglang", argv, "/m", rows, 0.0) is None  # 262400 fits without a margin
+    what, fix = context_problem("sglang", argv, "/m", rows, 2.0) or ("", "")
+    assert what.startswith("engine sglang: context 266240 (--context-length 266240) is too small for 1 of 2 "
+                           "scenarios (c2_i262144_o256); the largest, c2_i262144_o256, needs 267648")
+    assert "at least 267648" in fix
+
+
+def test_auto_is_checked_against_the_models_own_maximum(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    rows = [("c1_i8192_o128", 8192, 128)]
+    auto = ["vllm", "serve", str(model), "--max-model-len", "auto"]
+    assert context_problem("vllm", auto, str(model), rows, 1.0) is None  # no config.json: not known here, not checked
+    (model / "config.json").write_text(json.dumps({"text_config": {"max_position_embeddings": 4096}}))
+    what, _ = context_problem("vllm", auto, str(model), rows, 1.0) or ("", "")
+    assert what.startswith("engine vllm: context 4096 (--max-model-len auto: the model's max_position_embeddings 4096)")
+    unset = ["vllm", "serve", str(model)]
+    assert "--max-model-len not given: the model's max_position_embeddings 4096" in \
+        (context_problem("vllm", unset, str(model), rows, 1.0) or ("", ""))[0]
+    (model / "config.json").write_text(json.dumps({"max_position_embeddings": 1048576}))
+    assert context_problem("vllm", auto, str(model), rows, 1.0) is None
+    assert context_problem("vllm", ["some-server", "--port", "1"], str(model), rows, 1.0) is None  # not understood
+
+
+def test_the_shipped_long_context_experiment_holds_its_full_matrix(tmp_path: Path) -> None:
+    from sskj_results.contract.envfile import parse_env_file
+
+    exp = LONG.parent
+    config = dict(parse_env_file(exp / "config.env", environ={"MODEL_ROOT": "/m"}, preset=frozenset(), protect=frozenset()).assignments)
+    context, spec = config["CONTEXT_LEN"], config["SPEC_TOKENS"]
+    dspark = _phase_file(tmp_path, "p3", "vllm-dspark", [*VLLM, "--max-model-len", context, "--spec-tokens", spec])
+    for grid in ("scenarios.tsv", "scenarios_full.tsv"):
+        result = CliRunner().invoke(main, ["preflight", "--scenarios", str(exp / grid), "--phase-file", str(dspark)])
+        assert not any("is too small" in line for line in _errors(result.output)), result.output
+    assert int(context) >= 262144 + 4096 + int(spec) + 2663

