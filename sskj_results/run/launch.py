@@ -18,7 +18,7 @@ Kinds (the words, in order):
             [launch args] (vLLM: `-m vllm.entrypoints.cli.main serve`, what
             `vllm serve` runs; the model follows as its positional argument)
   sglang    launcher -m <module> --model-path MODEL_PATH --tp-size TP
-            --trust-remote-code FLAG... --host SERVER_HOST --port PORT
+            --trust-remote-code --enable-metrics FLAG... --host SERVER_HOST --port PORT
             MULTINODE SGLANG_EXTRA_ARGS
   vllm      base MODEL_PATH --trust-remote-code
             --tensor-parallel-size TP FLAG... --host SERVER_HOST --port PORT
@@ -107,8 +107,10 @@ def server_cmd(name: str, kind: str, words: list[str], settings: Mapping[str, st
     require(settings, "MODEL_PATH", "TP", "SERVER_HOST", "PORT")
     tail = ["--host", settings["SERVER_HOST"], "--port", settings["PORT"], *multinode_args(kind, settings)]
     if kind == "sglang":
-        return [*launcher(name, [], settings), "-m", engine(name).launch_module, "--model-path", settings["MODEL_PATH"],
-                "--tp-size", settings["TP"], "--trust-remote-code", *words, *tail, *_extra(settings, "SGLANG_EXTRA_ARGS")]
+        row = engine(name)
+        return [*launcher(name, [], settings), "-m", row.launch_module, "--model-path", settings["MODEL_PATH"],
+                "--tp-size", settings["TP"], "--trust-remote-code", *row.metrics_flags, *words, *tail,
+                *_extra(settings, "SGLANG_EXTRA_ARGS")]
     # the serve CLI takes the model as its positional argument (and honours --headless on ranks > 0)
     return [*server_cmd(name, "base", [], settings), settings["MODEL_PATH"], "--trust-remote-code",
             "--tensor-parallel-size", settings["TP"], *words, *tail, *_extra(settings, "VLLM_EXTRA_ARGS")]

@@ -61,7 +61,8 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
     assert servers == [
         # the same KV-cache dtype and maximum of running requests on both engines, each in its own spelling
         [f"{REPO}/envs/sglang/bin/python", "-m", "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash",
-         "--tp-size", "8", "--trust-remote-code", "--kv-cache-dtype", "fp8_e4m3", "--max-running-requests", "1024",
+         "--tp-size", "8", "--trust-remote-code", "--enable-metrics", "--kv-cache-dtype", "fp8_e4m3",
+         "--max-running-requests", "1024",
          "--host", "127.0.0.1", "--port", "30000"],
         ["env", "VLLM_SERVER_DEV_MODE=1", f"{REPO}/envs/vllm/bin/python", "-m", "vllm.entrypoints.cli.main",
          "serve", "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
@@ -124,7 +125,8 @@ def test_dry_run_p800_runs_vllm_kunlun_as_the_second_phase(tmp_path, base_env, t
     servers = [c for c in cmds if c[:2] == ["docker", "exec"] and "--port" in c]
     assert servers == [
         ["docker", "exec", *inside, "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash",
-         "--tp", "8", "--trust-remote-code", "--max-running-requests", "64", "--mem-fraction-static", "0.85",
+         "--tp-size", "8", "--trust-remote-code", "--enable-metrics", "--max-running-requests", "64",
+         "--mem-fraction-static", "0.85",
          "--host", "127.0.0.1", "--port", "30000"],
         ["docker", "exec", "--env", "VLLM_SERVER_DEV_MODE=1", *inside, "vllm.entrypoints.openai.api_server",
          "--model", "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
@@ -175,7 +177,8 @@ def test_dry_run_p800_prints_docker_launch_and_records_patches(tmp_path, base_en
     launch = [
         "docker", "exec", "--env", "SSKJ_SERVER_TAG=sskj-30000", "sskj_p800_sglang", "python3",
         "-m", "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash", "--tp-size", "8",
-        "--trust-remote-code", "--mem-fraction-static", "0.85", "--host", "127.0.0.1", "--port", "30000",
+        "--trust-remote-code", "--enable-metrics", "--mem-fraction-static", "0.85", "--host", "127.0.0.1",
+        "--port", "30000",
     ]
     assert launch in cmds
     assert ["docker", "cp", str(patches / "0001-fix.patch"), "sskj_p800_sglang:/tmp/sskj_patches/0001-fix.patch"] in cmds
