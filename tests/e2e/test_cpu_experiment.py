@@ -80,7 +80,7 @@ def test_phases_measured_with_real_accept_length(cpu_run: Path) -> None:
     for run in (base, spec):
         assert len(run.scenarios) >= 3
         assert all(s.success > 0 and s.failed == 0 for s in run.scenarios)
-        assert run.metadata.engine == "vllm" and run.metadata.chip == "cpu"
+        assert run.metadata.engine == "vllm-cpu" and run.metadata.chip == "cpu"
         assert run.config.server_args and "vllm.entrypoints.openai.api_server" in run.config.server_args
     assert all(s.accept_length is None for s in base.scenarios)
     assert all(s.accept_length is not None and s.accept_length > 1 for s in spec.scenarios)

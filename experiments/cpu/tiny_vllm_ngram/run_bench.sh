@@ -35,7 +35,7 @@ main() {
   if ! lib::is_dry_run; then
     bash "${REPO_ROOT}/scripts/common/setup_envs.sh" cpu || return 1
   fi
-  local -a phases=(vllm_baseline:vllm vllm_ngram:vllm:SPEC_METHOD=ngram)
+  local -a phases=(vllm_baseline:vllm-cpu vllm_ngram:vllm-cpu:SPEC_METHOD=ngram)
   bench::run_experiment "${EXPERIMENT_DIR}" "${phases[@]}"
 }
 

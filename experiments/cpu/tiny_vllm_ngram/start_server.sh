@@ -34,12 +34,12 @@ source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 # Returns:   0 ok, 1 missing configuration, 2 unsupported engine or method
 #######################################
 build_server_cmd() {
-  if [[ "${PHASE_ENGINE}" != "vllm" ]]; then
-    lib::err "engine ${PHASE_ENGINE} is not supported by this experiment (vllm only)"
+  if [[ "${PHASE_ENGINE}" != "vllm-cpu" ]]; then
+    lib::err "engine ${PHASE_ENGINE} is not supported by this experiment (vllm-cpu only)"
     return 2
   fi
   bench::vllm_server_base "VLLM_CPU_KVCACHE_SPACE=${KVCACHE_SPACE_GIB}" HF_HUB_OFFLINE=1 || return 1
-  SERVER_CMD+=("${MODEL_PATH}" --host "${SERVER_HOST}" --port "${PORT}"
+  SERVER_CMD+=(--model "${MODEL_PATH}" --host "${SERVER_HOST}" --port "${PORT}"
     --enforce-eager --max-model-len "${MAX_MODEL_LEN}" --dtype "${DTYPE}")
   case "${SPEC_METHOD:-}" in
     "") ;;
