@@ -140,6 +140,7 @@ def real_run(work: Path, scenarios: int) -> dict[str, object]:
         MIN_PROMPTS="4"
         PROMPTS_PER_CONCURRENCY="1"
         WARMUP_REQUESTS="1"
+        PROMPT_METHOD="client-random-text"
         STOP_GRACE_S="5"
         HEALTH_TIMEOUT_S="60"
         """))

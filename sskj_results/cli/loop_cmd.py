@@ -300,7 +300,8 @@ def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) ->
     """
     from ..catalog.clients import client_backend, sent_dataset_name
     from ..contract.redact import redact_argv
-    from ..run.phase import client_label, client_module, client_probe, engine_environment, engine_version, metadata_meta
+    from ..run.phase import (client_label, client_module, client_probe, engine_environment, engine_version,
+                             metadata_meta, probe_record)
     from ..run.records import Records, plan_words
 
     env = os.environ
@@ -330,6 +331,7 @@ def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) ->
         sys.exit(1)
     rec = Records()
     rec.var("BENCH_CLIENT_MODULE", module)
+    rec.var("BENCH_CLIENT_PROBE", probe_record(env, version, present))
     rec.var("BENCH_CLIENT_VERSION", env["BENCH_CLIENT_VERSION"])
     items: list[tuple[str, list[str]]] = []
     if method == "round-trip-set" and not dry:

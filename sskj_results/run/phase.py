@@ -33,8 +33,12 @@ def client_label(settings: Mapping[str, str], module: Optional[str] = None) -> s
     return row.label + (" (Rust client)" if settings.get("CLIENT_IMPL") == "rust" else "")
 
 
+# Run by the client's Python: its package version and which of the catalog's modules it has. A module is
+# looked for as a file under its top package (found without being imported): importing a client package
+# to look for one of its submodules costs seconds.
 _PROBE_SNIPPET = """
 import importlib.util
+import os
 from importlib import metadata
 version = ""
 for name in NAMES:
@@ -44,24 +48,38 @@ for name in NAMES:
     except Exception:
         pass
 print(version)
-found = []
-for module in MODULES:
+
+def has(module):
+    top, *rest = module.split(".")
     try:
-        if importlib.util.find_spec(module) is not None:
-            found.append(module)
+        spec = importlib.util.find_spec(top)
     except Exception:
-        pass
-print(" ".join(found))
+        return False
+    if spec is None:
+        return False
+    if not rest:
+        return True
+    for location in spec.submodule_search_locations or ():
+        base = os.path.join(location, *rest)
+        if os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py")):
+            return True
+    return False
+
+print(" ".join(module for module in MODULES if has(module)))
 """
 
 
 def client_probe(settings: Mapping[str, str], timeout_s: float = 60.0) -> tuple[Optional[str], set[str]]:
-    """(version of the client's package, the catalog's probe modules it has), asked once to CLIENT_PYTHON;
-    (None, empty) when it cannot be asked."""
+    """(version of the client's package, the catalog's probe modules it has), asked once per run to
+    CLIENT_PYTHON (phase-begin hands the answer on in BENCH_CLIENT_PROBE); (None, empty) when it cannot be
+    asked."""
     import subprocess
 
     python = settings.get("CLIENT_PYTHON", "")
     client = settings.get("CLIENT") or "sglang"
+    cached = settings.get("BENCH_CLIENT_PROBE", "").split("\t")
+    if len(cached) == 4 and cached[:2] == [python, client]:
+        return cached[2] or None, set(cached[3].split())
     if not python or not ((os.path.isfile(python) and os.access(python, os.X_OK)) or shutil.which(python)):
         return None, set()
     snippet = f"NAMES = {[client]!r}\nMODULES = {probe_modules(client)!r}\n{_PROBE_SNIPPET}"
@@ -72,6 +90,12 @@ def client_probe(settings: Mapping[str, str], timeout_s: float = 60.0) -> tuple[
         return None, set()
     lines = done.stdout.splitlines() + ["", ""]
     return lines[0].strip() or None, set(lines[1].split())
+
+
+def probe_record(settings: Mapping[str, str], version: Optional[str], present: set[str]) -> str:
+    """BENCH_CLIENT_PROBE: the probe's answer, for the run's later phases (same client Python, same client)."""
+    fields = [settings.get("CLIENT_PYTHON", ""), settings.get("CLIENT") or "sglang", version or "", " ".join(sorted(present))]
+    return "" if any("\t" in f or "\n" in f for f in fields) else "\t".join(fields)
 
 
 def client_module(settings: Mapping[str, str], present: set[str]) -> str:
