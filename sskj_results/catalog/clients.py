@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Optional, get_args
 
 from ..contract.errors import ConfigError
-from ..contract.models import PromptMethod
+from ..contract.kinds import PromptMethod
 
 CLIENTS = ("sglang", "vllm")
 IMPLS = ("python", "rust")

@@ -22,7 +22,7 @@ def engine(name: str, command: str | None, settings: tuple[str, ...]) -> None:
     import json
 
     from ..catalog.engines import config_from_server_args, engine as engine_row, shell_row
-    from ..ingest.metadata import parse_assignments
+    from ..contract.envfile import parse_assignments
 
     if settings:
         pairs = [(key, value) for key, value in parse_assignments(settings, "--flags").items()]

@@ -26,7 +26,7 @@ def server_cmd(name: str, kind: str, settings: tuple[str, ...], words: tuple[str
     MODEL_PATH, TP, PORT, DEVICES, NNODES, ...) are read from the environment.
     """
     from ..catalog.engines import engine
-    from ..ingest.metadata import parse_assignments
+    from ..contract.envfile import parse_assignments
     from ..run.launch import server_cmd as build
 
     flags = engine(name).flags_for(list(parse_assignments(settings, "--setting").items())) if settings else []

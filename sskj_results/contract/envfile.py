@@ -45,7 +45,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Union
 
-from .errors import ConfigError
+from .errors import ConfigError, UsageError
 from .redact import redact_value_of
 
 __all__ = [
@@ -378,3 +378,14 @@ def parse_env_file(
                           "give a readable KEY=VALUE file") from None
     text = data.decode("utf-8", errors="surrogateescape")
     return parse_env_text(text, name, environ, preset, protect)
+
+
+def parse_assignments(items: tuple[str, ...], option: str) -> dict[str, str]:
+    """`KEY=VALUE` strings to a dict; a malformed item is a usage error."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{option} {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out

@@ -36,7 +36,7 @@ SCHEMA_VERSIONS = (1, 2)
 SCHEMA_ID = "https://sskj.dev/schema/results.schema.json"
 
 SloMark = Literal["✅", "⚠️", "❌", "❔"]
-PromptMethod = Literal["token-ids", "round-trip-set", "client-random-text", "client-dataset"]
+from .kinds import PromptMethod  # noqa: E402 - part of the contract
 
 from .times import (  # noqa: E402 - re-exported: the timestamp forms are part of the contract
     _TIMESTAMP_RE,

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from .. import __version__
 from ..catalog.engines import config_from_server_args
+from ..contract.envfile import parse_assignments  # noqa: F401 - re-exported for the metadata command
 from ..contract.errors import ResultsError, UsageError
 from ..contract.locking import locked, recover_backup
 from ..contract.io import RESULTS_NAME, format_loc, load_run, model_message, save_run
@@ -25,17 +26,6 @@ from ..contract.times import now_iso, precision_of
 META_KEYS = tuple(Metadata.model_fields)
 REQUIRED_ON_CREATE = ("experiment", "model")
 LIST_META_KEYS = ("node_names", "node_hostnames")
-
-
-def parse_assignments(items: tuple[str, ...], option: str) -> dict[str, str]:
-    """`KEY=VALUE` strings to a dict; a malformed item is a usage error."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"{option} {item!r}: expected KEY=VALUE")
-        out[key.strip()] = value
-    return out
 
 
 def config_value(text: str) -> Any:
