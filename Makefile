@@ -12,10 +12,15 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: test test-fast venv bytecode shellcheck browser slurm schema clean-venv
 
-# Two workers (pytest-xdist): the real-engine and Slurm tests on one of them
-# (tests/conftest.py), everything else spread over both.
+# The real-engine and Slurm tests (one local cluster, the engine's envs/
+# installed once) run in one process beside the rest of the suite, which runs
+# on two workers (pytest-xdist); each part prints its 15 slowest tests.
 test: venv shellcheck browser slurm bytecode
-	$(PY) -m pytest -n 2 --dist loadgroup --durations=15 tests
+	@status=0; log="$$(mktemp)"; \
+	$(PY) -m pytest -m "cluster or e2e" --durations=15 tests >"$$log" 2>&1 & engine=$$!; \
+	$(PY) -m pytest -n 2 -m "not cluster and not e2e" --durations=15 tests || status=1; \
+	wait "$$engine" || status=1; \
+	echo "=== the real-engine and Slurm tests ==="; cat "$$log"; rm -f "$$log"; exit "$$status"
 
 # Day-to-day: everything but the end-to-end engine run, the Slurm cluster
 # tests and the tests marked slow (whole runs of the loop with a fake engine,

@@ -27,16 +27,3 @@ def raw_dir(tmp_path: Path) -> Path:
             shutil.copy(f, target / f.name)
     return target
 
-
-# `make test` runs the suite on two workers (pytest-xdist, --dist loadgroup). The tests that run the real
-# CPU engine or the local Slurm cluster share one worker, in file order: the engine's environments are
-# installed once (the first of them installs envs/), one cluster serves the Slurm tests, and two engines
-# never compete for this machine's cores; every other test is spread over both workers.
-_ONE_WORKER = ("cluster", "e2e")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        parts = Path(str(item.fspath)).relative_to(Path(__file__).resolve().parent).parts
-        if parts and parts[0] in _ONE_WORKER:
-            item.add_marker(pytest.mark.xdist_group("engine"))

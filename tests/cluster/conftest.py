@@ -104,7 +104,10 @@ def fake_experiment(tmp_path: Path):
         text = start_server or START_SERVER.format(lib=lib, server=FAKES / "fake_openai_server.py")
         (exp / "start_server.sh").write_text(text)
         (exp / "run_bench.sh").write_text(RUN_BENCH.format(lib=lib, phases=phases))
-        (exp / "config.env").write_text(textwrap.dedent(config))
+        text = textwrap.dedent(config)
+        if "PROMPT_METHOD" not in text:  # the fake model has no tokenizer to make a round-trip prompt set with
+            text = text.rstrip("\n") + '\nPROMPT_METHOD="client-random-text"\n'
+        (exp / "config.env").write_text(text)
         return exp
 
     return _make
