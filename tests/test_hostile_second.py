@@ -249,10 +249,9 @@ def test_sigterm_from_outside_at_any_moment_leaves_no_temporary(tmp_path: Path, 
     time.sleep(delay)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
-    # -15: killed before the command began (Python still loading modules): nothing was written yet
+    # -15: killed before the command began (Python still loading modules: nothing written yet) or after it
+    # ended (its runs complete): either way no temporary and every run directory whole, as checked below
     assert proc.returncode in (0, 143, -signal.SIGTERM), err
-    if proc.returncode == -signal.SIGTERM:
-        assert not out.exists()
     if proc.returncode == 143:
         assert err.endswith("error: interrupted (SIGTERM): nothing half-written, its temporary files removed; "
                             "what was complete before is kept\n")
