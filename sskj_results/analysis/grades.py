@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Literal, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Optional, Sequence
 
 from ..contract.errors import UsageError
-from ..contract.models import Scenario, Validity, ValidityCheck, ValidityThresholds
+from ..contract.validity_models import Validity, ValidityCheck, ValidityThresholds
 from .validity import DEFAULT_THRESHOLDS
+
+if TYPE_CHECKING:  # a planned grid is graded without loading the results models
+    from ..contract.models import Scenario
 
 Severity = Literal["qualifying", "disqualifying"]
 Grade = Literal["valid", "qualified", "disqualified"]

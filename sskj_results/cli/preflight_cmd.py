@@ -100,7 +100,7 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
     grid_given = scenarios_file is not None or bool(concurrencies or shapes)
     rows: list[tuple[str, int, int]] = []
     if grid_given:
-        from ..run.plan import load_grid
+        from ..run.specs import load_grid
 
         rows = [(r.name, r.input_len, r.output_len) for r in load_grid(scenarios_file, concurrencies, shapes)]
     if not problems and grid_given and not slo_search:
@@ -196,7 +196,7 @@ def grid_warnings(scenarios_file: Optional[Path], concurrencies: Optional[str], 
                   thresholds: Optional[ValidityThresholds]) -> list[str]:
     """The planned grid's validity warnings (analysis.grades.planned_problems)."""
     from ..analysis.grades import PlannedScenario, planned_problems
-    from ..run.plan import PromptsRule, load_grid
+    from ..run.specs import PromptsRule, load_grid
 
     rule = PromptsRule(num_prompts, prompts_per_concurrency, min_prompts)
     planned = [PlannedScenario(row.name, row.concurrency, rule.prompts(row))

@@ -24,14 +24,15 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Optional, cast
-
-import numpy as np
+from typing import TYPE_CHECKING, Optional, cast
 
 from ..contract.errors import RawFormatError
 from ..contract.clientinfo import Acceptance
 from ..contract.models import AcceleratorSummary, PromptMethod, SkippedScenario
 from ..contract.io import describe_os_error, display_name, one_line, open_checked, read_text_checked
+
+if TYPE_CHECKING:  # numpy loads only where an accelerator log is summarised (the run loop's planner reads this module too)
+    import numpy as np
 
 
 def read_side_text(path: Path, kind: str) -> str:
@@ -172,6 +173,7 @@ def summarize_gpu_log(path: Path) -> Optional[AcceleratorSummary]:
         device = _column(header, "device")
     if util is None and mem is None and power is None:
         raise RawFormatError(f"{path}:1: no utilization, memory or power column in header {header!r}")
+    import numpy as np
 
     def col(i: Optional[int]) -> np.ndarray:
         if i is None:
@@ -210,6 +212,7 @@ def summarize_xpu_log(path: Path) -> Optional[AcceleratorSummary]:
     rows = [row for snap in snapshots for row in snap]
     if not rows:
         return None
+    import numpy as np
 
     def grab(pattern: re.Pattern[str], last: bool = False) -> np.ndarray:
         values = []

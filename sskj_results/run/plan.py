@@ -19,38 +19,17 @@ import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Optional
 
 from ..contract.errors import ConfigError, RawFormatError
 from ..contract.io import RESULTS_NAME, atomic_write_text, load_run
 from ..contract.models import Results, SkippedScenario, SloSpec
 from ..ingest.resume import raw_output_needs_measuring
-from ..analysis.slo_search import next_concurrency
-from .specs import GridRow
+from .specs import GridRow, PromptsRule, grid_from_lists, load_grid, order_grid, read_scenarios_file  # noqa: F401 - the grid, re-exported
 
 SKIP_CSV = "skipped_after_oom.csv"
 SKIP_HEADER = ("scenario", "concurrency", "input_len", "output_len", "reason", "log_excerpt")
 SKIPPED_PREFIX = "skipped"  # reasons that are consequences of an earlier failure, not failures themselves
-_SHAPE = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)$")
-_POSITIVE = re.compile(r"^[1-9][0-9]*$")
-
-
-@dataclass(frozen=True)
-class PromptsRule:
-    """Prompts of a scenario: the grid's value, else num_prompts, else max(c * per_concurrency, minimum)."""
-
-    num_prompts: Optional[int] = None
-    per_concurrency: int = 4
-    minimum: int = 8
-
-    def prompts(self, row: GridRow) -> int:
-        if row.num_prompts is not None:
-            return row.num_prompts
-        if self.num_prompts is not None:
-            return self.num_prompts
-        return max(row.concurrency * self.per_concurrency, self.minimum)
-
-
 @dataclass(frozen=True)
 class Scenario:
     """What the shell runs next."""
@@ -65,68 +44,6 @@ class Scenario:
     def line(self) -> str:
         """`C INPUT OUTPUT PROMPTS STEM RAW_NAME`: six blank-free fields for bash `read -r`."""
         return f"{self.concurrency} {self.input_len} {self.output_len} {self.num_prompts} {self.stem} {self.raw_name}"
-
-
-def order_grid(rows: Iterable[GridRow]) -> list[GridRow]:
-    """Shapes in order of first appearance, ascending concurrency within a shape; a repeated (c, shape) keeps its first row."""
-    shape_index: dict[tuple[int, int], int] = {}
-    unique: dict[tuple[int, int, int], GridRow] = {}
-    for row in rows:
-        shape_index.setdefault(row.shape, len(shape_index))
-        unique.setdefault((row.concurrency, *row.shape), row)
-    return sorted(unique.values(), key=lambda r: (shape_index[r.shape], r.concurrency))
-
-
-def read_scenarios_file(path: Path) -> list[GridRow]:
-    """scenarios.tsv: `concurrency input_len output_len [num_prompts]` per line; `#` comments; optional header."""
-    rows: list[GridRow] = []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text; expected 'concurrency input_len output_len [num_prompts]' lines") from None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        fields = raw.split("#", 1)[0].split()
-        if not fields:
-            continue
-        if not rows and fields[0] == "concurrency":
-            continue  # header
-        if not 3 <= len(fields) <= 4:
-            raise ConfigError(f"{path}:{number}: expected 'concurrency input_len output_len [num_prompts]'")
-        for field in fields:
-            if not _POSITIVE.match(field):
-                raise ConfigError(f"{path}:{number}: {field!r} is not a positive integer")
-        values = [int(f) for f in fields]
-        rows.append(GridRow(values[0], values[1], values[2], values[3] if len(values) == 4 else None))
-    return rows
-
-
-def grid_from_lists(concurrencies: str, shapes: str) -> list[GridRow]:
-    """CONCURRENCIES="1 4 16" x SHAPES="128x64 1024x128"."""
-    rows: list[GridRow] = []
-    cs = concurrencies.split()
-    for c in cs:
-        if not _POSITIVE.match(c):
-            raise ConfigError(f"CONCURRENCIES: {c!r} is not a positive integer")
-    for shape in shapes.split():
-        match = _SHAPE.match(shape)
-        if not match:
-            raise ConfigError(f"SHAPES: {shape!r} is not INPUTxOUTPUT (e.g. 1024x128)")
-        rows.extend(GridRow(int(c), int(match.group(1)), int(match.group(2))) for c in cs)
-    return rows
-
-
-def load_grid(scenarios_file: Optional[Path], concurrencies: Optional[str], shapes: Optional[str]) -> list[GridRow]:
-    """The experiment's grid, ordered: scenarios_file when it exists, else CONCURRENCIES x SHAPES."""
-    if scenarios_file is not None and scenarios_file.is_file():
-        rows = read_scenarios_file(scenarios_file)
-    elif concurrencies and shapes:
-        rows = grid_from_lists(concurrencies, shapes)
-    else:
-        where = scenarios_file or "scenarios.tsv"
-        raise ConfigError(f"no scenarios: create {where} or set CONCURRENCIES and SHAPES in config.env")
-    if not rows:
-        raise ConfigError("the scenario grid is empty")
-    return order_grid(rows)
 
 
 # ---------------------------------------------------------------- what the run directory knows
@@ -306,6 +223,8 @@ class Planner:
                 proposal: Optional[int] = low
                 row = GridRow(low, input_len, output_len)
             else:
+                from ..analysis.slo_search import next_concurrency  # the SLO search only: its validity rules load numpy
+
                 decision = next_concurrency(self.run_dir, input_len, output_len, low, high, resolution,
                                             remeasure=remeasure, spec=spec)
                 proposal = decision.next_concurrency
