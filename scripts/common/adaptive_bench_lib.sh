@@ -480,7 +480,7 @@ bench::run_grid() {
     # run-client made the step after its client (one start per scenario);
     # when it could not, the step is made here.
     if [[ -s "${BENCH_NEXT_RECORDS}" ]]; then
-      lib::read_records cat -- "${BENCH_NEXT_RECORDS}" || return 1
+      lib::read_records_file "${BENCH_NEXT_RECORDS}" || return 1
     else
       lib::read_records "${SSKJ_RESULTS_CMD[@]}" step "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}" \
         "${parse[@]}" || {
@@ -564,8 +564,12 @@ bench::run_phase() {
   ((BENCH_PHASE_COUNT == 1)) || BENCH_CONFIG_ARGS+=(--config "phase${index}_server_args=${server_line}")
   lib::is_dry_run && BENCH_CONFIG_ARGS+=(--config "dry_run=true")
   BENCH_PLAN=()
-  lib::read_records "${SSKJ_RESULTS_CMD[@]}" phase-begin "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}" \
-    -- "${BENCH_CONFIG_ARGS[@]}" || {
+  local -a begin=(phase-begin "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}")
+  BENCH_PATCH_LIST="" BENCH_PATCHES_RECORDED=""
+  if [[ "${RUNTIME}" == "docker" && -n "${PATCH_ROOT:-}" ]]; then
+    begin+=(--patches "${PATCH_ROOT}")
+  fi
+  lib::read_records "${SSKJ_RESULTS_CMD[@]}" "${begin[@]}" -- "${BENCH_CONFIG_ARGS[@]}" || {
     lib::err "sskj-results metadata ${BENCH_RUN_DIR} failed"
     return 1
   }
@@ -573,7 +577,14 @@ bench::run_phase() {
   ! lib::is_dry_run || printf '# phase %s: %s (engine %s) -> %s\n' "${index}" "${PHASE_NAME}" "${PHASE_ENGINE}" "${BENCH_RUN_DIR}"
   if [[ "${RUNTIME}" == "docker" ]]; then
     lib::is_dry_run || bench::ensure_container || return 1
-    bash "${_BENCH_LIB_DIR}/apply_patches.sh" "${BENCH_RUN_DIR}" || return 1
+    local -a patch_args=("${BENCH_RUN_DIR}")
+    if [[ -n "${BENCH_PATCHES_RECORDED}" ]]; then
+      # phase-begin listed the series (and recorded it where nothing will be applied)
+      printf '%s' "${BENCH_PATCH_LIST}" >"${BENCH_TMP_DIR}/patches${index}.txt" || return 1
+      patch_args+=(--listing "${BENCH_TMP_DIR}/patches${index}.txt")
+      ((BENCH_PATCHES_RECORDED == 0)) || patch_args+=(--recorded)
+    fi
+    bash "${_BENCH_LIB_DIR}/apply_patches.sh" "${patch_args[@]}" || return 1
   fi
   if lib::is_dry_run; then
     printf '%s\n' "${server_line}"
@@ -714,6 +725,8 @@ bench::run_experiment() {
     return 1
   fi
   BENCH_TMP_DIR="$(mktemp -d)" || return 1
+  # shellcheck disable=SC2034  # read by lib::read_records: its records files go where the exit trap cleans
+  LIB_TMP_DIR="${BENCH_TMP_DIR}"
   trap 'bench::on_exit' EXIT
   # Every phase's server command is built once, kept in BENCH_TMP_DIR for the run.
   export SSKJ_LOOP_CONFIG=1

@@ -4,7 +4,12 @@
 # and record every patch (file, sha256, package, target, status) in the run's
 # results.json as config.patches (a JSON string).
 #
-# Usage: apply_patches.sh RUN_DIR
+# Usage: apply_patches.sh RUN_DIR [--listing FILE [--recorded]]
+#
+#   --listing FILE  the series as `sskj-results patches PATCH_ROOT` lists it
+#                   (the run loop has it from `phase-begin --patches`)
+#   --recorded      config.patches is already recorded (phase-begin does that
+#                   when nothing will be applied: a dry run or an empty series)
 #
 # Environment (normally from platforms/<chip>.env, see platform.sh):
 #   CONTAINER_NAME, CONTAINER_PYTHON, PATCH_ROOT (required)
@@ -57,25 +62,42 @@ print(os.path.dirname(path))
 }
 
 main() {
-  if (($# != 1)); then
-    lib::err "usage: apply_patches.sh RUN_DIR"
+  local usage="usage: apply_patches.sh RUN_DIR [--listing FILE [--recorded]]"
+  if (($# < 1)); then
+    lib::err "${usage}"
     return 2
   fi
-  local run_dir="$1" listing file package sha target status
+  local run_dir="$1" listing="" listing_file="" recorded=0 file package sha dry_target target status
+  shift
+  while (($# > 0)); do
+    case "$1" in
+      --listing)
+        (($# >= 2)) || { lib::err "${usage}"; return 2; }
+        listing_file="$2"
+        shift 2
+        ;;
+      --recorded) recorded=1 && shift ;;
+      *) lib::err "${usage}" && return 2 ;;
+    esac
+  done
   lib::require_env CONTAINER_NAME CONTAINER_PYTHON PATCH_ROOT || return 1
   local dest="${CONTAINER_PATCH_DIR:-/tmp/sskj_patches}"
   local -a record=(patches "${PATCH_ROOT}" --record "${run_dir}")
-  listing="$(lib::results patches "${PATCH_ROOT}")" || return 1
+  if [[ -n "${listing_file}" ]]; then
+    listing="$(<"${listing_file}")" || return 1
+  else
+    listing="$(lib::results patches "${PATCH_ROOT}")" || return 1
+  fi
   if [[ -z "${listing}" ]]; then
     lib::info "no patches listed in ${PATCH_ROOT}/series"
-    lib::results "${record[@]}" >&2
+    ((recorded == 1)) || lib::results "${record[@]}" >&2
     return 0
   fi
   run_or_print docker exec "${CONTAINER_NAME}" mkdir -p "${dest}"
-  while read -r file package sha; do
+  while read -r file package sha dry_target; do
     run_or_print docker cp "${PATCH_ROOT}/${file}" "${CONTAINER_NAME}:${dest}/${file}"
     if lib::is_dry_run; then
-      target="<site-packages of ${package}>"
+      target="${dry_target}"
       lib::print_cmd docker exec "${CONTAINER_NAME}" patch -p1 --forward --batch -d "${target}" -i "${dest}/${file}"
       status="dry_run"
     else
@@ -95,7 +117,7 @@ main() {
     fi
     record+=(--result "${file}=${status}=${target}")
   done <<<"${listing}"
-  lib::results "${record[@]}" >&2
+  ((recorded == 1)) || lib::results "${record[@]}" >&2
 }
 
 main "$@"

@@ -191,27 +191,56 @@ lib::export_records() {
 # (a line printed on stdout), `$ COUNT WORD...` (a command printed quoted),
 # `! TEXT` (a line printed on stderr). Names are checked; nothing is
 # evaluated.
+# The command's records go to a file first (LIB_TMP_DIR, else TMPDIR), which
+# bash reads in blocks; from a pipe it would read them one byte at a time.
 # Arguments: the command
-# Globals:   the records' variables and arrays (written)
+# Globals:   the records' variables and arrays (written); LIB_TMP_DIR (read)
 # Outputs:   the `#` and `$` records on stdout, the `!` records on stderr
 # Returns:   the command's status (1 for a malformed record)
 #######################################
 lib::read_records() {
-  local tag name value rc=0
+  local file rc=0
+  file="$(mktemp "${LIB_TMP_DIR:-${TMPDIR:-/tmp}}/sskj-records.XXXXXX")" || return 1
+  "$@" >"${file}" || rc=$?
+  _lib::parse_records "$1 $2" <"${file}" || rc=$((rc == 0 ? 1 : rc))
+  rm -f "${file}"
+  return "${rc}"
+}
+
+#######################################
+# Read the records of a file a run-loop command wrote (the format of
+# lib::read_records).
+# Arguments: $1 the file
+# Globals:   the records' variables and arrays (written)
+# Outputs:   the `#` and `$` records on stdout, the `!` records on stderr
+# Returns:   0, 1 for a missing file or a malformed record
+#######################################
+lib::read_records_file() {
+  local file="$1"
+  if [[ ! -f "${file}" ]]; then
+    lib::err "records file ${file} is missing"
+    return 1
+  fi
+  _lib::parse_records "records file" <"${file}"
+}
+
+# Parse records on stdin ($1 names their source in messages).
+_lib::parse_records() {
+  local tag name value what="$1"
   local -a words=()
   while IFS= read -r -d '' tag; do
     case "${tag}" in
       v | l | a)
-        IFS= read -r -d '' name || { lib::err "$1 $2: truncated record"; return 1; }
+        IFS= read -r -d '' name || { lib::err "${what}: truncated record"; return 1; }
         if [[ ! "${name}" =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
-          lib::err "$1 $2: unexpected record name '${name}'"
+          lib::err "${what}: unexpected record name '${name}'"
           return 1
         fi
         if [[ "${tag}" == a ]]; then
           _lib::read_words || return 1
           _lib::set_array "${name}" "${words[@]}"
         else
-          IFS= read -r -d '' value || { lib::err "$1 $2: truncated record"; return 1; }
+          IFS= read -r -d '' value || { lib::err "${what}: truncated record"; return 1; }
           if [[ "${tag}" == v ]]; then
             declare -gx "${name}=${value}"
           else
@@ -220,11 +249,11 @@ lib::read_records() {
         fi
         ;;
       "#")
-        IFS= read -r -d '' value || { lib::err "$1 $2: truncated record"; return 1; }
+        IFS= read -r -d '' value || { lib::err "${what}: truncated record"; return 1; }
         printf '%s\n' "${value}"
         ;;
       "!")
-        IFS= read -r -d '' value || { lib::err "$1 $2: truncated record"; return 1; }
+        IFS= read -r -d '' value || { lib::err "${what}: truncated record"; return 1; }
         printf '%s\n' "${value}" >&2
         ;;
       "$")
@@ -233,13 +262,12 @@ lib::read_records() {
         printf '\n'
         ;;
       *)
-        lib::err "$1 $2: unexpected record '${tag}'"
+        lib::err "${what}: unexpected record '${tag}'"
         return 1
         ;;
     esac
-  done < <("$@")
-  wait "$!" || rc=$?
-  return "${rc}"
+  done
+  return 0
 }
 
 # Read COUNT and COUNT words into the caller's `words` (of lib::read_records).
@@ -271,22 +299,22 @@ _lib::set_array() {
 # Returns:   0 ok, 1 malformed plan
 #######################################
 lib::print_plan() {
-  local n
-  while (($# > 0)); do
-    case "$1" in
+  local -a plan=("$@")
+  local i=0 n line
+  while ((i < ${#plan[@]})); do
+    case "${plan[i]}" in
       "#")
-        printf '%s\n' "$2"
-        shift 2
+        printf '%s\n' "${plan[i + 1]}"
+        i=$((i + 2))
         ;;
       "$")
-        n="$2"
-        shift 2
-        lib::quote_words "${@:1:n}"
-        printf '\n'
-        shift "${n}"
+        n="${plan[i + 1]}"
+        printf -v line '%q ' "${plan[@]:i+2:n}"
+        printf '%s\n' "${line% }"
+        i=$((i + 2 + n))
         ;;
       *)
-        lib::err "malformed plan word '$1'"
+        lib::err "malformed plan word '${plan[i]}'"
         return 1
         ;;
     esac
@@ -302,7 +330,7 @@ lib::print_plan() {
 #######################################
 lib::quote_words() {
   local line
-  line="$(printf '%q ' "$@")"
+  printf -v line '%q ' "$@"
   printf '%s' "${line% }"
 }
 

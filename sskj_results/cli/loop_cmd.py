@@ -201,7 +201,7 @@ def _prompt_set(input_len: int, prompts: int) -> "PromptSet":
 
 def _grid_prompt_sets() -> list["PromptSet"]:
     """The round-trip sets of the phase's grid: one per (input length, prompt count)."""
-    from ..run.plan import PromptsRule, load_grid
+    from ..run.specs import PromptsRule, load_grid
 
     env = os.environ
     scenarios = env.get("SCENARIOS_FILE") or f"{env.get('EXPERIMENT_DIR', '')}/scenarios.tsv"
@@ -291,12 +291,18 @@ def _scenario(run_dir: Path, session: Path, prepare: bool = False) -> Optional[t
 @click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--session", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The run loop's session file (a dry run lists the phase's scenarios through it).")
+@click.option("--patches", "patch_root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The platform's runtime patches (PATCH_ROOT, Docker runtime): listed for apply_patches.sh.")
 @click.argument("metadata_args", nargs=-1, type=click.UNPROCESSED)
 @handle_errors
-def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) -> None:
+def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metadata_args: tuple[str, ...]) -> None:
     """Start a phase (used by the run loop): the engine's and client's versions, the run's metadata and
     config (METADATA_ARGS after --: more `sskj-results metadata` options), and with DRY_RUN=1 the whole
     plan of the phase (array BENCH_PLAN: every scenario's commands, printed by the shell).
+
+    With --patches: PATCH_ROOT/series listed in BENCH_PATCH_LIST (apply_patches.sh's input). Where nothing
+    will be applied (a dry run, or an empty series) config.patches is recorded here with the metadata and
+    BENCH_PATCHES_RECORDED=1 says so; else apply_patches.sh records what it applied.
     """
     from ..catalog.clients import client_backend, sent_dataset_name
     from ..contract.redact import redact_argv
@@ -320,6 +326,14 @@ def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) ->
     args = list(metadata_args)
     if args[:1] == ["--"]:
         args = args[1:]
+    series = None
+    if patch_root is not None:
+        from ..run.patches import dry_run_target, patches_record, read_series
+
+        series = read_series(patch_root)
+        if dry or not series:
+            args += ["--config", "patches=" + patches_record(
+                series, {p.file: ("dry_run", dry_run_target(p.package)) for p in series})]
     client = env.get("CLIENT") or "sglang"  # the backend and dataset words the client is given
     method = _prompt_method()
     args += ["--config", f"client_backend={client_backend(client, env.get('CLIENT_BACKEND', ''))}",
@@ -333,6 +347,13 @@ def phase_begin(run_dir: Path, session: Path, metadata_args: tuple[str, ...]) ->
     rec.var("BENCH_CLIENT_MODULE", module)
     rec.var("BENCH_CLIENT_PROBE", probe_record(env, version, present))
     rec.var("BENCH_CLIENT_VERSION", env["BENCH_CLIENT_VERSION"])
+    if series is not None:
+        from ..run.patches import listing
+
+        rec.var("BENCH_PATCH_LIST", listing(series), export=False)
+        rec.var("BENCH_PATCHES_RECORDED", "1" if dry or not series else "0", export=False)
+        if dry or not series:
+            _info(f"{run_dir / 'results.json'}: {len(series)} patch(es) recorded")
     items: list[tuple[str, list[str]]] = []
     if method == "round-trip-set" and not dry:
         _make_sets(_grid_prompt_sets())

@@ -16,15 +16,15 @@ from .common import handle_errors
               help="With --record: what happened to one patch (applied, already_applied, dry_run) and where. Repeatable.")
 @handle_errors
 def patches(patch_root: Path, run_dir: Optional[Path], outcomes: tuple[str, ...]) -> None:
-    """List PATCH_ROOT/series as `FILE PACKAGE SHA256` lines, or record what was applied (used by apply_patches.sh)."""
+    """List PATCH_ROOT/series as `FILE PACKAGE SHA256 DRY_RUN_TARGET` lines, or record what was applied (used
+    by apply_patches.sh; the run loop gets the listing from `phase-begin --patches`)."""
     from ..contract.errors import UsageError
     from ..ingest.metadata import write_metadata
-    from ..run.patches import patches_record, read_series
+    from ..run.patches import listing, patches_record, read_series
 
     series = read_series(patch_root)
     if run_dir is None:
-        for p in series:
-            click.echo(f"{p.file} {p.package} {p.sha256}")
+        click.echo(listing(series), nl=False)
         return
     results: dict[str, tuple[str, str]] = {}
     for item in outcomes:

@@ -50,6 +50,16 @@ def read_series(patch_root: Path) -> list[Patch]:
     return out
 
 
+def dry_run_target(package: str) -> str:
+    """Where a dry run says a patch would go: the container's site-packages are looked up only when it runs."""
+    return f"<site-packages of {package}>"
+
+
+def listing(patches: list[Patch]) -> str:
+    """`FILE PACKAGE SHA256 DRY_RUN_TARGET` lines (apply_patches.sh reads them; the target is the rest of the line)."""
+    return "".join(f"{p.file} {p.package} {p.sha256} {dry_run_target(p.package)}\n" for p in patches)
+
+
 def patches_record(patches: list[Patch], results: dict[str, tuple[str, str]]) -> str:
     """config.patches: JSON list of {file, sha256, package, target, status}; results: file -> (status, target)."""
     rows = []
