@@ -99,3 +99,51 @@ def test_the_shipped_long_context_experiment_holds_its_full_matrix(tmp_path: Pat
         result = CliRunner().invoke(main, ["preflight", "--scenarios", str(exp / grid), "--phase-file", str(dspark)])
         assert not any("is too small" in line for line in _errors(result.output)), result.output
     assert int(context) >= 262144 + 4096 + int(spec) + 2663
+
+
+GPU_EXPERIMENTS = sorted(p.parent for p in (REPO / "experiments").glob("*/*/config.env")
+                         if p.parent.parent.name in ("h20", "h200", "p800", "pro6000"))
+
+
+def _shipped(exp: Path) -> dict[str, str]:
+    from sskj_results.contract.envfile import parse_env_file
+
+    return dict(parse_env_file(exp / "config.env", environ={"MODEL_ROOT": "/m"}, preset=frozenset(),
+                               protect=frozenset()).assignments)
+
+
+def _grid(exp: Path, config: dict[str, str]) -> list[str]:
+    """The experiment's own grid as the planner reads it: its scenarios.tsv, else CONCURRENCIES x SHAPES."""
+    return ["--scenarios", str(exp / "scenarios.tsv"), "--concurrencies", config.get("CONCURRENCIES", ""),
+            "--shapes", config.get("SHAPES", "")]
+
+
+def test_every_shipped_gpu_experiment_gives_a_context_its_own_grid_fits_and_says_how(tmp_path: Path) -> None:
+    """The context of config.env holds every scenario of the experiment's grid (+ speculative tokens) with
+    the 1 % margin, the comment there states the need it was sized from, and one token less is refused."""
+    from sskj_results.run.plan import load_grid
+
+    assert {p.name for p in GPU_EXPERIMENTS} >= {"dsv4_h200_sglang_vs_vllm", "dsv4_p800_sglang", "dsv4_h200_dspark"}
+    for exp in GPU_EXPERIMENTS:
+        config = _shipped(exp)
+        if exp.name == "dsv4_h200_dspark":  # seed 001's command: the model's own maximum
+            assert config["MAX_MODEL_LEN"] == "auto"
+            continue
+        context = int(config["CONTEXT_LEN"])
+        spec = config.get("SPEC_TOKENS")
+        grid = _grid(exp, config)
+        tsv = exp / "scenarios.tsv"
+        rows = load_grid(tsv if tsv.exists() else None, config.get("CONCURRENCIES"), config.get("SHAPES"))
+        largest = max(need(r.name, r.input_len, r.output_len, int(spec) if spec else None, 1.0).total for r in rows)
+        assert context >= largest, exp.name
+        assert f"needs {largest};" in (exp / "config.env").read_text(), f"{exp.name}: config.env states no need {largest}"
+        for size, fits in ((context, True), (largest, True), (largest - 1, False)):
+            sglang = _phase_file(tmp_path, "p1", "sglang", ["/e/python", "-m", "sglang.launch_server", "--model-path",
+                                                             "/m", "--context-length", str(size)])
+            vllm = _phase_file(tmp_path, "p2", "vllm-dspark" if spec else "vllm",
+                               [*VLLM, "--max-model-len", str(size), *(["--spec-tokens", spec] if spec else [])])
+            result = CliRunner().invoke(main, ["preflight", *grid, "--phase-file", str(sglang), "--phase-file", str(vllm)])
+            short = [line for line in _errors(result.output) if "is too small" in line]
+            assert (short == []) == fits, (exp.name, size, short)
+            if not fits:
+                assert result.exit_code == 1 and len(short) == (1 if spec else 2), (exp.name, short)

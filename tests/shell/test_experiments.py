@@ -59,14 +59,15 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
     cmds = command_lines(proc.stdout)
     servers = [c for c in cmds if "sglang.launch_server" in c or "vllm.entrypoints.cli.main" in c]
     assert servers == [
-        # the same KV-cache dtype and maximum of running requests on both engines, each in its own spelling
+        # the same KV-cache dtype, maximum of running requests and context on both engines, each in its own spelling
         [f"{REPO}/envs/sglang/bin/python", "-m", "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash",
          "--tp-size", "8", "--trust-remote-code", "--enable-metrics", "--kv-cache-dtype", "fp8_e4m3",
-         "--max-running-requests", "1024",
+         "--max-running-requests", "1024", "--context-length", "33792",
          "--host", "127.0.0.1", "--port", "30000"],
         ["env", "VLLM_SERVER_DEV_MODE=1", f"{REPO}/envs/vllm/bin/python", "-m", "vllm.entrypoints.cli.main",
          "serve", "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
-         "--kv-cache-dtype", "fp8", "--max-num-seqs", "1024", "--host", "127.0.0.1", "--port", "30000"],
+         "--kv-cache-dtype", "fp8", "--max-num-seqs", "1024", "--max-model-len", "33792",
+         "--host", "127.0.0.1", "--port", "30000"],
     ]
     # paste-ready: the client as it runs; the watch by `sskj-results run-client` (the engine's pid and log,
     # known only once it runs) is said in one comment line per phase
@@ -105,7 +106,8 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
         assert meta["script"] == "experiments/h200/dsv4_h200_sglang_vs_vllm/run_bench.sh"
         assert meta["run_id"] == "20260707-132641"
         assert meta["devices"] is None  # all devices
-        assert (results["config"]["tp"], results["config"]["max_num_seqs"]) == (8, 1024)
+        assert (results["config"]["tp"], results["config"]["max_num_seqs"], results["config"]["max_model_len"]) == \
+            (8, 1024, 33792)
         assert results["scenarios"] == []
         assert validate(run / "results.json").returncode == 0
         assert list((run / "raw_outputs").iterdir()) == []  # nothing ran
@@ -125,12 +127,13 @@ def test_dry_run_p800_runs_vllm_kunlun_as_the_second_phase(tmp_path, base_env, t
     servers = [c for c in cmds if c[:2] == ["docker", "exec"] and "--port" in c]
     assert servers == [
         ["docker", "exec", *inside, "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash",
-         "--tp-size", "8", "--trust-remote-code", "--enable-metrics", "--max-running-requests", "64",
-         "--mem-fraction-static", "0.85",
+         "--tp-size", "8", "--trust-remote-code", "--enable-metrics", "--kv-cache-dtype", "auto",
+         "--max-running-requests", "64", "--context-length", "5120", "--mem-fraction-static", "0.85",
          "--host", "127.0.0.1", "--port", "30000"],
         ["docker", "exec", "--env", "VLLM_SERVER_DEV_MODE=1", *inside, "vllm.entrypoints.cli.main", "serve",
          "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
-         "--max-num-seqs", "64", "--gpu-memory-utilization", "0.85", "--host", "127.0.0.1", "--port", "30000"],
+         "--kv-cache-dtype", "auto", "--max-num-seqs", "64", "--max-model-len", "5120",
+         "--gpu-memory-utilization", "0.85", "--host", "127.0.0.1", "--port", "30000"],
     ]
     second = cmds.index(servers[1])
     clients = [c for c in cmds if "sglang.bench_serving" in c]
@@ -149,7 +152,9 @@ def test_dry_run_p800_runs_vllm_kunlun_as_the_second_phase(tmp_path, base_env, t
         meta = results["metadata"]
         assert (meta["engine"], meta["chip"], meta["phase"]) == (engine, "kunlun_p800", name)
         assert meta["experiment"] == "dsv4_p800_sglang_vs_vllm" and meta["env"].startswith("docker:")
-        assert (results["config"]["tp"], results["config"]["max_num_seqs"]) == (8, 64)
+        config = results["config"]
+        assert (config["tp"], config["kv_cache_dtype"], config["max_num_seqs"], config["max_model_len"]) == \
+            (8, "auto", 64, 5120)
     assert cmds[-1][1:] == ["compare", str(tmp_path / "r/phase1_sglang"), str(tmp_path / "r/phase2_vllm"),
                             "--baseline", str(tmp_path / "r/phase1_sglang"), "--out", str(tmp_path / "r"), "--html"]
 
@@ -176,8 +181,8 @@ def test_dry_run_p800_prints_docker_launch_and_records_patches(tmp_path, base_en
     launch = [
         "docker", "exec", "--env", "SSKJ_SERVER_TAG=sskj-30000", "sskj_p800_sglang", "python3",
         "-m", "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash", "--tp-size", "8",
-        "--trust-remote-code", "--enable-metrics", "--mem-fraction-static", "0.85", "--host", "127.0.0.1",
-        "--port", "30000",
+        "--trust-remote-code", "--enable-metrics", "--kv-cache-dtype", "auto", "--max-running-requests", "64",
+        "--context-length", "5120", "--mem-fraction-static", "0.85", "--host", "127.0.0.1", "--port", "30000",
     ]
     assert launch in cmds
     assert ["docker", "cp", str(patches / "0001-fix.patch"), "sskj_p800_sglang:/tmp/sskj_patches/0001-fix.patch"] in cmds

@@ -17,8 +17,8 @@ source "${EXPERIMENT_DIR}/../../../scripts/common/adaptive_bench_lib.sh"
 # Fill SERVER_CMD for the phase's engine: the common command of
 # bench::sglang_server_cmd / bench::vllm_server_cmd plus this experiment's
 # flags.
-# Globals:   PHASE_ENGINE KV_CACHE_DTYPE MAX_NUM_SEQS (read), those of the
-#            bench::*_server_cmd functions; SERVER_CMD (written)
+# Globals:   PHASE_ENGINE KV_CACHE_DTYPE MAX_NUM_SEQS CONTEXT_LEN (read), those of
+#            the bench::*_server_cmd functions; SERVER_CMD (written)
 # Returns:   0 ok, 1 missing configuration, 2 unsupported engine
 #######################################
 build_server_cmd() {

@@ -28,8 +28,9 @@ source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 #######################################
 # Fill SERVER_CMD for the SGLang phase (runs inside the container): the
 # common command of bench::sglang_server_cmd plus this experiment's flags.
-# Globals:   PHASE_ENGINE MEM_FRACTION_STATIC (read), those of
-#            bench::sglang_server_cmd; SERVER_CMD (written)
+# Globals:   PHASE_ENGINE KV_CACHE_DTYPE MAX_NUM_SEQS CONTEXT_LEN
+#            MEM_FRACTION_STATIC (read), those of bench::sglang_server_cmd;
+#            SERVER_CMD (written)
 # Returns:   0 ok, 1 missing configuration, 2 unsupported engine
 #######################################
 build_server_cmd() {
@@ -37,7 +38,9 @@ build_server_cmd() {
     lib::err "engine ${PHASE_ENGINE} is not part of this experiment (sglang)"
     return 2
   fi
-  bench::sglang_server_cmd --mem-fraction-static "${MEM_FRACTION_STATIC}"
+  bench::engine_flags kv_cache_dtype="${KV_CACHE_DTYPE}" max_num_seqs="${MAX_NUM_SEQS}" \
+    max_model_len="${CONTEXT_LEN}" || return 1
+  bench::sglang_server_cmd --mem-fraction-static "${MEM_FRACTION_STATIC}" "${BENCH_FLAGS[@]}"
 }
 
 main() {

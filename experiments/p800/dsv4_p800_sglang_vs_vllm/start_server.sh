@@ -31,13 +31,14 @@ source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 # Fill SERVER_CMD for a phase (runs inside the container): the common
 # command of bench::sglang_server_cmd / bench::vllm_server_cmd, the same
 # engine settings in each engine's spelling, and each engine's memory share.
-# Globals:   PHASE_ENGINE MAX_NUM_SEQS CONTEXT_LEN MEM_FRACTION_STATIC
-#            GPU_MEMORY_UTILIZATION (read), those of bench::*_server_cmd;
-#            SERVER_CMD (written)
+# Globals:   PHASE_ENGINE KV_CACHE_DTYPE MAX_NUM_SEQS CONTEXT_LEN
+#            MEM_FRACTION_STATIC GPU_MEMORY_UTILIZATION (read), those of
+#            bench::*_server_cmd; SERVER_CMD (written)
 # Returns:   0 ok, 1 missing configuration, 2 unsupported engine
 #######################################
 build_server_cmd() {
-  bench::engine_flags max_num_seqs="${MAX_NUM_SEQS}" max_model_len="${CONTEXT_LEN:-}" || return 1
+  bench::engine_flags kv_cache_dtype="${KV_CACHE_DTYPE}" max_num_seqs="${MAX_NUM_SEQS}" \
+    max_model_len="${CONTEXT_LEN:-}" || return 1
   case "${PHASE_ENGINE}" in
     sglang) bench::sglang_server_cmd --mem-fraction-static "${MEM_FRACTION_STATIC}" "${BENCH_FLAGS[@]}" ;;
     vllm-xpu) bench::vllm_server_cmd --gpu-memory-utilization "${GPU_MEMORY_UTILIZATION}" "${BENCH_FLAGS[@]}" ;;
