@@ -80,3 +80,29 @@ def test_client_failure_without_server_failure_removes_the_partial_raw_file(tmp_
                                server_log=None, log_offset=0, client_log=None, raw=raw)
     assert status == EXIT_CLIENT_FAILED and stats.exit_code == 7 and not raw.exists()
     assert not (tmp_path / "skipped_after_oom.csv").exists()
+
+
+def test_a_failed_metrics_after_leaves_no_file_and_says_which_url(tmp_path: Path) -> None:
+    """run-client --session: the GET /metrics after the client fails (nothing listens): no partial
+    .after.prom is left, and the message names the URL and the file it did not write."""
+    import os
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run = tmp_path / "run"
+    (run / "server_metrics").mkdir(parents=True)
+    stale = run / "server_metrics" / "s.after.prom"
+    stale.write_text("# an earlier try's answer\n")
+    client = _client(tmp_path, "pass\n")
+    env = dict(os.environ, PHASE_ENGINE="vllm-cpu", PORT=str(port), SERVER_HOST="127.0.0.1")
+    done = subprocess.run(
+        [sys.executable, "-m", "sskj_results", "run-client", str(run), "--stem", "s", "--concurrency", "1",
+         "--input-len", "16", "--output-len", "8", "--session", str(tmp_path / "session.txt"),
+         "--records-out", str(tmp_path / "next.records"), "--", *client],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not stale.exists()
+    said = done.stderr + ((tmp_path / "next.records").read_bytes().decode() if (tmp_path / "next.records").exists() else "")
+    assert f"GET http://127.0.0.1:{port}/metrics failed; no s.after.prom" in said

@@ -17,7 +17,7 @@ from typing import Iterator, Mapping, Optional, Sequence
 import click
 
 
-class _Captured(io.TextIOWrapper):
+class Captured(io.TextIOWrapper):
     """A text stdout whose bytes (str writes and .buffer writes alike) are kept."""
 
     def __init__(self) -> None:
@@ -58,7 +58,7 @@ def invoke(args: Sequence[str], capture: bool = False) -> tuple[int, bytes]:
     """
     from . import main
 
-    out = _Captured() if capture else None
+    out = Captured() if capture else None
     status = 0
     with contextlib.redirect_stdout(out) if out is not None else contextlib.nullcontext():
         try:

@@ -100,10 +100,10 @@ def _next_step(run_dir: Path, stem: str, raw: Optional[Path], row: "GridRow", ar
 
     from ..contract.io import atomic_write_bytes
     from ..run.scenario_cmds import scenario_commands
-    from .inproc import _Captured
+    from .inproc import Captured
     from .loop_cmd import step_records, warn
 
-    messages = _Captured()
+    messages = Captured()
     with contextlib.redirect_stderr(messages):
         if server_ok:
             cmds = scenario_commands(os.environ, Path(os.environ.get("REPO_ROOT") or "."), run_dir,
@@ -112,9 +112,9 @@ def _next_step(run_dir: Path, stem: str, raw: Optional[Path], row: "GridRow", ar
             after = cmds.metrics_after
             if after and subprocess.run(after, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL).returncode != 0:
-                out_file = Path(after[after.index("-o") + 1])
+                out_file = Path(cmds.metrics_after_out)
                 out_file.unlink(missing_ok=True)
-                warn(f"GET {after[-1]} failed; no {out_file.name}")
+                warn(f"GET {cmds.metrics_url} failed; no {out_file.name}")
         try:
             rec = step_records(run_dir, session, True)
         except (SystemExit, Exception) as exc:  # the shell's own `step` call then says what is wrong

@@ -38,9 +38,14 @@ def reset_argv(settings: Mapping[str, str], engine_name: str, out: Path) -> list
             base_url(settings) + engine(engine_name).reset_path]
 
 
+def metrics_url(settings: Mapping[str, str]) -> str:
+    """The engine's Prometheus endpoint."""
+    return base_url(settings) + "/metrics"
+
+
 def metrics_argv(settings: Mapping[str, str], out: Path) -> list[str]:
     """GET /metrics into a file (the server's token and speculative-decoding counters)."""
-    return ["curl", "-fsS", "--max-time", "30", "-o", str(out), base_url(settings) + "/metrics"]
+    return ["curl", "-fsS", "--max-time", "30", "-o", str(out), metrics_url(settings)]
 
 
 @dataclass
@@ -54,6 +59,8 @@ class ScenarioCommands:
     metrics_after: list[str] = field(default_factory=list)
     supervise: list[str] = field(default_factory=list)  # `run-client` options before --server-pid ...
     reset_out: str = ""  # where `reset` writes the server's answer (empty when the server could not be reached)
+    metrics_url: str = ""  # the engine's /metrics (empty: the engine has none)
+    metrics_after_out: str = ""  # where `metrics_after` saves it
 
 
 def scenario_commands(settings: Mapping[str, str], repo: Path, run_dir: Path, engine_name: str, stem: str,
@@ -69,6 +76,8 @@ def scenario_commands(settings: Mapping[str, str], repo: Path, run_dir: Path, en
         metrics_before=metrics_argv(settings, Path(f"{metrics}.before.prom")) if has_metrics else [],
         client=client,
         metrics_after=metrics_argv(settings, Path(f"{metrics}.after.prom")) if has_metrics else [],
+        metrics_url=metrics_url(settings) if has_metrics else "",
+        metrics_after_out=f"{metrics}.after.prom" if has_metrics else "",
         supervise=[str(run_dir), "--stem", stem, "--concurrency", str(concurrency), "--input-len", str(input_len),
                    "--output-len", str(output_len), "--oom-pattern", settings.get("OOM_PATTERN", ""),
                    "--client-log", str(run_dir / "logs" / f"client_{stem}.log"), "--raw", str(raw)],
