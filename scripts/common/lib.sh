@@ -272,16 +272,19 @@ _lib::parse_records() {
 
 # Read COUNT and COUNT words into the caller's `words` (of lib::read_records).
 _lib::read_words() {
-  local n k w
+  local n
   if ! IFS= read -r -d '' n || [[ ! "${n}" =~ ^[0-9]+$ ]]; then
     lib::err "malformed record count"
     return 1
   fi
   words=()
-  for ((k = 0; k < n; k++)); do
-    IFS= read -r -d '' w || { lib::err "truncated record"; return 1; }
-    words+=("${w}")
-  done
+  n=$((10#${n}))
+  ((n > 0)) || return 0 # (mapfile -n 0 would read every word left)
+  mapfile -d '' -t -n "${n}" words
+  if ((${#words[@]} != n)); then
+    lib::err "truncated record"
+    return 1
+  fi
 }
 
 # Set the global array named $1 to the remaining arguments.
