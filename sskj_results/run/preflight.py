@@ -481,12 +481,15 @@ def _wait_port_free(host: str, port: int, timeout_s: float) -> bool:
 
 
 def engine_python_var(engine: str) -> str:
-    """The platform key that names the Python of ENGINE (as lib::engine_launcher chooses it)."""
-    for prefix, var in (("sglang", "SGLANG_PYTHON"), ("vllm-dspark", "DSPARK_PYTHON"), ("vllm-xpu", "XPU_PYTHON"),
-                        ("vllm", "VLLM_PYTHON")):
-        if engine.startswith(prefix):
-            return f"{var} (or ENGINE_PYTHON)"
-    return "ENGINE_PYTHON"
+    """The platform key that names the Python of ENGINE: its row's python_var in the engine table (as
+    lib::engine_launcher chooses it), ENGINE_PYTHON for an engine the table does not know."""
+    from ..catalog.engines import engine as engine_row
+    from ..contract.errors import ConfigError
+
+    try:
+        return f"{engine_row(engine).python_var} (or ENGINE_PYTHON)"
+    except ConfigError:
+        return "ENGINE_PYTHON"
 
 
 def expected_platform(experiment_dir: str) -> Optional[str]:
