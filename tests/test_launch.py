@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -78,3 +80,19 @@ def test_run_settings_default_check_and_count_devices() -> None:
     assert problems == ["PORT must be a non-negative integer, got 'x'", "TP must be a non-negative integer, got '-1'",
                         "CLIENT must be 'sglang' (python -m sglang.bench_serving) or 'vllm' (vllm bench serve), got 'trt'",
                         "missing required variables: MODEL_PATH"]
+
+
+def test_preflight_names_each_engines_own_python_key_for_a_missing_interpreter(tmp_path: Path) -> None:
+    """The key to set is the engine table's python_var (the one engine -> variable mapping), ENGINE_PYTHON
+    for an engine the table does not know."""
+    missing = tmp_path / "no-env" / "python"
+    said = {}
+    for engine in ("sglang", "vllm-dspark", "vllm-xpu", "vllm-cpu", "myengine"):
+        phase = tmp_path / f"{engine}.phase"
+        phase.write_bytes(b"".join(w.encode() + b"\0" for w in (engine, "", "", str(missing), "-m", "x.serve")))
+        result = CliRunner().invoke(main, ["preflight", "--warn-only", "--phase-file", str(phase)])
+        said[engine] = [line.split(" or set ", 1)[1] for line in result.output.splitlines()
+                        if f"engine interpreter {missing} does not exist" in line]
+    assert said == {"sglang": ["SGLANG_PYTHON (or ENGINE_PYTHON)"], "vllm-dspark": ["DSPARK_PYTHON (or ENGINE_PYTHON)"],
+                    "vllm-xpu": ["XPU_PYTHON (or ENGINE_PYTHON)"], "vllm-cpu": ["VLLM_PYTHON (or ENGINE_PYTHON)"],
+                    "myengine": ["ENGINE_PYTHON"]}
