@@ -94,7 +94,6 @@ def _child(phase: str, raw: Path, out: Path) -> dict[str, Any]:
     import sskj_results.ingest.legacy  # noqa: F401
     import sskj_results.render.html  # noqa: F401
     import sskj_results.render.publish  # noqa: F401
-    import tabulate  # noqa: F401
 
     extra: dict[str, Any] = {}
     start, cpu = time.perf_counter(), time.process_time()
