@@ -111,6 +111,13 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
         same.add("valid")
     columns = [c for c in TABLE_COLUMNS if c[1] not in same]
     body = []
+    escaped: dict[str, str] = {}  # the same few engine, chip, SLO and Valid texts on every row: escaped once
+
+    def esc(text: str) -> str:
+        if text not in escaped:
+            escaped[text] = html.escape(text)
+        return escaped[text]
+
     for row in rows:
         values = {"slo": row.slo_status.overall, "chip": row.chip or "-", "valid": validity_mark(row)}
         attrs = {"scenario": row.scenario, "engine": row.engine, "chip": row.chip or "-", "slo": row.slo_status.overall,
@@ -119,11 +126,13 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
             options[key].add(attrs[key])
         tds = []
         for _, attr, digits in columns:
-            value = values.get(attr, getattr(row, attr, None))
+            value = values[attr] if attr in values else getattr(row, attr, None)
             text, sort = _fmt(value, digits)
-            cls = "right" if digits is not None else "left"
-            tds.append(f'<td class="{cls}"{sort}>{html.escape(text)}</td>')
-        data = "".join(f' data-{k}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
+            if digits is None:
+                tds.append(f'<td class="left">{esc(text)}</td>')
+            else:  # a number as digits, `.`, `-`, inf or nan, or `-` when unknown: nothing to escape
+                tds.append(f'<td class="right"{sort}>{text}</td>')
+        data = "".join(f' data-{k}="{esc(v)}"' for k, v in attrs.items())
         body.append(f"<tr{data}>" + "".join(tds) + "</tr>")
     selects = []
     for key, label in FILTERS:
