@@ -28,7 +28,7 @@ import json
 import re
 from typing import Any, Optional, Sequence
 
-from ..analysis.rundata import RunData, run_labels, scenario_status, table_row
+from ..analysis.rundata import RunData, run_labels
 from .validity_md import validity_mark
 from ..contract.comparison_models import ComparisonDoc, Row
 from ..contract.escape import md_unescape
@@ -46,6 +46,7 @@ from .figures import (
     shape_points,
 )
 from .markdown_html import inline, markdown_blocks, split_sections
+from .report import report_rows
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
        "img-src data: blob:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'")
@@ -277,11 +278,12 @@ def render_comparison_html(doc: ComparisonDoc, runs: Sequence[RunData], markdown
                 {"figures": figures, "cdfs": cdfs}, plots_before="Runs")
 
 
-def render_report_html(run: RunData, spec: SloSpec, recompute: bool, markdown: str) -> str:
-    """report.html of one run from its RunData and report.md."""
+def render_report_html(run: RunData, spec: SloSpec, recompute: bool, markdown: str,
+                       rows: Optional[list[Row]] = None) -> str:
+    """report.html of one run from its RunData and report.md (`rows`: the report_rows report.md was
+    rendered from, when the caller has them)."""
     label = run_labels([run])[0]
-    scenarios = sorted(run.results.scenarios, key=lambda s: s.name)
-    rows = [table_row(run, label, s, scenario_status(s, spec, recompute)) for s in scenarios]
+    rows = report_rows(run, spec, recompute) if rows is None else rows
     meta = run.results.metadata
     figures = curve_figures([(label, shape_points(run))], spec, f"{label}, {meta.experiment} {meta.run_id}")
     cdfs, total = capped_cdfs(report_cdfs(run), spec)
