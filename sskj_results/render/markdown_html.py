@@ -130,9 +130,14 @@ def markdown_blocks(lines: Sequence[str]) -> str:
     return "\n".join(out)
 
 
+_FENCE = re.compile(r"`{3,}")
+
+
 def _fence(line: str) -> int:
     """The length of the backtick fence a line opens or closes (0 when it is none)."""
-    m = re.match(r"`{3,}", line)
+    if not line.startswith("```"):
+        return 0
+    m = _FENCE.match(line)
     return len(m.group(0)) if m else 0
 
 

@@ -26,15 +26,12 @@ def github_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: O
     `align` per column `left` (the default) or `right`."""
     head = [cell(h) for h in headers]
     body = [[cell(c).strip() for c in r] for r in rows]
-    widths = [len(h) + 2 for h in head]
-    for r in body:
-        for i, text in enumerate(r):
-            if len(text) > widths[i]:
-                widths[i] = len(text)
+    columns = list(zip(*body)) or [()] * len(head)
+    widths = [max(len(h) + 2, max(map(len, column), default=0)) for h, column in zip(head, columns)]
     right = [bool(body) and align is not None and i < len(align) and align[i] == "right" for i in range(len(head))]
-    formats = [f"{{:>{w}}}" if r else f"{{:<{w}}}" for w, r in zip(widths, right)]
+    pads = [str.rjust if r else str.ljust for r in right]
 
     def line(cells: Sequence[str]) -> str:
-        return "| " + " | ".join(f.format(c) for f, c in zip(formats, cells)) + " |"
+        return "| " + " | ".join([pad(c, w) for pad, c, w in zip(pads, cells, widths)]) + " |"
 
     return [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in body]
