@@ -67,8 +67,9 @@ def write_raw(out: Path, files: int, per_shape: int) -> list[Path]:
 
 
 def subset(paths: list[Path], count: int, where: Path) -> Path:
-    """A directory holding the first `count` raw files (hard links)."""
-    where.mkdir(parents=True, exist_ok=True)
+    """A directory holding the first `count` raw files (hard links); a previous run's is replaced."""
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True)
     for path in paths[:count]:
         os.link(path, where / path.name)
     return where
