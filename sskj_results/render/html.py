@@ -88,15 +88,6 @@ def plotly_js_gzip_base64() -> tuple[str, str]:
 # --------------------------------------------------------------------------- the interactive table
 
 
-def _fmt(value: Any, digits: Optional[int]) -> tuple[str, str]:
-    """(shown text, sort value) of a cell."""
-    if value is None:
-        return "-", ""
-    if digits is None:
-        return str(value), ""
-    return (f"{value:.{digits}f}" if digits else str(value)), f' data-v="{float(value)!r}"'
-
-
 def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
     """The side-by-side table with its filters: one row per run per scenario; with `valid`, the Valid
     column of report.md (✔, ✖ and the failed checks, blank when unknown)."""
@@ -128,11 +119,13 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
         tds = []
         for _, attr, digits in columns:
             value = values[attr] if attr in values else getattr(row, attr, None)
-            text, sort = _fmt(value, digits)
             if digits is None:
-                tds.append(f'<td class="left">{esc(text)}</td>')
-            else:  # a number as digits, `.`, `-`, inf or nan, or `-` when unknown: nothing to escape
-                tds.append(f'<td class="right"{sort}>{text}</td>')
+                tds.append(f'<td class="left">{esc("-" if value is None else str(value))}</td>')
+            elif value is None:
+                tds.append('<td class="right">-</td>')
+            else:  # a number (its decimals, or as it is) and its sort value: digits, `.`, `-`, inf: nothing to escape
+                tds.append(f'<td class="right" data-v="{float(value)!r}">{value:.{digits}f}</td>' if digits else
+                           f'<td class="right" data-v="{float(value)!r}">{value}</td>')
         data = "".join(f' data-{k}="{esc(v)}"' for k, v in attrs.items())
         body.append(f"<tr{data}>" + "".join(tds) + "</tr>")
     selects = []
