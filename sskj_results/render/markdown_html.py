@@ -58,8 +58,12 @@ def _table(lines: list[str]) -> str:
     out.append("</tr></thead><tbody>")
     for line in lines[2:]:
         row = _cells(line)
-        # a line without markup or backslash escapes (most): each cell's HTML is its text escaped, one escape a line
-        shown = _cells(html.escape(line)) if _MARKUP.search(line) is None else [inline(v) for v in row]
+        # a line without markup or backslash escapes (most): each cell's HTML is its text escaped, one escape a
+        # line, none when it holds nothing to escape
+        if _MARKUP.search(line) is not None:
+            shown = [inline(v) for v in row]
+        else:
+            shown = row if _HTML_SPECIAL.search(line) is None else _cells(html.escape(line))
         tds = []
         for value, text, align in zip(row, shown, aligns):
             bare = value.strip("*")
@@ -72,6 +76,7 @@ def _table(lines: list[str]) -> str:
 
 # what inline() turns into markup or unescapes: a line without any is text
 _MARKUP = re.compile(r"[`*\\]|!\[")
+_HTML_SPECIAL = re.compile("[&<>\"']")  # what html.escape changes
 # a text that float() could read after `,` and a leading `<` are dropped: digits, space, sign, point, exponent,
 # `_`, and the letters of inf/nan/infinity; and at least one digit (inf and nan are not finite: no sort value)
 _NUMBERISH = re.compile(r"[\d\s+\-._eEiInNfFtTyYaA,<]*\d[\d\s+\-._eEiInNfFtTyYaA,<]*")
