@@ -67,8 +67,9 @@ def write_raw(out: Path, files: int, per_shape: int) -> list[Path]:
 
 
 def subset(paths: list[Path], count: int, where: Path) -> Path:
-    """A directory holding the first `count` raw files (hard links)."""
-    where.mkdir(parents=True, exist_ok=True)
+    """A directory holding the first `count` raw files (hard links); a previous run's is replaced."""
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True)
     for path in paths[:count]:
         os.link(path, where / path.name)
     return where
@@ -94,7 +95,6 @@ def _child(phase: str, raw: Path, out: Path) -> dict[str, Any]:
     import sskj_results.ingest.legacy  # noqa: F401
     import sskj_results.render.html  # noqa: F401
     import sskj_results.render.publish  # noqa: F401
-    import tabulate  # noqa: F401
 
     extra: dict[str, Any] = {}
     start, cpu = time.perf_counter(), time.process_time()

@@ -215,6 +215,44 @@ def test_cli_validate_never_tracebacks(tmp_path: Path, content: bytes, expected:
     assert result.output.splitlines()[0] == expected
 
 
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        (b'{"a": [1, 18446744073709551616]}', ": a[1]: integer of 65 bits is outside the 64-bit range; not a measured value"),
+        (b'{"a": -9223372036854775809}', ": a: integer of 64 bits is outside the 64-bit range; not a measured value"),
+        (b'{"a": 9223372036854775808}', ": a: integer of 64 bits is outside the 64-bit range; not a measured value"),
+        (b'{"a": 1e400}', ": a: number out of range (inf); write null for a missing value"),
+        (b'\xef\xbb\xbf{}', ":1:1: invalid JSON: Unexpected UTF-8 BOM (decode using utf-8-sig)"),
+        (b"[" * 2000 + b"]" * 2000, ": invalid JSON: nested too deeply (a results.json is at most 64 levels deep)"),
+        (b'{"a":\n  [1,\n x]}', ":3:2: invalid JSON: Expecting value"),
+    ],
+)
+def test_read_json_text_refuses_what_no_reader_takes(tmp_path: Path, content: bytes, expected: str) -> None:
+    """Whichever parser reads the file first, the refusals and their messages are json's and check_json_tree's:
+    an integer beyond 2**64 is refused, never read as a float."""
+    from sskj_results.contract.io import read_json_text
+    from sskj_results.contract.errors import ResultsError
+
+    file = tmp_path / "results.json"
+    file.write_bytes(content)
+    with pytest.raises(ResultsError) as err:
+        read_json_text(file)
+    assert str(err.value) == f"{file}{expected}"
+
+
+def test_read_json_text_keeps_every_value_as_written(tmp_path: Path) -> None:
+    from sskj_results.contract.io import read_json_text
+
+    file = tmp_path / "results.json"
+    file.write_bytes(b'{"f": 1e19, "g": -9.3e18, "lo": -9223372036854775808, "hi": 9223372036854775807, '
+                     b'"s": "\\ud800", "x": [1, 2.0, 5e-324, null, true], "a": 1, "a": 2}')
+    data = read_json_text(file)
+    assert data == {"f": 1e19, "g": -9.3e18, "lo": -2**63, "hi": 2**63 - 1, "s": "\ud800",
+                    "x": [1, 2.0, 5e-324, None, True], "a": 2}
+    assert [type(v) for v in data["x"]] == [int, float, float, type(None), bool]
+    assert type(data["f"]) is float and type(data["lo"]) is int
+
+
 def test_cli_validate_directory_of_junk(tmp_path: Path) -> None:
     (tmp_path / "junk.bin").write_bytes(b"\x00\x01")
     result = CliRunner().invoke(main, ["validate", str(tmp_path)])

@@ -212,3 +212,19 @@ def test_cli_bad_cdf_is_a_usage_error(run_dir):
     result = CliRunner().invoke(main, ["report", "vllm", "--cdf", "-1"])
     assert result.exit_code == 2
     assert "'-1': give `all` or a number >= 0" in result.stderr
+
+
+def test_pipe_tables_keep_their_layout() -> None:
+    """Every column as wide as its widest cell and at least its header + 2; cells stripped and escaped; a right
+    column right-aligned, its header too; with no row, every header left-aligned."""
+    from sskj_results.render.mdtable import github_table
+
+    assert github_table(["Name", "N", "Note"], [["a", "10", " spaced "], ["longer name", 5, "x|y"],
+                                               ["`c|d`", None, "<b>"]], ["left", "right"]) == [
+        "| Name        |    N | Note   |",
+        "|-------------|------|--------|",
+        "| a           |   10 | spaced |",
+        "| longer name |    5 | x\\|y   |",
+        "| `c\\|d`      | None | \\<b>   |",
+    ]
+    assert github_table(["Scenario", "N"], [], ["left", "right"]) == ["| Scenario   | N   |", "|------------|-----|"]

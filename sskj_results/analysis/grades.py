@@ -97,14 +97,29 @@ def failed(validity: Optional[Validity], thresholds: Optional[ValidityThresholds
     return [c.name for c in validity.checks if severity(c, thresholds) == grade]
 
 
+def breaches(validity: Optional[Validity], thresholds: Optional[ValidityThresholds]) -> tuple[list[str], list[str]]:
+    """(qualifying, disqualifying): `failed` of both severities in one pass over the checks."""
+    found: dict[str, list[str]] = {"qualifying": [], "disqualifying": []}
+    for c in validity.checks if validity is not None else []:
+        sev = severity(c, thresholds)
+        if sev is not None:
+            found[sev].append(c.name)
+    return found["qualifying"], found["disqualifying"]
+
+
 def grade(validity: Optional[Validity], thresholds: Optional[ValidityThresholds] = None) -> Optional[Grade]:
     """`disqualified` (a measurement-integrity check failed), `qualified` (only workload-shape breaches),
     `valid` (every check passed), None (never judged, or some check unknown and none failed)."""
+    return grade_of(validity, *breaches(validity, thresholds))
+
+
+def grade_of(validity: Optional[Validity], qualifying: Sequence[str], disqualifying: Sequence[str]) -> Optional[Grade]:
+    """`grade` of a validity block whose breaches are known already."""
     if validity is None:
         return None
-    if failed(validity, thresholds, "disqualifying"):
+    if disqualifying:
         return "disqualified"
-    if failed(validity, thresholds, "qualifying"):
+    if qualifying:
         return "qualified"
     return "valid" if validity.ok is True else None
 

@@ -18,7 +18,7 @@ from ..contract.comparison_models import Row
 from ..contract.errors import ResultsError
 from ..contract.io import load_run
 from ..contract.models import Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds
-from .grades import failed, grade
+from .grades import breaches, grade_of
 from .slo import resolve_slo, slo_status
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -147,9 +147,9 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, r
 
 def graded(validity: Optional[Validity], thresholds: Optional[ValidityThresholds]) -> dict[str, Any]:
     """A Row's grade fields (validity_grade, qualifying, disqualifying) of a validity block."""
-    return {"validity_grade": grade(validity, thresholds),
-            "qualifying": failed(validity, thresholds, "qualifying"),
-            "disqualifying": failed(validity, thresholds, "disqualifying")}
+    qualifying, disqualifying = breaches(validity, thresholds)
+    return {"validity_grade": grade_of(validity, qualifying, disqualifying),
+            "qualifying": qualifying, "disqualifying": disqualifying}
 
 def mean_known(values: Sequence[Optional[float]]) -> Optional[float]:
     known = [v for v in values if v is not None]

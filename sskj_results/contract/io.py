@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import stat
 import tempfile
@@ -209,6 +210,21 @@ def read_json_text(path: Path) -> Any:
         raise ResultsError(f"{name}: is a directory, expected a results.json") from None
     except OSError as exc:
         raise ResultsError(f"{name}: cannot read: {describe_os_error(exc)}") from None
+    # orjson first (2.5x the speed of json at 134 MB). It refuses everything json refuses here (bad UTF-8, a
+    # BOM, NaN, overflowing numbers, lone surrogates, deep nesting) and more; anything it refuses is read again
+    # by json below, whose result or message stands. One difference needs the tree: an integer outside
+    # -2**63..2**64 comes back from orjson as a float, so a float that large sends the file to json too.
+    try:
+        fast = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        problem = _check_tree(fast, MAX_DEPTH, float(INT64))
+        if problem is None:
+            return fast
+        if problem is not _WIDE_FLOAT:
+            raise ResultsError(f"{name}: {problem}")
+        del fast
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -234,6 +250,14 @@ def check_json_tree(data: Any, max_depth: int = MAX_DEPTH) -> Optional[str]:
     can take (nesting deeper than max_depth, an integer outside 64 bits, a
     number that overflowed to infinity, NaN), None when there is none.
     Iterative: any depth is walked without recursion."""
+    return _check_tree(data, max_depth, math.inf)
+
+
+_WIDE_FLOAT = "a float of magnitude 2**63 or more"  # what _check_tree says of one when asked (by identity)
+
+
+def _check_tree(data: Any, max_depth: int, float_limit: float) -> Optional[str]:
+    """check_json_tree; a finite float whose magnitude is float_limit or more is _WIDE_FLOAT."""
     stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
     while stack:
         node, loc = stack.pop()
@@ -250,12 +274,14 @@ def check_json_tree(data: Any, max_depth: int = MAX_DEPTH) -> Optional[str]:
                     if not -INT64 <= value < INT64:
                         return (f"{format_loc(loc + (key,))}: integer of {value.bit_length()} bits is outside "
                                 "the 64-bit range; not a measured value")
-                elif vkind is float and value - value != 0.0:
+                elif vkind is float and (value - value != 0.0 or not -float_limit < value < float_limit):
+                    if value - value == 0.0:
+                        return _WIDE_FLOAT
                     return f"{format_loc(loc + (key,))}: number out of range ({value!r}); write null for a missing value"
         elif kind is int and not -INT64 <= node < INT64:
             return f"$: integer of {node.bit_length()} bits is outside the 64-bit range"
-        elif kind is float and node - node != 0.0:
-            return f"$: number out of range ({node!r})"
+        elif kind is float and (node - node != 0.0 or not -float_limit < node < float_limit):
+            return _WIDE_FLOAT if node - node == 0.0 else f"$: number out of range ({node!r})"
     return None
 
 

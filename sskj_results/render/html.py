@@ -28,7 +28,7 @@ import json
 import re
 from typing import Any, Optional, Sequence
 
-from ..analysis.rundata import RunData, run_labels, scenario_status, table_row
+from ..analysis.rundata import RunData, run_labels
 from .validity_md import validity_mark
 from ..contract.comparison_models import ComparisonDoc, Row
 from ..contract.escape import md_unescape
@@ -46,6 +46,7 @@ from .figures import (
     shape_points,
 )
 from .markdown_html import inline, markdown_blocks, split_sections
+from .report import report_rows
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
        "img-src data: blob:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'")
@@ -87,15 +88,6 @@ def plotly_js_gzip_base64() -> tuple[str, str]:
 # --------------------------------------------------------------------------- the interactive table
 
 
-def _fmt(value: Any, digits: Optional[int]) -> tuple[str, str]:
-    """(shown text, sort value) of a cell."""
-    if value is None:
-        return "-", ""
-    if digits is None:
-        return str(value), ""
-    return (f"{value:.{digits}f}" if digits else str(value)), f' data-v="{float(value)!r}"'
-
-
 def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
     """The side-by-side table with its filters: one row per run per scenario; with `valid`, the Valid
     column of report.md (✔, ✖ and the failed checks, blank when unknown)."""
@@ -111,6 +103,13 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
         same.add("valid")
     columns = [c for c in TABLE_COLUMNS if c[1] not in same]
     body = []
+    escaped: dict[str, str] = {}  # the same few engine, chip, SLO and Valid texts on every row: escaped once
+
+    def esc(text: str) -> str:
+        if text not in escaped:
+            escaped[text] = html.escape(text)
+        return escaped[text]
+
     for row in rows:
         values = {"slo": row.slo_status.overall, "chip": row.chip or "-", "valid": validity_mark(row)}
         attrs = {"scenario": row.scenario, "engine": row.engine, "chip": row.chip or "-", "slo": row.slo_status.overall,
@@ -119,11 +118,15 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
             options[key].add(attrs[key])
         tds = []
         for _, attr, digits in columns:
-            value = values.get(attr, getattr(row, attr, None))
-            text, sort = _fmt(value, digits)
-            cls = "right" if digits is not None else "left"
-            tds.append(f'<td class="{cls}"{sort}>{html.escape(text)}</td>')
-        data = "".join(f' data-{k}="{html.escape(v, quote=True)}"' for k, v in attrs.items())
+            value = values[attr] if attr in values else getattr(row, attr, None)
+            if digits is None:
+                tds.append(f'<td class="left">{esc("-" if value is None else str(value))}</td>')
+            elif value is None:
+                tds.append('<td class="right">-</td>')
+            else:  # a number (its decimals, or as it is) and its sort value: digits, `.`, `-`, inf: nothing to escape
+                tds.append(f'<td class="right" data-v="{float(value)!r}">{value:.{digits}f}</td>' if digits else
+                           f'<td class="right" data-v="{float(value)!r}">{value}</td>')
+        data = "".join(f' data-{k}="{esc(v)}"' for k, v in attrs.items())
         body.append(f"<tr{data}>" + "".join(tds) + "</tr>")
     selects = []
     for key, label in FILTERS:
@@ -268,11 +271,12 @@ def render_comparison_html(doc: ComparisonDoc, runs: Sequence[RunData], markdown
                 {"figures": figures, "cdfs": cdfs}, plots_before="Runs")
 
 
-def render_report_html(run: RunData, spec: SloSpec, recompute: bool, markdown: str) -> str:
-    """report.html of one run from its RunData and report.md."""
+def render_report_html(run: RunData, spec: SloSpec, recompute: bool, markdown: str,
+                       rows: Optional[list[Row]] = None) -> str:
+    """report.html of one run from its RunData and report.md (`rows`: the report_rows report.md was
+    rendered from, when the caller has them)."""
     label = run_labels([run])[0]
-    scenarios = sorted(run.results.scenarios, key=lambda s: s.name)
-    rows = [table_row(run, label, s, scenario_status(s, spec, recompute)) for s in scenarios]
+    rows = report_rows(run, spec, recompute) if rows is None else rows
     meta = run.results.metadata
     figures = curve_figures([(label, shape_points(run))], spec, f"{label}, {meta.experiment} {meta.run_id}")
     cdfs, total = capped_cdfs(report_cdfs(run), spec)

@@ -16,12 +16,14 @@ _INLINE = re.compile(r"``\s(.+?)\s``|`([^`]+)`|\*\*(.+?)\*\*|!\[([^\]]*)\]\(([^)
 
 
 def _text(text: str) -> str:
-    return html.escape(md_unescape(text))
+    return html.escape(md_unescape(text) if "\\" in text else text)
 
 
 def inline(text: str) -> str:
     """Inline Markdown of report.py: `code`, `` code with ` ``, **bold**; images become their alt text.
     Backslash escapes (contract.escape.md_text) show the character itself."""
+    if "`" not in text and "*" not in text and "![" not in text:
+        return _text(text)  # no markup (most cells and lines): only escapes
     out: list[str] = []
     pos = 0
     for m in _INLINE.finditer(text):
@@ -43,6 +45,8 @@ def _cells(line: str) -> list[str]:
     body = line.strip()
     body = body[1:] if body.startswith("|") else body
     body = body[:-1] if body.endswith("|") and not body.endswith("\\|") else body
+    if "\\" not in body:  # no escaped `|`: every `|` ends a cell
+        return [c.strip() for c in body.split("|")]
     return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", body)]
 
 
@@ -54,17 +58,33 @@ def _table(lines: list[str]) -> str:
     out.append("</tr></thead><tbody>")
     for line in lines[2:]:
         row = _cells(line)
+        # a line without markup or backslash escapes (most): each cell's HTML is its text escaped, one escape a
+        # line, none when it holds nothing to escape
+        if _MARKUP.search(line) is not None:
+            shown = [inline(v) for v in row]
+        else:
+            shown = row if _HTML_SPECIAL.search(line) is None else _cells(html.escape(line))
         tds = []
-        for value, align in zip(row, aligns):
+        for value, text, align in zip(row, shown, aligns):
             bare = value.strip("*")
             cls = f"{align} v-{bare.replace(' ', '-')}" if bare in ("faster", "slower") else align
-            tds.append(f'<td class="{cls}"{_sort_value(bare)}>{inline(value)}</td>')
+            tds.append(f'<td class="{cls}"{_sort_value(bare)}>{text}</td>')
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
 
 
+# what inline() turns into markup or unescapes: a line without any is text
+_MARKUP = re.compile(r"[`*\\]|!\[")
+_HTML_SPECIAL = re.compile("[&<>\"']")  # what html.escape changes
+# a text that float() could read after `,` and a leading `<` are dropped: digits, space, sign, point, exponent,
+# `_`, and the letters of inf/nan/infinity; and at least one digit (inf and nan are not finite: no sort value)
+_NUMBERISH = re.compile(r"[\d\s+\-._eEiInNfFtTyYaA,<]*\d[\d\s+\-._eEiInNfFtTyYaA,<]*")
+
+
 def _sort_value(text: str) -> str:
+    if _NUMBERISH.fullmatch(text) is None:
+        return ""  # not a finite number: float() would refuse it or give inf/nan
     try:
         value = float(text.replace(",", "").lstrip("<"))
     except ValueError:
@@ -115,9 +135,14 @@ def markdown_blocks(lines: Sequence[str]) -> str:
     return "\n".join(out)
 
 
+_FENCE = re.compile(r"`{3,}")
+
+
 def _fence(line: str) -> int:
     """The length of the backtick fence a line opens or closes (0 when it is none)."""
-    m = re.match(r"`{3,}", line)
+    if not line.startswith("```"):
+        return 0
+    m = _FENCE.match(line)
     return len(m.group(0)) if m else 0
 
 

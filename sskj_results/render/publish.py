@@ -21,7 +21,7 @@ from ..contract.errors import ConfigError, ResultsError, UsageError
 from ..contract.io import atomic_write_text, load_run
 from ..contract.models import Results, SloSpec
 from ..contract.names import path_segment
-from .report import render_comparison, render_report
+from .report import render_comparison, render_report, report_rows
 from ..analysis.rundata import RunData, load_run_data, reference_slo, run_data, run_labels, same_thresholds
 from ..contract.runset import expand, load_run_set, phase_paths, runs_inside
 from ..analysis.slo import resolve_slo
@@ -169,7 +169,8 @@ def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions(),
             written = draw_report_plots(run, spec, plot_dir, options.cdf)
         step(1, 3, REPORT_MD)
         rel = [p.relative_to(directory).as_posix() for p in written]
-        text = render_report(run, spec, recompute, rel)
+        rows = report_rows(run, spec, recompute)
+        text = render_report(run, spec, recompute, rel, rows)
         atomic_write_text(md, text)
         page = None
         if options.html:
@@ -177,7 +178,7 @@ def write_report(run_dir: PathLike, options: ReportOptions = ReportOptions(),
 
             page = directory / REPORT_HTML
             step(2, 3, REPORT_HTML)
-            atomic_write_text(page, render_report_html(run, spec, recompute, text))
+            atomic_write_text(page, render_report_html(run, spec, recompute, text, rows))
         step(3, 3, "")
     except OSError as exc:
         raise ConfigError(f"{exc.filename or md}: cannot write: {exc.strerror}") from None

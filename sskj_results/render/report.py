@@ -2,8 +2,8 @@
 
 The side-by-side table is the team's daily format (seed report 002) and is
 rendered by hand, byte for byte: `| a | b |` cells and the alignment row
-`|---|---|---:|...`. Other tables go through tabulate's GitHub format
-(`mdtable`); the Validity section is `validity_md`'s.
+`|---|---|---:|...`. Other tables are GitHub pipe tables laid out by
+`mdtable`; the Validity section is `validity_md`'s.
 
 `publish.write_report` writes report.md from results.json alone, with its
 plots under RUN_DIR/plots/; `publish.write_comparison` writes comparison.md.
@@ -551,11 +551,19 @@ def _report_provenance(run: RunData) -> list[str]:
     return lines
 
 
-def render_report(run: RunData, spec: SloSpec, recompute: bool, plot_files: Sequence[str] = ()) -> str:
-    """report.md of one run: title, Summary, Results table, Notes, Warnings, Plots, Provenance."""
+def report_rows(run: RunData, spec: SloSpec, recompute: bool) -> list[Row]:
+    """The Results table's rows of one run, by scenario name (report.md and report.html show the same)."""
     label = run_labels([run])[0]
     scenarios = sorted(run.results.scenarios, key=lambda s: s.name)
-    rows = [table_row(run, label, s, scenario_status(s, spec, recompute), recompute) for s in scenarios]
+    return [table_row(run, label, s, scenario_status(s, spec, recompute), recompute) for s in scenarios]
+
+
+def render_report(run: RunData, spec: SloSpec, recompute: bool, plot_files: Sequence[str] = (),
+                  rows: Optional[list[Row]] = None) -> str:
+    """report.md of one run: title, Summary, Results table, Notes, Warnings, Plots, Provenance
+    (`rows`: report_rows of the same arguments, when the caller has them already)."""
+    label = run_labels([run])[0]
+    rows = report_rows(run, spec, recompute) if rows is None else rows
     lines = [_report_title(run, label), "", "## Summary", ""] + _report_summary(run, label, spec, recompute, rows)
     lines += ["", "## Results", ""]
     lines += report_table(rows) if rows else ["No measured scenarios."]
