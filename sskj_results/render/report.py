@@ -2,8 +2,8 @@
 
 The side-by-side table is the team's daily format (seed report 002) and is
 rendered by hand, byte for byte: `| a | b |` cells and the alignment row
-`|---|---|---:|...`. Other tables are GitHub pipe tables laid out by
-`mdtable`; the Validity section is `validity_md`'s.
+`|---|---|---:|...`. Other tables go through tabulate's GitHub format
+(`mdtable`); the Validity section is `validity_md`'s.
 
 `publish.write_report` writes report.md from results.json alone, with its
 plots under RUN_DIR/plots/; `publish.write_comparison` writes comparison.md.
