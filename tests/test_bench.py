@@ -36,6 +36,7 @@ def test_make_raw_is_deterministic_and_shaped_like_the_seed_inventory(tmp_path: 
     assert b'"request_rate": Infinity' in line and line.endswith(b"}\n") and line.count(b"\n") == 1
 
 
+@pytest.mark.slow  # bench_import.py end to end (raw files made, imported, timed): about 10 s
 def test_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     proc = subprocess.run(

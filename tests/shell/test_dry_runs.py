@@ -153,6 +153,7 @@ def test_two_node_dry_run_of_the_p800_sglang_experiment_prints_both_ranks(tmp_pa
 
 
 @needs_results
+@pytest.mark.slow  # with the CPU engine installed it imports the real vLLM CLI twice: 25-35 s; make test runs it
 def test_two_node_dry_run_of_vllm_uses_its_multiprocessing_multi_node_flags(tmp_path, base_env, tag):
     """vLLM's documented multi-node mode without Ray: the same serve command on every node with
     --nnodes/--node-rank/--master-addr/--master-port, --headless on the nodes other than the head."""
