@@ -303,7 +303,7 @@ _lib::set_array() {
 #######################################
 lib::print_plan() {
   local -a plan=("$@")
-  local i=0 n line
+  local i=0 n
   while ((i < ${#plan[@]})); do
     case "${plan[i]}" in
       "#")
@@ -312,8 +312,8 @@ lib::print_plan() {
         ;;
       "$")
         n="${plan[i + 1]}"
-        printf -v line '%q ' "${plan[@]:i+2:n}"
-        printf '%s\n' "${line% }"
+        lib::quote_words "${plan[@]:i+2:n}"
+        printf '\n'
         i=$((i + 2 + n))
         ;;
       *)

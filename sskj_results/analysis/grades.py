@@ -92,13 +92,12 @@ def severity(check: ValidityCheck, thresholds: Optional[ValidityThresholds] = No
 
 def failed(validity: Optional[Validity], thresholds: Optional[ValidityThresholds], grade: Severity) -> list[str]:
     """Names of the failed checks of one severity."""
-    if validity is None:
-        return []
-    return [c.name for c in validity.checks if severity(c, thresholds) == grade]
+    qualifying, disqualifying = breaches(validity, thresholds)
+    return qualifying if grade == "qualifying" else disqualifying
 
 
 def breaches(validity: Optional[Validity], thresholds: Optional[ValidityThresholds]) -> tuple[list[str], list[str]]:
-    """(qualifying, disqualifying): `failed` of both severities in one pass over the checks."""
+    """(qualifying, disqualifying): the names of the failed checks of each severity, in one pass."""
     found: dict[str, list[str]] = {"qualifying": [], "disqualifying": []}
     for c in validity.checks if validity is not None else []:
         sev = severity(c, thresholds)
@@ -126,8 +125,8 @@ def grade_of(validity: Optional[Validity], qualifying: Sequence[str], disqualify
 
 def mark(validity: Optional[Validity], thresholds: Optional[ValidityThresholds] = None) -> str:
     """`✔`, `⚠ <qualifying breaches>`, `✖ <disqualifying> (⚠ <qualifying>)` or "" (unknown, never judged)."""
-    return mark_of(grade(validity, thresholds), failed(validity, thresholds, "qualifying"),
-                   failed(validity, thresholds, "disqualifying"))
+    qualifying, disqualifying = breaches(validity, thresholds)
+    return mark_of(grade_of(validity, qualifying, disqualifying), qualifying, disqualifying)
 
 
 def mark_of(g: Optional[str], qualifying: Sequence[str], disqualifying: Sequence[str]) -> str:

@@ -327,11 +327,13 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
     if args[:1] == ["--"]:
         args = args[1:]
     series = None
+    record_patches = False  # recorded here where nothing will be applied; else apply_patches.sh records them
     if patch_root is not None:
         from ..run.patches import dry_run_target, patches_record, read_series
 
         series = read_series(patch_root)
-        if dry or not series:
+        record_patches = dry or not series
+        if record_patches:
             args += ["--config", "patches=" + patches_record(
                 series, {p.file: ("dry_run", dry_run_target(p.package)) for p in series})]
     client = env.get("CLIENT") or "sglang"  # the backend and dataset words the client is given
@@ -351,8 +353,8 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
         from ..run.patches import listing
 
         rec.var("BENCH_PATCH_LIST", listing(series), export=False)
-        rec.var("BENCH_PATCHES_RECORDED", "1" if dry or not series else "0", export=False)
-        if dry or not series:
+        rec.var("BENCH_PATCHES_RECORDED", "1" if record_patches else "0", export=False)
+        if record_patches:
             _info(f"{run_dir / 'results.json'}: {len(series)} patch(es) recorded")
     items: list[tuple[str, list[str]]] = []
     if method == "round-trip-set" and not dry:

@@ -31,7 +31,8 @@ def metadata(run_dir: Path, meta: tuple[str, ...], config: tuple[str, ...], chip
     Unset timestamp, host and git_commit are filled in on creation; so are
     hardware, driver and runtime versions that nvidia-smi / xpu-smi / the CPU report.
     """
-    from ..ingest.metadata import parse_assignments, write_metadata
+    from ..contract.envfile import parse_assignments
+    from ..ingest.metadata import write_metadata
     from ..analysis.slo import resolve_slo
 
     if chip:

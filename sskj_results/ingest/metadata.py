@@ -15,7 +15,6 @@ from pydantic import ValidationError
 
 from .. import __version__
 from ..catalog.engines import config_from_server_args
-from ..contract.envfile import parse_assignments  # noqa: F401 - re-exported for the metadata command
 from ..contract.errors import ResultsError, UsageError
 from ..contract.locking import locked, recover_backup
 from ..contract.io import RESULTS_NAME, format_loc, load_run, model_message, save_run

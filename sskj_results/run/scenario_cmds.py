@@ -68,6 +68,7 @@ def scenario_commands(settings: Mapping[str, str], repo: Path, run_dir: Path, en
                       client: list[str], warmup_requests: Optional[int] = None) -> ScenarioCommands:
     requests = int(settings.get("WARMUP_REQUESTS") or 0) if warmup_requests is None else warmup_requests
     metrics = run_dir / "server_metrics" / stem
+    after = Path(f"{metrics}.after.prom")
     has_metrics = engine(engine_name).metrics
     return ScenarioCommands(
         warmup=warmup_argv(settings, repo, input_len, requests) if requests > 0 else [],
@@ -75,9 +76,9 @@ def scenario_commands(settings: Mapping[str, str], repo: Path, run_dir: Path, en
         reset_out=f"{metrics}.reset.http",
         metrics_before=metrics_argv(settings, Path(f"{metrics}.before.prom")) if has_metrics else [],
         client=client,
-        metrics_after=metrics_argv(settings, Path(f"{metrics}.after.prom")) if has_metrics else [],
+        metrics_after=metrics_argv(settings, after) if has_metrics else [],
         metrics_url=metrics_url(settings) if has_metrics else "",
-        metrics_after_out=f"{metrics}.after.prom" if has_metrics else "",
+        metrics_after_out=str(after) if has_metrics else "",
         supervise=[str(run_dir), "--stem", stem, "--concurrency", str(concurrency), "--input-len", str(input_len),
                    "--output-len", str(output_len), "--oom-pattern", settings.get("OOM_PATTERN", ""),
                    "--client-log", str(run_dir / "logs" / f"client_{stem}.log"), "--raw", str(raw)],

@@ -497,3 +497,13 @@ def test_dry_run_warns_once_per_scenario_before_the_gpu_is_spent(tmp_path, base_
     warned = dry("dsv4_h200_dspark", PROMPTS_PER_CONCURRENCY="1", MIN_PROMPTS="1", CONCURRENCIES="1 4", SHAPES="1000x256")
     assert [w.split(": ", 3)[2] for w in warned] == ["c1_i1000_o256", "c4_i1000_o256"]
     assert "send ≥ 16 prompts" in warned[1]
+
+
+@pytest.mark.parametrize("args", [[], ["RUN", "--listing"], ["RUN", "--bogus"]], ids=["none", "listing-alone", "unknown"])
+def test_apply_patches_misuse_is_one_usage_line(tmp_path, base_env, args):
+    proc = subprocess.run(["bash", str(COMMON / "apply_patches.sh"), *[str(tmp_path) if a == "RUN" else a for a in args]],
+                          env=dict(base_env, CONTAINER_NAME="c1", CONTAINER_PYTHON=sys.executable, PATCH_ROOT=str(tmp_path)),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "usage: apply_patches.sh RUN_DIR [--listing FILE [--recorded]]" in proc.stderr

@@ -75,6 +75,7 @@ def test_a_plan_prints_its_lines_in_order(tmp_path: Path) -> None:
     (b"z\0X\0", "unexpected record 'z'"),
     (b"a\0X\0three\0", "malformed record count"),
     (b"v\0X\0", "truncated record"),
+    (b"a\0X\x003\0one\0two\0", "truncated record"),  # an array with fewer words than its count
 ])
 def test_a_malformed_record_is_refused_with_one_line(tmp_path: Path, blob: bytes, message: str) -> None:
     (tmp_path / "bad.bin").write_bytes(blob)
@@ -94,3 +95,17 @@ def test_the_python_side_refuses_what_the_shell_could_not_take() -> None:
 def test_the_exit_status_of_the_command_is_returned(tmp_path: Path) -> None:
     proc = bash_lib(f"rc=0; lib::read_records {sys.executable} -c 'import sys; sys.exit(3)' || rc=$?; echo $rc")
     assert proc.stdout.strip() == "3"
+
+
+def test_a_count_is_decimal_and_a_records_file_is_read_as_a_command_s_output(tmp_path: Path) -> None:
+    """`010` words are ten (not octal eight); lib::read_records_file reads what run-client left, and a
+    missing file is one line."""
+    blob = b"\0".join([b"a", b"ARR", b"010", b""]) + b"".join(f"w{i}".encode() + b"\0" for i in range(10)) + b"v\0AFTER\0yes\0"
+    (tmp_path / "next.records").write_bytes(blob)
+    proc = bash_lib(f"lib::read_records_file {tmp_path / 'next.records'}; echo \"${{#ARR[@]}} ${{ARR[9]}} $AFTER\"")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "10 w9 yes\n"
+    missing = bash_lib(f"lib::read_records_file {tmp_path / 'gone.records'}")
+    assert missing.returncode == 1
+    assert f"records file {tmp_path / 'gone.records'} is missing" in missing.stderr
+    assert missing.stderr.count("\n") == 1
