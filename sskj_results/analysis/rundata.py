@@ -10,14 +10,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from ..contract.comparison_models import Row
 from ..contract.errors import ResultsError
 from ..contract.io import load_run
-from ..contract.models import Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds
+from ..contract.metrics import METRICS, SECTION_METRICS
+from ..contract.models import RawRequest, Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds
+from .metrics import derived_values
 from .grades import breaches, grade_of
 from .slo import resolve_slo, slo_status
 
@@ -26,30 +28,47 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 @dataclass(frozen=True)
 class RequestSamples:
-    """Per-request latencies of the successful requests of one scenario, ms."""
+    """Per-request values of the successful requests of one scenario, by metric name (contract/metrics.py):
+    every distribution of the registry with a per-request value, in its unit (ms, tok/s)."""
 
-    ttft_ms: np.ndarray
-    tpot_ms: np.ndarray
-    e2e_ms: np.ndarray
+    values: Mapping[str, np.ndarray] = field(default_factory=dict)
     recorded: int = 0
     failed: int = 0
     capped: bool = False
     first_error: Optional[str] = None
 
     def metric(self, name: str) -> np.ndarray:
-        return getattr(self, name)
+        """The values of that metric (empty when the scenario has none)."""
+        return self.values.get(name, _EMPTY)
+
+
+_EMPTY = np.zeros(0)
+# the columns a derived metric reads (analysis/metrics.py: RequestColumns)
+_COLUMNS = ("input_tokens", "output_tokens", "ttft_ms", "e2e_ms", "tpot_ms")
+
+
+def _column(requests: Sequence[RawRequest], attr: str) -> np.ndarray:
+    """One field of every request as floats, NaN where unknown (a negative count is unknown too)."""
+    values = np.fromiter(((np.nan if v is None else v) for r in requests for v in (getattr(r, attr),)),
+                         dtype=float, count=len(requests))
+    return np.where(values < 0, np.nan, values) if attr.endswith("_tokens") else values
+
 
 def request_samples(scenario: Scenario) -> RequestSamples:
-    """Arrays of the successful requests' TTFT, TPOT and E2E (missing values dropped per metric)."""
+    """Arrays of the successful requests' per-request metrics (missing values dropped per metric)."""
     ok = [r for r in scenario.raw_requests if r.success]
     first_error = next((r.error or "(no error text)" for r in scenario.raw_requests if not r.success), None)
 
     def column(attr: str) -> np.ndarray:
         return np.fromiter((v for r in ok if (v := getattr(r, attr)) is not None), dtype=float)
 
+    values = {m.name: column(m.request_field) for m in METRICS if m.request_field and m.compared}
+    derived = [m for m in METRICS if m.derive]
+    if derived and ok:
+        columns = {name: _column(ok, name) for name in _COLUMNS}
+        values.update({m.name: derived_values(m.derive, columns) for m in derived if m.derive})
     return RequestSamples(
-        ttft_ms=column("ttft_ms"), tpot_ms=column("tpot_ms"), e2e_ms=column("e2e_ms"),
-        recorded=len(scenario.raw_requests), failed=len(scenario.raw_requests) - len(ok),
+        values=values, recorded=len(scenario.raw_requests), failed=len(scenario.raw_requests) - len(ok),
         capped=scenario.raw_requests_capped, first_error=first_error,
     )
 
@@ -142,6 +161,7 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, r
         slo_attainment=None if recomputed else scenario.slo_attainment,
         request_goodput=None if recomputed else scenario.request_goodput,
         validity=scenario.validity, **graded(scenario.validity, run.results.validity_thresholds),
+        **{m.name: getattr(scenario, m.name) for m in SECTION_METRICS},
     )
 
 
