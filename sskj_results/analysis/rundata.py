@@ -17,9 +17,11 @@ import numpy as np
 from ..contract.comparison_models import Row
 from ..contract.errors import ResultsError
 from ..contract.io import load_run
-from ..contract.metrics import METRICS, SECTION_METRICS
-from ..contract.models import RawRequest, Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds
-from .metrics import derived_values
+from ..contract.metrics import METRICS, SECTION_METRICS, Metric
+from ..contract.models import (
+    Distribution, RawRequest, Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds,
+)
+from .metrics import derived_values, summarize
 from .grades import breaches, grade_of
 from .slo import resolve_slo, slo_status
 
@@ -79,6 +81,14 @@ class RunData:
     path: str
     results: Results
     samples: list[RequestSamples] = field(default_factory=list)
+    _positions: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def samples_of(self, scenario: Scenario) -> Optional[RequestSamples]:
+        """The per-request arrays of one of this run's scenarios (None for a scenario of another run)."""
+        if not self._positions:
+            self._positions.update((id(s), i) for i, s in enumerate(self.results.scenarios))
+        i = self._positions.get(id(scenario))
+        return self.samples[i] if i is not None and i < len(self.samples) else None
 
     @property
     def engine(self) -> str:
@@ -161,8 +171,20 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, r
         slo_attainment=None if recomputed else scenario.slo_attainment,
         request_goodput=None if recomputed else scenario.request_goodput,
         validity=scenario.validity, **graded(scenario.validity, run.results.validity_thresholds),
-        **{m.name: getattr(scenario, m.name) for m in SECTION_METRICS},
+        **{m.name: recorded_or_computed(run, scenario, m) for m in SECTION_METRICS},
     )
+
+
+def recorded_or_computed(run: RunData, scenario: Scenario, m: Metric) -> Optional[Distribution]:
+    """A scenario distribution of the registry as recorded; a run parsed before the metric existed records none,
+    then it is computed from the scenario's raw_requests (all of them: not when capped)."""
+    recorded = getattr(scenario, m.name)
+    if recorded is not None:
+        return recorded
+    samples = run.samples_of(scenario)
+    if samples is None or samples.capped or not samples.recorded:
+        return None
+    return Distribution.model_validate(summarize(samples.metric(m.name), scale=1.0))
 
 
 def graded(validity: Optional[Validity], thresholds: Optional[ValidityThresholds]) -> dict[str, Any]:
