@@ -162,6 +162,7 @@ def scenario_status(scenario: Scenario, spec: SloSpec, recompute: bool) -> SloSt
 def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, recomputed: bool = False) -> Row:
     """A scenario as a table row; its goodput is null when its marks were recomputed against another SLO."""
     lat = scenario.latencies
+    distributions: dict[str, Any] = {m.name: recorded_or_computed(run, scenario, m) for m in SECTION_METRICS}
     return Row(
         run=label, engine=run.engine, chip=run.chip, scenario=scenario.name, repeat=scenario.repeat,
         concurrency=scenario.concurrency, input_len=scenario.input_len, output_len=scenario.output_len,
@@ -171,7 +172,7 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, r
         slo_attainment=None if recomputed else scenario.slo_attainment,
         request_goodput=None if recomputed else scenario.request_goodput,
         validity=scenario.validity, **graded(scenario.validity, run.results.validity_thresholds),
-        **{m.name: recorded_or_computed(run, scenario, m) for m in SECTION_METRICS},
+        **distributions,
     )
 
 
