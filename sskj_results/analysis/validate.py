@@ -21,7 +21,7 @@ from ..contract.io import RESULTS_NAME, format_loc, model_message, read_json_tex
 from ..contract.io import display_name, one_line, read_text_checked
 from ..contract.models import Results
 from ..contract.runset import check_run_set, is_index_file, is_run_set_data
-from ..contract.metrics import LATENCY_NAMES, SECTION_METRICS
+from ..contract.metrics import LATENCY_NAMES, SECTION_METRICS, and_words
 from .slo import overall_mark
 
 ERROR = "error"
@@ -245,13 +245,9 @@ def strict_validity(reports: list[FileReport]) -> list[FileReport]:
 def _latency_rules(lat: Any, base: str, file: str, recon: dict[str, Any]) -> Iterator[Problem]:
     if not isinstance(lat, dict):
         if lat is None:
-            yield Problem(file, base, f"missing: every scenario needs {_and(LATENCY_NAMES)} statistics")
+            yield Problem(file, base, f"missing: every scenario needs {and_words(LATENCY_NAMES)} statistics")
         return
     yield from _order_rules(lat, LATENCY_NAMES, base, file, recon, "latencies.")
-
-
-def _and(words: Sequence[str]) -> str:
-    return ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)
 
 
 def _order_rules(holder: dict[str, Any], keys: Sequence[str], base: str, file: str, recon: dict[str, Any],

@@ -23,7 +23,7 @@ Pure data: no numpy, no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal, Optional, Sequence
 
 Direction = Literal["lower", "higher"]
 # distribution: statistics over the successful requests (mean, p50, p90, p95, p99, std, count);
@@ -56,12 +56,18 @@ class Metric:
     derive: Optional[str] = None  # or the name of its per-request computation in analysis/metrics.py
     section: Optional[str] = None  # report and comparison section title (scenario distributions only)
     intro: str = ""  # the section's first paragraph: what the figure says, in words
+    noun: str = ""  # the metric in a sentence ("prefill rate"); empty: the short label
     reading: int = 100  # position in compare's tests (the seed table's order: TTFT, TPOT, E2E); ties: registry order
     slo_dependent: bool = False  # judged against the run's SLO: unknown when a comparison judges against another
 
     @property
     def higher_is_better(self) -> bool:
         return self.direction == "higher"
+
+    @property
+    def words(self) -> str:
+        """The metric in a sentence."""
+        return self.noun or self.short
 
 
 # in results.json's order (the order its keys were always written in)
@@ -70,7 +76,7 @@ METRICS: tuple[Metric, ...] = (
         name="e2e_ms", reading=3, unit="ms", label="E2E median (ms)", short="E2E", direction="lower",
         summary="distribution",
         compared="per-request", origin="client", place="latencies", request_field="e2e_ms",
-        docs="docs/METRICS.md#latency-metrics",
+        docs="docs/METRICS.md#per-request-metrics",
         description="End-to-end latency per successful request: send to last token. "
         "From the client's per-request latencies when the raw file has them (vLLM); otherwise ttft + sum(itls).",
     ),
@@ -78,20 +84,20 @@ METRICS: tuple[Metric, ...] = (
         name="ttft_ms", reading=1, unit="ms", label="TTFT median (ms)", short="TTFT", direction="lower",
         summary="distribution",
         compared="per-request", origin="client", place="latencies", request_field="ttft_ms",
-        docs="docs/METRICS.md#latency-metrics", description="Time to first token per successful request.",
+        docs="docs/METRICS.md#per-request-metrics", description="Time to first token per successful request.",
     ),
     Metric(
         name="tpot_ms", reading=2, unit="ms", label="TPOT median (ms)", short="TPOT", direction="lower",
         summary="distribution",
         compared="per-request", origin="client", place="latencies", request_field="tpot_ms",
-        docs="docs/METRICS.md#latency-metrics",
+        docs="docs/METRICS.md#per-request-metrics",
         description="Time per output token per successful request with more than one output token: "
         "(e2e - ttft) / (output_tokens - 1); statistics over requests.",
     ),
     Metric(
         name="itl_ms", unit="ms", label="ITL median (ms)", short="ITL", direction="lower", summary="distribution",
         compared=None, origin="client", place="latencies", request_field="itl_ms",
-        docs="docs/METRICS.md#latency-metrics",
+        docs="docs/METRICS.md#per-request-metrics",
         description="Inter-token latency: every gap between streamed chunks of every successful request, pooled.",
     ),
     Metric(
@@ -131,3 +137,8 @@ COMPARED = tuple(m.name for m in METRICS if m.compared is not None)
 # compare's tests of one scenario, in reading order
 PER_REQUEST_COMPARED = tuple(m.name for m in sorted(METRICS, key=lambda m: m.reading) if m.compared == "per-request")
 PER_REPEAT_COMPARED = tuple(m.name for m in sorted(METRICS, key=lambda m: m.reading) if m.compared == "per-repeat")
+
+
+def and_words(words: Sequence[str]) -> str:
+    """Metrics in a sentence: `a, b and c`."""
+    return ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import Any, Optional
 
 from ..contract.comparison_models import ComparisonDoc, StatTest
+from ..contract.metrics import PER_REQUEST_COMPARED, and_words, metric
 from .mdparts import METRIC_LABELS, METRIC_SHORT, SLO_NOTES, code, has_missing, mdt, num, slo_reference, unmeasured_note
 from .mdtable import github_table
 
@@ -116,9 +117,15 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
     tests = [(sc, t) for sc in doc.scenarios for t in sc.tests]
     goodput = any(t.metric == "request_goodput" for _, t in tests)
     repeated, higher = ("output throughput and goodput", "throughput or goodput") if goodput else ("output throughput", "throughput")
+    tested = {t.metric for _, t in tests}
+    # the client's per-request metrics always (what a comparison is about), those sskj computes when tested
+    per_request = [m for m in map(metric, PER_REQUEST_COMPARED) if m.origin == "client" or m.name in tested]
+    rates = [m.words for m in per_request if m.higher_is_better]
+    if rates:
+        higher += f"; for the {' or '.join(rates)} (higher is better) a ratio above 1 is faster"
     lines = [
         f"Baseline: {code(doc.baseline)}. Every other run is compared with it per matched scenario on the "
-        "per-request TTFT, TPOT and E2E of successful requests (two-sided Mann–Whitney U; ratio = candidate "
+        f"per-request {and_words([m.words for m in per_request])} of successful requests (two-sided Mann–Whitney U; ratio = candidate "
         f"median / baseline median, bootstrap {s.confidence:.0%} CI over {s.bootstrap_resamples} resamples), "
         f"and on {repeated} when a shape was repeated at least twice per side (Welch's t-test; ratio of "
         f"means). p-values are Holm–Bonferroni adjusted over all {s.family_size} tests with a p-value. A change is "
