@@ -12,7 +12,9 @@ Definitions (the reference clients' own, see docs/METRICS.md):
 * TPOT per request: ``(e2e - ttft) / (output_tokens - 1)`` for more than one output token;
 * ITL: all gaps between streamed chunks of all requests, pooled;
 * goodput: requests that succeeded with TTFT and TPOT strictly below the SLO's
-  thresholds, as a share of all requests and as a rate over the duration.
+  thresholds, as a share of all requests and as a rate over the duration;
+* prefill rate per request: input tokens / TTFT (tok/s), requests with output
+  whose input length and TTFT are known.
 """
 
 from __future__ import annotations
@@ -180,3 +182,12 @@ def derived_values(name: str, columns: RequestColumns) -> np.ndarray:
 def derivations() -> frozenset[str]:
     """Names of every registered computation."""
     return frozenset(_DERIVED)
+
+
+@per_request_metric("prefill_tok_s")
+def prefill_rate(columns: RequestColumns) -> np.ndarray:
+    """Prefill rate per request, tok/s: input tokens / TTFT of the requests with output whose input length and
+    TTFT are known (a TTFT of 0 has no rate)."""
+    tokens, output, ttft_ms = columns["input_tokens"], columns["output_tokens"], columns["ttft_ms"]
+    known = (output > 0) & np.isfinite(tokens) & (tokens >= 0) & np.isfinite(ttft_ms) & (ttft_ms > 0)
+    return tokens[known] / (ttft_ms[known] / 1000)

@@ -112,6 +112,16 @@ METRICS: tuple[Metric, ...] = (
         description="Goodput rate, req/s: the requests counted in slo_attainment's numerator divided by duration_s "
         "(docs/METRICS.md); null without per-request data or a duration.",
     ),
+    Metric(
+        name="prefill_tok_s", unit="tok/s", label="Prefill median (tok/s)", short="Prefill", direction="higher",
+        summary="distribution", compared="per-request", origin="sskj", place="scenario", derive="prefill_tok_s",
+        docs="docs/METRICS.md#prefill-rate", section="Prefill rate", noun="prefill rate",
+        intro="Input tokens over time to first token, per successful request with output: how fast a prompt gets "
+        "through the engine, in tok/s; statistics over every such request whose input length and TTFT are known.",
+        description="Prefill rate per successful request with output: input tokens / TTFT, tok/s (higher is better); "
+        "statistics over the requests whose input length and TTFT are known (docs/METRICS.md); null without "
+        "per-request data.",
+    ),
 )
 
 BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
