@@ -106,6 +106,13 @@ METRICS: tuple[Metric, ...] = (
         docs="docs/METRICS.md#throughput", description="Output tokens per second (client's value).",
     ),
     Metric(
+        name="slo_attainment", unit="share", label="In SLO share", short="In SLO", direction="higher",
+        summary="scalar", compared=None, origin="sskj", place="scenario", docs="docs/METRICS.md#goodput",
+        slo_dependent=True,
+        description="Goodput share: fraction of all requests (failed ones included) that succeeded with their own "
+        "TTFT and TPOT below the tier's thresholds (docs/METRICS.md); null without per-request data.",
+    ),
+    Metric(
         name="request_goodput", unit="req/s", label="Goodput mean (req/s)", short="Goodput", direction="higher",
         summary="scalar", compared="per-repeat", origin="sskj", place="scenario", docs="docs/METRICS.md#goodput",
         slo_dependent=True,

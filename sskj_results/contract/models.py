@@ -339,8 +339,7 @@ class _ScenarioBase(_Model):
     )
     slo_attainment: Optional[float] = Field(
         default=None, ge=0, le=1,
-        description="Goodput share: fraction of all requests (failed ones included) that succeeded with their own "
-        "TTFT and TPOT below the tier's thresholds (docs/METRICS.md); null without per-request data.",
+        description=metric("slo_attainment").description,
     )
     request_goodput: Optional[float] = Field(default=None, ge=0, description=metric("request_goodput").description)
     reconstructed: dict[str, str] = Field(
