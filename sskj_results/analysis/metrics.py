@@ -160,7 +160,7 @@ def flatten_gaps(itls: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarra
 # --------------------------------------------------------------------------- per-request metrics sskj computes
 
 # The per-request columns of a scenario's successful requests, as `raw_requests[]` names them
-# (`input_tokens`, `output_tokens`, `ttft_ms`, `e2e_ms`, `tpot_ms`): float arrays of one length, NaN where unknown.
+# (`input_tokens`, `output_tokens`, `ttft_ms`: rundata._COLUMNS): float arrays of one length, NaN where unknown.
 RequestColumns = Mapping[str, np.ndarray]
 Derivation = Callable[[RequestColumns], np.ndarray]
 _DERIVED: dict[str, Derivation] = {}

@@ -17,7 +17,7 @@ import numpy as np
 from ..contract.comparison_models import Row
 from ..contract.errors import ResultsError
 from ..contract.io import load_run
-from ..contract.metrics import METRICS, SECTION_METRICS, Metric
+from ..contract.metrics import METRICS, SECTION_METRICS, Metric, metric
 from ..contract.models import (
     Distribution, RawRequest, Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds,
 )
@@ -31,28 +31,34 @@ PathLike = Union[str, "os.PathLike[str]"]
 @dataclass(frozen=True)
 class RequestSamples:
     """Per-request values of the successful requests of one scenario, by metric name (contract/metrics.py):
-    every distribution of the registry with a per-request value, in its unit (ms, tok/s)."""
+    every distribution of the registry with a per-request value, in its unit (ms, tok/s). A metric sskj
+    derives (`derive`) is computed from `columns` when first asked for."""
 
-    values: Mapping[str, np.ndarray] = field(default_factory=dict)
+    values: dict[str, np.ndarray] = field(default_factory=dict)
     recorded: int = 0
     failed: int = 0
     capped: bool = False
     first_error: Optional[str] = None
+    columns: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def metric(self, name: str) -> np.ndarray:
         """The values of that metric (empty when the scenario has none)."""
-        return self.values.get(name, _EMPTY)
+        found = self.values.get(name)
+        if found is None:
+            derive = metric(name).derive
+            found = derived_values(derive, self.columns) if derive and self.columns else _EMPTY
+            self.values[name] = found
+        return found
 
 
 _EMPTY = np.zeros(0)
 # the columns a derived metric reads (analysis/metrics.py: RequestColumns)
-_COLUMNS = ("input_tokens", "output_tokens", "ttft_ms", "e2e_ms", "tpot_ms")
+_COLUMNS = ("input_tokens", "output_tokens", "ttft_ms")
 
 
 def _column(requests: Sequence[RawRequest], attr: str) -> np.ndarray:
     """One field of every request as floats, NaN where unknown (a negative count is unknown too)."""
-    values = np.fromiter(((np.nan if v is None else v) for r in requests for v in (getattr(r, attr),)),
-                         dtype=float, count=len(requests))
+    values = np.array([getattr(r, attr) for r in requests], dtype=float)  # None -> NaN
     return np.where(values < 0, np.nan, values) if attr.endswith("_tokens") else values
 
 
@@ -65,14 +71,14 @@ def request_samples(scenario: Scenario) -> RequestSamples:
         return np.fromiter((v for r in ok if (v := getattr(r, attr)) is not None), dtype=float)
 
     values = {m.name: column(m.request_field) for m in METRICS if m.request_field and m.compared}
-    derived = [m for m in METRICS if m.derive]
-    if derived and ok:
-        columns = {name: _column(ok, name) for name in _COLUMNS}
-        values.update({m.name: derived_values(m.derive, columns) for m in derived if m.derive})
+    columns = {name: _column(ok, name) for name in _COLUMNS} if ok and _DERIVED else {}
     return RequestSamples(
         values=values, recorded=len(scenario.raw_requests), failed=len(scenario.raw_requests) - len(ok),
-        capped=scenario.raw_requests_capped, first_error=first_error,
+        capped=scenario.raw_requests_capped, first_error=first_error, columns=columns,
     )
+
+
+_DERIVED = any(m.derive for m in METRICS)
 
 @dataclass
 class RunData:
