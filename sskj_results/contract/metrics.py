@@ -11,7 +11,7 @@ it or sskj computes it, and where docs/METRICS.md defines it. From the rows foll
 * `comparison_models.MetricName` and compare's tests (`analysis/compare.py`);
 * the per-request samples of a loaded run (`analysis/rundata.py`);
 * the labels of the verdict table and the metric sections of report.md and
-  comparison.md (`render/sections.py`);
+  comparison.md (`render/report.py`: `SECTIONS`);
 * the statistics validate checks (`analysis/validate.py`) and the runs
   table's columns (`analysis/runtable.py`, derived from the models).
 
@@ -149,7 +149,6 @@ def names(**where: object) -> tuple[str, ...]:
 LATENCY_NAMES = names(place="latencies")  # scenarios[].latencies.<name>, statistics in ms
 # distributions recorded on scenarios[] itself, each with its own section in report.md and comparison.md
 SECTION_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.place == "scenario" and m.summary == "distribution")
-DISTRIBUTIONS = names(summary="distribution")
 COMPARED = tuple(m.name for m in METRICS if m.compared is not None)
 # compare's tests of one scenario, in reading order
 PER_REQUEST_COMPARED = tuple(m.name for m in sorted(METRICS, key=lambda m: m.reading) if m.compared == "per-request")
