@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from sskj_results.render.report import section_text
 from sskj_results.contract.metrics import PER_REQUEST_COMPARED
 from sskj_results.analysis.grades import PlannedScenario, env_items, grade, planned_problems, regrade
 from sskj_results.analysis.validity import parse_thresholds
@@ -143,9 +144,8 @@ def test_default_compare_gives_the_verdicts_each_qualified_with_its_reason(sweep
 
 def test_comparison_says_how_to_change_each_refusal_and_qualification(sweep: Path, tmp_path: Path) -> None:
     text, _ = compare(sweep, tmp_path / "out")
-    lines = text.splitlines()
-    start = lines.index("### How to change it")
-    how = lines[start:lines.index("## Configuration differences")]
+    validity = section_text(text, "validity").split("\n")
+    how = validity[validity.index("### How to change it"):]
     assert how[2] == (
         f"- **prompts_per_slot** (8 qualified ⚠; tests: 0 refused, {3 * N} qualified): `--validity min_prompts_per_slot=2` "
         "(compare, parse, import-legacy) or `VALIDITY_MIN_PROMPTS_PER_SLOT=\"2\"` in the experiment's config.env makes "
@@ -225,8 +225,7 @@ def test_summary_only_runs_say_once_that_validity_is_unknown(tmp_path: Path) -> 
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     text, _ = compare(tmp_path / "imp", tmp_path / "out")
-    lines = text.splitlines()
-    validity = lines[lines.index("## Validity"):lines.index("## Configuration differences")]
+    validity = section_text(text, "validity").split("\n")
     assert validity[2] == ("Validity is unknown for every point (2 judged): the checks' inputs were not recorded, so no "
                            "point is marked and no verdict is refused or qualified. Why, per check:")
     assert not any(line.startswith("| ") for line in validity)
