@@ -19,7 +19,9 @@ from sskj_results.analysis.rundata import RequestSamples, RunData, run_data, run
 from sskj_results.contract.models import (
     Config, Latencies, Metadata, Percentiles, RawRequest, Results, Scenario, SloSpec,
 )
-from sskj_results.render.report import SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, render_comparison, results_table
+from sskj_results.render.report import (
+    SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, render_comparison, results_table, section_text, sections,
+)
 from sskj_results.analysis.slo import overall_mark, resolve_slo, slo_status
 
 DATA = Path(__file__).parent / "data" / "compare"
@@ -130,7 +132,9 @@ def test_golden_layout_follows_seed_002(runs_dir):
     text = GOLDEN.read_text(encoding="utf-8")
     headings = [line for line in text.splitlines() if line.startswith("#")]
     assert headings[0].startswith("# ")
-    assert headings[1:5] == ["## Summary", "## Side-by-side results", "## Notes", "## Statistical verdicts"]
+    shown = [s for s in sections("comparison") if section_text(text, s.id)]
+    assert [h for h in headings[1:] if h.startswith("## ")] == [f"## {s.title}" for s in shown]
+    assert [s.id for s in shown][:3] == ["summary", "side-by-side", "notes"] and "verdicts" in [s.id for s in shown]
     lines = text.splitlines()
     start = lines.index("## Side-by-side results") + 2
     assert lines[start] == TABLE_HEADER
@@ -389,8 +393,9 @@ def test_compare_handles_large_per_request_samples():
 
     def big(engine: str, shift: float) -> RunData:
         scen = [scenario(c, 1000, 256) for c in range(1, 31)]
-        samples = [RequestSamples(ttft_ms=rng.lognormal(5, 0.3, 5000) * shift, tpot_ms=rng.lognormal(3, 0.2, 5000),
-                                  e2e_ms=rng.lognormal(8, 0.2, 5000), recorded=5000) for _ in scen]
+        samples = [RequestSamples(values={"ttft_ms": rng.lognormal(5, 0.3, 5000) * shift,
+                                          "tpot_ms": rng.lognormal(3, 0.2, 5000),
+                                          "e2e_ms": rng.lognormal(8, 0.2, 5000)}, recorded=5000) for _ in scen]
         return RunData(path=engine, results=results(engine, scen), samples=samples)
 
     runs = [big("a", 1.0), big("b", 1.1), big("c", 0.9)]

@@ -22,7 +22,7 @@ from sskj_results.analysis.runtable import load_runs
 from sskj_results.analysis.slo import resolve_slo
 from sskj_results.cli import main
 from sskj_results.contract.io import load_run
-from sskj_results.render.report import render_comparison, render_report
+from sskj_results.render.report import render_comparison, render_report, section_text
 
 from .conftest import RAW
 from .test_compare import latencies, results, scenario
@@ -117,7 +117,8 @@ def test_results_json_records_share_and_rate(imported: Path) -> None:
 def test_report_shows_the_goodput_section(imported: Path) -> None:
     run = load_run_data(imported)
     text = render_report(run, S2, False)
-    section = text[text.index("## Goodput"):text.index("## Validity")]
+    section = section_text(text, "goodput")
+    assert section
     assert "TTFT below 3000 ms and TPOT below 50 ms (S2)" in section
     assert "|   In SLO (%) |   Goodput (req/s) |   Req/s |" in section
     names = {s.concurrency: s.name for s in run.results.scenarios}
@@ -158,7 +159,7 @@ def test_compare_tests_goodput_across_repeats_higher_is_better() -> None:
     assert test.verdict == "slower"
     md = render_comparison(doc)
     assert "Goodput mean (req/s)" in md and "on output throughput and goodput when a shape" in md
-    rows = [[c.strip() for c in line.split("|")[1:6]] for line in md[md.index("## Goodput"):md.index("## Statistical verdicts")].splitlines()
+    rows = [[c.strip() for c in line.split("|")[1:6]] for line in section_text(md, "goodput").splitlines()
             if line.startswith("| c4_")]
     assert rows[3] == ["c4_i100_o50_r1", "b", "80.0", "8.00", "10.00"] and len(rows) == 6
 

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from sskj_results.render.report import section_text
+from sskj_results.contract.metrics import PER_REQUEST_COMPARED
 from sskj_results.analysis.grades import PlannedScenario, env_items, grade, planned_problems, regrade
 from sskj_results.analysis.validity import parse_thresholds
 from sskj_results.cli import main
@@ -26,6 +28,9 @@ from sskj_results.run.plan import PromptsRule, load_grid
 REPO = Path(__file__).resolve().parents[1]
 LONG_CONTEXT = REPO / "experiments" / "h200" / "dsv4_h200_long_context"
 LATENCY = ("ttft_ms", "tpot_ms", "e2e_ms")
+# tests per matched scenario: every per-request metric of the registry (no shape is repeated here); the sweep's
+# prefill rate follows its TTFT (the same input lengths), so every metric of a scenario gets the same verdict
+N = len(PER_REQUEST_COMPARED)
 
 
 def raw_run(concurrency: int, input_len: int, output_len: int, scale: float, seed: int,
@@ -115,7 +120,7 @@ def test_default_compare_gives_the_verdicts_each_qualified_with_its_reason(sweep
     text, doc = compare(sweep, tmp_path / "out")
     found = verdicts_of(doc)
     for name, verdict in EXPECTED.items():
-        assert {m: found[name][m].verdict for m in LATENCY} == {m: verdict for m in LATENCY}, name
+        assert {m: t.verdict for m, t in found[name].items()} == {m: verdict for m in PER_REQUEST_COMPARED}, name
         for metric in LATENCY:
             test = found[name][metric]
             assert "prompts_per_slot" in test.qualified and test.qualification is not None
@@ -125,8 +130,9 @@ def test_default_compare_gives_the_verdicts_each_qualified_with_its_reason(sweep
     assert "completeness (baseline c32_i512_o256)" in (found["c32_i512_o256"]["ttft_ms"].qualification or "")
     # outputs cut short on one side: still refused
     assert {t.verdict for t in found["c32_i1000_o256"].values()} == {"not comparable (invalid: prompts_per_slot, output_length)"}
-    assert "Verdicts: 3 faster, 3 slower, 3 no significant difference, 0 insufficient samples, 0 not comparable, " \
-           "3 not comparable (invalid: prompts_per_slot, output_length) (12 tests; 9 qualified ⚠, see Validity)." in text
+    assert f"Verdicts: {N} faster, {N} slower, {N} no significant difference, 0 insufficient samples, 0 not comparable, " \
+           f"{N} not comparable (invalid: prompts_per_slot, output_length) ({4 * N} tests; {3 * N} qualified ⚠, see " \
+           "Validity)." in text
     verdict_rows = [line for line in text.splitlines() if line.startswith("| c16_i512_o256 ") and "TTFT" in line]
     assert len(verdict_rows) == 1 and "**slower**" in verdict_rows[0] and "⚠ prompts_per_slot, completeness" in verdict_rows[0]
     # the rows of comparison.json carry the grades
@@ -138,19 +144,18 @@ def test_default_compare_gives_the_verdicts_each_qualified_with_its_reason(sweep
 
 def test_comparison_says_how_to_change_each_refusal_and_qualification(sweep: Path, tmp_path: Path) -> None:
     text, _ = compare(sweep, tmp_path / "out")
-    lines = text.splitlines()
-    start = lines.index("### How to change it")
-    how = lines[start:lines.index("## Configuration differences")]
+    validity = section_text(text, "validity").split("\n")
+    how = validity[validity.index("### How to change it"):]
     assert how[2] == (
-        "- **prompts_per_slot** (8 qualified ⚠; tests: 0 refused, 9 qualified): `--validity min_prompts_per_slot=2` "
+        f"- **prompts_per_slot** (8 qualified ⚠; tests: 0 refused, {3 * N} qualified): `--validity min_prompts_per_slot=2` "
         "(compare, parse, import-legacy) or `VALIDITY_MIN_PROMPTS_PER_SLOT=\"2\"` in the experiment's config.env makes "
         "them pass; a better measurement: send ≥ 4 prompts per slot (≥ 64 at concurrency 16, ≥ 128 at concurrency 32): "
         "send more prompts: PROMPTS_PER_CONCURRENCY / MIN_PROMPTS in config.env, or a fourth column of scenarios.tsv.")
-    assert how[3].startswith("- **output_length** (1 disqualified ✖; tests: 3 refused, 0 qualified): "
+    assert how[3].startswith(f"- **output_length** (1 disqualified ✖; tests: {N} refused, 0 qualified): "
                              "`--validity max_short_output_share=0.125` (compare, parse, import-legacy) or "
                              "`VALIDITY_MAX_SHORT_OUTPUT_SHARE=\"0.125\"`")
     assert "make the client ignore EOS" in how[3]
-    assert how[4].startswith("- **completeness** (2 qualified ⚠; tests: 0 refused, 6 qualified): "
+    assert how[4].startswith(f"- **completeness** (2 qualified ⚠; tests: 0 refused, {2 * N} qualified): "
                              "`--validity max_failed_share=0.0313`")
     assert "- `sskj-results compare --strict` refuses qualified points too (for CI gates)." in how
 
@@ -158,7 +163,7 @@ def test_comparison_says_how_to_change_each_refusal_and_qualification(sweep: Pat
 def test_strict_refuses_the_qualified_verdicts(sweep: Path, tmp_path: Path) -> None:
     text, doc = compare(sweep, tmp_path / "out", "--strict")
     assert doc.settings.strict is True
-    assert "- **prompts_per_slot** (8 qualified ⚠; tests: 12 refused, 0 qualified): " in text
+    assert f"- **prompts_per_slot** (8 qualified ⚠; tests: {4 * N} refused, 0 qualified): " in text
     assert "- This comparison ran with `--strict`: qualified points were refused too; without it their verdicts " \
            "stand, with the qualification beside them." in text
     found = verdicts_of(doc)
@@ -202,7 +207,7 @@ def test_a_burst_against_a_steady_load_is_refused(sweep: Path, tmp_path: Path) -
     assert test.verdict == "not comparable (invalid: prompts_per_slot)"
     assert "this run c16_i4000_o512 failed prompts_per_slot and baseline did not" in (test.reason or "")
     text = (tmp_path / "out" / "comparison.md").read_text(encoding="utf-8")
-    assert "- **prompts_per_slot** (4 qualified ⚠; tests: 9 refused, 0 qualified): " in text
+    assert f"- **prompts_per_slot** (4 qualified ⚠; tests: {3 * N} refused, 0 qualified): " in text
 
 
 def test_summary_only_runs_say_once_that_validity_is_unknown(tmp_path: Path) -> None:
@@ -220,8 +225,7 @@ def test_summary_only_runs_say_once_that_validity_is_unknown(tmp_path: Path) -> 
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     text, _ = compare(tmp_path / "imp", tmp_path / "out")
-    lines = text.splitlines()
-    validity = lines[lines.index("## Validity"):lines.index("## Configuration differences")]
+    validity = section_text(text, "validity").split("\n")
     assert validity[2] == ("Validity is unknown for every point (2 judged): the checks' inputs were not recorded, so no "
                            "point is marked and no verdict is refused or qualified. Why, per check:")
     assert not any(line.startswith("| ") for line in validity)

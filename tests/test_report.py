@@ -11,7 +11,9 @@ from click.testing import CliRunner
 
 from sskj_results.cli import main
 from sskj_results.render.publish import REPORT_MD, ReportOptions, write_report
-from sskj_results.render.report import REPORT_TABLE_ALIGN, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER
+from sskj_results.render.report import (
+    REPORT_TABLE_ALIGN, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, section_text,
+)
 from sskj_results.analysis.slo import overall_mark
 from sskj_results.analysis.validate import validate_path
 
@@ -56,7 +58,7 @@ def test_summary_block(run_dir):
     text = report_text(run_dir)
     lines = text.splitlines()
     assert lines[0] == "# dsv4_h200_sglang_vs_vllm: vllm on 8x NVIDIA H200 143GB (run 20260707-100022)"
-    summary = lines[lines.index("## Summary") + 2: lines.index("## Results") - 1]
+    summary = section_text(text, "summary").split("\n")[2:-1]
     assert summary == [
         "- Experiment: `dsv4_h200_sglang_vs_vllm` (run `20260707-100022`, 2026-07-07T13:26:41+08:00)",
         "- Model: `/data/models/DeepSeek-V4-Flash`",

@@ -26,10 +26,9 @@ from .configdiff import (
     config_differences, is_speculative, one_model_with_speculative_variant, server_command, speculative_flags,
 )
 from ..contract.comparison_models import (
-    GOODPUT_METRIC, LATENCY_METRICS, REPEAT_METRICS, ComparisonDoc, MetricName, RunInfo, ScenarioComparison, Settings,
-    StatTest,
-    Unmatched,
+    ComparisonDoc, MetricName, RunInfo, ScenarioComparison, Settings, StatTest, Unmatched,
 )
+from ..contract.metrics import PER_REPEAT_COMPARED, PER_REQUEST_COMPARED, metric as metric_row
 from ..contract.errors import UsageError
 from ..contract.models import Scenario, SloSpec, Validity, ValidityThresholds
 from .grades import SHARED_CHECKS, Severity, failed, regrade
@@ -264,8 +263,8 @@ Pending = tuple[int, MetricName, stats.Outcome, Optional[str], Grades]
 
 
 def _repeat_values(scenarios: Sequence[Scenario], metric: MetricName, recomputed: bool) -> np.ndarray:
-    """A repeat metric's known values; goodput judged against another SLO than the comparison's is unknown."""
-    if metric == GOODPUT_METRIC and recomputed:
+    """A repeat metric's known values; one judged against another SLO than the comparison's (goodput) is unknown."""
+    if metric_row(metric).slo_dependent and recomputed:
         return np.zeros(0)
     return np.array([v for s in scenarios if (v := getattr(s, metric)) is not None], dtype=float)
 
@@ -292,21 +291,23 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
         capped = any(base_run.samples[j].capped for j in base_members) or any(
             cand_run.samples[j].capped for j in cand_members)
         caveat = "per-request data capped (first requests only)" if capped else None
-        for metric in LATENCY_METRICS:
+        for metric in PER_REQUEST_COMPARED:
+            base_pool, cand_pool = pool(base_run, base_members, metric), pool(cand_run, cand_members, metric)
+            if metric_row(metric).origin == "sskj" and not base_pool.size and not cand_pool.size:
+                continue  # computed on neither side (no per-request data): no test to report
             if difference:
                 outcome = stats.not_comparable(stats.MANN_WHITNEY, difference)
             else:
                 outcome = stats.compare_latency(
-                    pool(base_run, base_members, metric), pool(cand_run, cand_members, metric),
-                    alpha=options.alpha, n_resamples=options.n_resamples,
-                    confidence=options.confidence, seed=options.seed,
+                    base_pool, cand_pool, alpha=options.alpha, n_resamples=options.n_resamples,
+                    confidence=options.confidence, seed=options.seed, unit=metric_row(metric).unit,
                 )
             out.append((ci, metric, outcome, caveat, invalid))
         if len(base_members) > 1 or len(cand_members) > 1:
-            for repeat_metric in REPEAT_METRICS:
+            for repeat_metric in PER_REPEAT_COMPARED:
                 base_values = _repeat_values(base_scen, repeat_metric, recompute[0])
                 cand_values = _repeat_values(cand_scen, repeat_metric, recompute[ci])
-                if repeat_metric == GOODPUT_METRIC and not base_values.size and not cand_values.size:
+                if metric_row(repeat_metric).origin == "sskj" and not base_values.size and not cand_values.size:
                     continue  # measured on neither side (no per-request data): no test to report
                 if difference:
                     outcome = stats.not_comparable(stats.WELCH, difference)
@@ -372,7 +373,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
         for ci, metric, outcome, caveat, invalid in _group_outcomes(runs, group, options, judged, recompute):
             pending.append((gi, ci, metric, outcome, caveat, invalid))
     decided = stats.decide(
-        [p[3] for p in pending], [p[2] in REPEAT_METRICS for p in pending],
+        [p[3] for p in pending], [metric_row(p[2]).higher_is_better for p in pending],
         alpha=options.alpha, min_change=options.min_change,
     )
     tests_by_group: dict[int, list[StatTest]] = {}

@@ -12,14 +12,16 @@ Definitions (the reference clients' own, see docs/METRICS.md):
 * TPOT per request: ``(e2e - ttft) / (output_tokens - 1)`` for more than one output token;
 * ITL: all gaps between streamed chunks of all requests, pooled;
 * goodput: requests that succeeded with TTFT and TPOT strictly below the SLO's
-  thresholds, as a share of all requests and as a rate over the duration.
+  thresholds, as a share of all requests and as a rate over the duration;
+* prefill rate per request: input tokens / TTFT (tok/s), requests with output
+  whose input length and TTFT are known.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import chain
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -27,11 +29,13 @@ STATS = ("mean", "p50", "p90", "p95", "p99", "std")
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p95": 95.0, "p99": 99.0}
 
 
-def summarize(seconds: np.ndarray, only: Optional[Iterable[str]] = None) -> dict[str, Optional[float]]:
+def summarize(seconds: np.ndarray, only: Optional[Iterable[str]] = None,
+              scale: float = 1000.0) -> dict[str, Optional[float]]:
     """mean, p50, p90, p95, p99, std (ms) and count of a sample given in seconds; None when empty.
 
     With `only`, just those statistics are computed (the others are None): a
-    percentile's value does not depend on which others are asked for.
+    percentile's value does not depend on which others are asked for. With
+    `scale=1` the sample is summarised in its own unit (a rate in tok/s).
     """
     n = int(seconds.size)
     if n == 0:
@@ -42,11 +46,11 @@ def summarize(seconds: np.ndarray, only: Optional[Iterable[str]] = None) -> dict
     if keys:
         qs = np.percentile(seconds, [PERCENTILES[k] for k in keys])
         for key, value in zip(keys, qs):
-            out[key] = float(value * 1000)
+            out[key] = float(value * scale)
     if "mean" in wanted:
-        out["mean"] = float(np.mean(seconds) * 1000)
+        out["mean"] = float(np.mean(seconds) * scale)
     if "std" in wanted:
-        out["std"] = float(np.std(seconds) * 1000)
+        out["std"] = float(np.std(seconds) * scale)
     out["count"] = n
     return out
 
@@ -151,3 +155,39 @@ def flatten_gaps(itls: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarra
     # one C-level pass over all gaps: no Python frame per value
     flat = np.fromiter(chain.from_iterable(itls), dtype=np.float64, count=total)
     return flat, counts
+
+
+# --------------------------------------------------------------------------- per-request metrics sskj computes
+
+# The per-request columns of a scenario's successful requests, as `raw_requests[]` names them
+# (`input_tokens`, `output_tokens`, `ttft_ms`: rundata._COLUMNS): float arrays of one length, NaN where unknown.
+RequestColumns = Mapping[str, np.ndarray]
+Derivation = Callable[[RequestColumns], np.ndarray]
+_DERIVED: dict[str, Derivation] = {}
+
+
+def per_request_metric(name: str) -> Callable[[Derivation], Derivation]:
+    """Register the computation a registry row names as its `derive` (contract/metrics.py)."""
+    def register(fn: Derivation) -> Derivation:
+        _DERIVED[name] = fn
+        return fn
+    return register
+
+
+def derived_values(name: str, columns: RequestColumns) -> np.ndarray:
+    """The known per-request values of the computation registered as `name` (unknown ones left out)."""
+    return _DERIVED[name](columns)
+
+
+def derivations() -> frozenset[str]:
+    """Names of every registered computation."""
+    return frozenset(_DERIVED)
+
+
+@per_request_metric("prefill_tok_s")
+def prefill_rate(columns: RequestColumns) -> np.ndarray:
+    """Prefill rate per request, tok/s: input tokens / TTFT of the requests with output whose input length and
+    TTFT are known (a TTFT of 0 has no rate)."""
+    tokens, output, ttft_ms = columns["input_tokens"], columns["output_tokens"], columns["ttft_ms"]
+    known = (output > 0) & np.isfinite(tokens) & (tokens >= 0) & np.isfinite(ttft_ms) & (ttft_ms > 0)
+    return tokens[known] / (ttft_ms[known] / 1000)

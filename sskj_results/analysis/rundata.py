@@ -10,14 +10,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from ..contract.comparison_models import Row
 from ..contract.errors import ResultsError
 from ..contract.io import load_run
-from ..contract.models import Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds
+from ..contract.metrics import METRICS, SECTION_METRICS, Metric, metric
+from ..contract.models import (
+    Distribution, RawRequest, Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds,
+)
+from .metrics import derived_values, summarize
 from .grades import breaches, grade_of
 from .slo import resolve_slo, slo_status
 
@@ -26,32 +30,55 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 @dataclass(frozen=True)
 class RequestSamples:
-    """Per-request latencies of the successful requests of one scenario, ms."""
+    """Per-request values of the successful requests of one scenario, by metric name (contract/metrics.py):
+    every distribution of the registry with a per-request value, in its unit (ms, tok/s). A metric sskj
+    derives (`derive`) is computed from `columns` when first asked for."""
 
-    ttft_ms: np.ndarray
-    tpot_ms: np.ndarray
-    e2e_ms: np.ndarray
+    values: dict[str, np.ndarray] = field(default_factory=dict)
     recorded: int = 0
     failed: int = 0
     capped: bool = False
     first_error: Optional[str] = None
+    columns: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def metric(self, name: str) -> np.ndarray:
-        return getattr(self, name)
+        """The values of that metric (empty when the scenario has none)."""
+        found = self.values.get(name)
+        if found is None:
+            derive = metric(name).derive
+            found = derived_values(derive, self.columns) if derive and self.columns else _EMPTY
+            self.values[name] = found
+        return found
+
+
+_EMPTY = np.zeros(0)
+# the columns a derived metric reads (analysis/metrics.py: RequestColumns)
+_COLUMNS = ("input_tokens", "output_tokens", "ttft_ms")
+
+
+def _column(requests: Sequence[RawRequest], attr: str) -> np.ndarray:
+    """One field of every request as floats, NaN where unknown (a negative count is unknown too)."""
+    values = np.array([getattr(r, attr) for r in requests], dtype=float)  # None -> NaN
+    return np.where(values < 0, np.nan, values) if attr.endswith("_tokens") else values
+
 
 def request_samples(scenario: Scenario) -> RequestSamples:
-    """Arrays of the successful requests' TTFT, TPOT and E2E (missing values dropped per metric)."""
+    """Arrays of the successful requests' per-request metrics (missing values dropped per metric)."""
     ok = [r for r in scenario.raw_requests if r.success]
     first_error = next((r.error or "(no error text)" for r in scenario.raw_requests if not r.success), None)
 
     def column(attr: str) -> np.ndarray:
         return np.fromiter((v for r in ok if (v := getattr(r, attr)) is not None), dtype=float)
 
+    values = {m.name: column(m.request_field) for m in METRICS if m.request_field and m.compared}
+    columns = {name: _column(ok, name) for name in _COLUMNS} if ok and _DERIVED else {}
     return RequestSamples(
-        ttft_ms=column("ttft_ms"), tpot_ms=column("tpot_ms"), e2e_ms=column("e2e_ms"),
-        recorded=len(scenario.raw_requests), failed=len(scenario.raw_requests) - len(ok),
-        capped=scenario.raw_requests_capped, first_error=first_error,
+        values=values, recorded=len(scenario.raw_requests), failed=len(scenario.raw_requests) - len(ok),
+        capped=scenario.raw_requests_capped, first_error=first_error, columns=columns,
     )
+
+
+_DERIVED = any(m.derive for m in METRICS)
 
 @dataclass
 class RunData:
@@ -60,6 +87,14 @@ class RunData:
     path: str
     results: Results
     samples: list[RequestSamples] = field(default_factory=list)
+    _positions: dict[int, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def samples_of(self, scenario: Scenario) -> Optional[RequestSamples]:
+        """The per-request arrays of one of this run's scenarios (None for a scenario of another run)."""
+        if not self._positions:
+            self._positions.update((id(s), i) for i, s in enumerate(self.results.scenarios))
+        i = self._positions.get(id(scenario))
+        return self.samples[i] if i is not None and i < len(self.samples) else None
 
     @property
     def engine(self) -> str:
@@ -133,6 +168,7 @@ def scenario_status(scenario: Scenario, spec: SloSpec, recompute: bool) -> SloSt
 def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, recomputed: bool = False) -> Row:
     """A scenario as a table row; its goodput is null when its marks were recomputed against another SLO."""
     lat = scenario.latencies
+    distributions: dict[str, Any] = {m.name: recorded_or_computed(run, scenario, m) for m in SECTION_METRICS}
     return Row(
         run=label, engine=run.engine, chip=run.chip, scenario=scenario.name, repeat=scenario.repeat,
         concurrency=scenario.concurrency, input_len=scenario.input_len, output_len=scenario.output_len,
@@ -142,7 +178,20 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, r
         slo_attainment=None if recomputed else scenario.slo_attainment,
         request_goodput=None if recomputed else scenario.request_goodput,
         validity=scenario.validity, **graded(scenario.validity, run.results.validity_thresholds),
+        **distributions,
     )
+
+
+def recorded_or_computed(run: RunData, scenario: Scenario, m: Metric) -> Optional[Distribution]:
+    """A scenario distribution of the registry as recorded; a run parsed before the metric existed records none,
+    then it is computed from the scenario's raw_requests (all of them: not when capped)."""
+    recorded = getattr(scenario, m.name)
+    if recorded is not None:
+        return recorded
+    samples = run.samples_of(scenario)
+    if samples is None or samples.capped or not samples.recorded:
+        return None
+    return Distribution.model_validate(summarize(samples.metric(m.name), scale=1.0))
 
 
 def graded(validity: Optional[Validity], thresholds: Optional[ValidityThresholds]) -> dict[str, Any]:

@@ -169,8 +169,9 @@ def compare_latency(
     n_resamples: int = DEFAULT_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = DEFAULT_SEED,
+    unit: str = "ms",
 ) -> Outcome:
-    """Per-request latencies (lower is better): Mann-Whitney U p-value and the median ratio with its CI.
+    """Per-request values (latencies, rates): Mann-Whitney U p-value and the median ratio with its CI.
 
     The verdict stays open (None) for ``decide`` unless the data cannot be
     tested: no samples on a side ("not comparable"), sizes that cannot reach
@@ -196,7 +197,7 @@ def compare_latency(
             reason=f"n = {n1} vs {n2}: the smallest reachable p-value is {floor:.3g} > alpha {alpha:g}",
         )
     if base_median <= 0:
-        return not_comparable(MANN_WHITNEY, "baseline median is 0 ms; the ratio is undefined", n1, n2)
+        return not_comparable(MANN_WHITNEY, f"baseline median is 0 {unit}; the ratio is undefined", n1, n2)
     ratio, low, high = median_ratio_ci(base, cand, n_resamples=n_resamples, confidence=confidence, seed=seed)
     return Outcome(
         test=MANN_WHITNEY, n_baseline=n1, n_candidate=n2, p_raw=mann_whitney_p(base, cand),

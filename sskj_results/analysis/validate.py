@@ -12,7 +12,7 @@ import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from pydantic import ValidationError
 
@@ -21,12 +21,13 @@ from ..contract.io import RESULTS_NAME, format_loc, model_message, read_json_tex
 from ..contract.io import display_name, one_line, read_text_checked
 from ..contract.models import Results
 from ..contract.runset import check_run_set, is_index_file, is_run_set_data
+from ..contract.metrics import LATENCY_NAMES, SECTION_METRICS, and_words
 from .slo import overall_mark
 
 ERROR = "error"
 WARNING = "warning"
-LATENCY_KEYS = ("e2e_ms", "ttft_ms", "tpot_ms", "itl_ms")
 PERCENTILE_KEYS = ("p50", "p90", "p95", "p99")
+SECTION_NAMES = tuple(m.name for m in SECTION_METRICS)  # scenarios[].<name>: distributions sskj computes
 PHASE_ARGS_RE = re.compile(r"^phase\d+_server_args$")
 
 
@@ -179,6 +180,7 @@ def _rules(data: dict[str, Any], file: str) -> Iterator[Problem]:
         recon_raw = sc.get("reconstructed")
         recon = recon_raw if isinstance(recon_raw, dict) else {}
         yield from _latency_rules(sc.get("latencies"), f"{base}.latencies", file, recon)
+        yield from _order_rules(sc, SECTION_NAMES, base, file, recon)
         yield from _slo_rules(sc, base, file, slo)
         yield from _count_rules(sc, base, file)
         yield from _mean_rules(sc, base, file, recon)
@@ -243,10 +245,17 @@ def strict_validity(reports: list[FileReport]) -> list[FileReport]:
 def _latency_rules(lat: Any, base: str, file: str, recon: dict[str, Any]) -> Iterator[Problem]:
     if not isinstance(lat, dict):
         if lat is None:
-            yield Problem(file, base, "missing: every scenario needs e2e_ms, ttft_ms, tpot_ms and itl_ms statistics")
+            yield Problem(file, base, f"missing: every scenario needs {and_words(LATENCY_NAMES)} statistics")
         return
-    for key in LATENCY_KEYS:
-        stats = lat.get(key)
+    yield from _order_rules(lat, LATENCY_NAMES, base, file, recon, "latencies.")
+
+
+def _order_rules(holder: dict[str, Any], keys: Sequence[str], base: str, file: str, recon: dict[str, Any],
+                 local: str = "") -> Iterator[Problem]:
+    """Percentiles of every distribution named in `keys` must not decrease (p50 <= p90 <= p95 <= p99); a null
+    one is a warning, unless nothing was measured (`count` null, or 0 for a distribution sskj computes)."""
+    for key in keys:
+        stats = holder.get(key)
         if not isinstance(stats, dict):
             continue
         previous: Optional[tuple[str, float]] = None
@@ -255,15 +264,14 @@ def _latency_rules(lat: Any, base: str, file: str, recon: dict[str, Any]) -> Ite
                 continue
             value = _num(stats.get(p))
             if stats.get(p) is None:
-                if "count" in stats and stats.get("count") is None:
-                    continue  # no per-request data: the client did not write this statistic
+                if "count" in stats and (stats.get("count") is None or (not local and stats.get("count") == 0)):
+                    continue  # no per-request data: nobody measured this statistic
                 yield Problem(file, f"{base}.{key}.{p}", "is null (no samples); skipped in the order check", WARNING)
                 continue
             if value is None:
                 continue
             if previous is not None and value < previous[1]:
-                local = f"latencies.{key}"
-                mixed = f"{local}.{p}" in recon or f"{local}.{previous[0]}" in recon
+                mixed = f"{local}{key}.{p}" in recon or f"{local}{key}.{previous[0]}" in recon
                 if mixed:
                     yield Problem(
                         file, f"{base}.{key}.{p}",

@@ -6,18 +6,18 @@ Pure data, like `models` for results.json: `compare` builds a `ComparisonDoc`,
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
-from .models import CheckName, SloSpec, SloStatus, Validity
+from .metrics import COMPARED, SECTION_METRICS
+from .models import CheckName, Distribution, SloSpec, SloStatus, Validity, metric_fields
 
-MetricName = Literal["ttft_ms", "tpot_ms", "e2e_ms", "output_token_throughput", "request_goodput"]
-LATENCY_METRICS: tuple[MetricName, ...] = ("ttft_ms", "tpot_ms", "e2e_ms")
-THROUGHPUT_METRIC: Final = "output_token_throughput"
-GOODPUT_METRIC: Final = "request_goodput"
-# compared across repeats (Welch's t-test); a larger value is better
-REPEAT_METRICS: tuple[MetricName, ...] = (THROUGHPUT_METRIC, GOODPUT_METRIC)
+# every compared metric of the registry (contract/metrics.py), in its order
+if TYPE_CHECKING:
+    MetricName = str
+else:
+    MetricName = Literal[COMPARED]
 INVALID_VERDICT_PATTERN = r"^not comparable \(invalid: [a-z_]+(, [a-z_]+)*\)$"
 Verdict = Union[
     Literal["faster", "slower", "no significant difference", "insufficient samples", "not comparable"],
@@ -54,7 +54,7 @@ class RunInfo(_Doc):
     slo_recomputed: bool = Field(description="The run's SLO marks were recomputed against the comparison's SLO "
                                              "(it recorded another SLO, or none, or --slo-tier was given).")
 
-class Row(_Doc):
+class _RowBase(_Doc):
     """One row of the side-by-side table: one scenario of one run."""
 
     run: str = Field(description="Run label.")
@@ -87,12 +87,20 @@ class Row(_Doc):
     qualifying: list[CheckName] = Field(default_factory=list, description="Failed checks that qualify the point (⚠).")
     disqualifying: list[CheckName] = Field(default_factory=list, description="Failed checks that disqualify it (✖).")
 
+if TYPE_CHECKING:
+    Row = _RowBase
+else:  # the registry's scenario distributions follow (`scenarios[].<name>`; null when not recorded)
+    Row = create_model("Row", __base__=_RowBase, __module__=__name__, __doc__=_RowBase.__doc__,
+                       **metric_fields(SECTION_METRICS, Optional[Distribution], None))
+
+
 class StatTest(_Doc):
     """One statistical test of a candidate run against the baseline."""
 
     run: str = Field(description="Candidate run label.")
-    metric: MetricName = Field(description="Per-request latency (`ttft_ms`, `tpot_ms`, `e2e_ms`), or "
-                                           "`output_token_throughput` or `request_goodput` across repeats.")
+    metric: MetricName = Field(description="A compared metric of the registry (docs/METRICS.md): per request "
+                                           "(`ttft_ms`, `tpot_ms`, `e2e_ms`, …) or across repeats "
+                                           "(`output_token_throughput`, `request_goodput`, …).")
     test: str = Field(description="`mann-whitney-u` (per-request latencies) or `welch-t` (repeated throughput).")
     verdict: Verdict = Field(
         description="faster/slower only when significant and beyond --min-change; "

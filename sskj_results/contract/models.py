@@ -21,11 +21,12 @@ Metric definitions used throughout (also in docs/METRICS.md):
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Final, Iterable, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from .base import _Model
+from .metrics import LATENCY_NAMES, SECTION_METRICS, Metric, metric
 from .validity_models import CheckName, Validity, ValidityCheck, ValidityThresholds  # noqa: F401 - part of the contract
 from .clientinfo import Acceptance, ClientExtras, ClientFingerprint
 from .redact import redact_text, redact_value_of
@@ -214,19 +215,35 @@ class Percentiles(_Model):
     )
 
 
-class Latencies(_Model):
+class Distribution(_Model):
+    """Statistics of a per-request metric sskj computes, in the metric's unit (contract/metrics.py, docs/METRICS.md)."""
+
+    mean: Optional[float] = Field(description="Arithmetic mean.")
+    p50: Optional[float] = Field(description="50th percentile (median), numpy linear interpolation.")
+    p90: Optional[float] = Field(description="90th percentile, numpy linear interpolation.")
+    p95: Optional[float] = Field(description="95th percentile, numpy linear interpolation.")
+    p99: Optional[float] = Field(description="99th percentile, numpy linear interpolation.")
+    std: Optional[float] = Field(description="Population standard deviation (ddof 0).")
+    count: int = Field(ge=0, description="Number of requests behind the statistics (0: none, every statistic null).")
+
+
+def metric_fields(rows: Iterable[Metric], annotation: Any, default: Any = ...) -> dict[str, Any]:
+    """Fields for `create_model`, one per registry row, each with the row's description."""
+    return {m.name: (annotation, Field(default=default, description=m.description)) for m in rows}
+
+
+class _LatenciesBase(_Model):
     """Latency statistics of a scenario."""
 
-    e2e_ms: Percentiles = Field(
-        description="End-to-end latency per successful request: send to last token. "
-        "From the client's per-request latencies when the raw file has them (vLLM); otherwise ttft + sum(itls)."
-    )
-    ttft_ms: Percentiles = Field(description="Time to first token per successful request.")
-    tpot_ms: Percentiles = Field(
-        description="Time per output token per successful request with more than one output token: "
-        "(e2e - ttft) / (output_tokens - 1); statistics over requests."
-    )
-    itl_ms: Percentiles = Field(description="Inter-token latency: every gap between streamed chunks of every successful request, pooled.")
+    if TYPE_CHECKING:  # the fields are the registry's latency rows (contract/metrics.py)
+        def __getattr__(self, name: str) -> Percentiles: ...
+
+
+if TYPE_CHECKING:
+    Latencies = _LatenciesBase
+else:
+    Latencies = create_model("Latencies", __base__=_LatenciesBase, __module__=__name__, __doc__=_LatenciesBase.__doc__,
+                             **metric_fields(map(metric, LATENCY_NAMES), Percentiles))
 
 
 class SloStatus(_Model):
@@ -289,7 +306,7 @@ class AcceleratorSummary(_Model):
     power_max_w: Optional[float] = Field(default=None, description="Maximum power of a device, W.")
 
 
-class Scenario(_Model):
+class _ScenarioBase(_Model):
     """One measured scenario: one run of the bench client at one concurrency and shape."""
 
     name: str = Field(description="Scenario name, by default `c{concurrency}_i{input}_o{output}` (`_r{n}` for repeats).")
@@ -308,7 +325,7 @@ class Scenario(_Model):
     )
     request_throughput: Optional[float] = Field(ge=0, description="Completed requests per second (client's value).")
     input_token_throughput: Optional[float] = Field(ge=0, description="Input tokens per second (client's value).")
-    output_token_throughput: Optional[float] = Field(ge=0, description="Output tokens per second (client's value).")
+    output_token_throughput: Optional[float] = Field(ge=0, description=metric("output_token_throughput").description)
     total_token_throughput: Optional[float] = Field(ge=0, description="Input plus output tokens per second.")
     accept_length: Optional[float] = Field(
         description="Mean speculative acceptance length (1 + accepted / drafts); null when not speculative."
@@ -322,12 +339,9 @@ class Scenario(_Model):
     )
     slo_attainment: Optional[float] = Field(
         default=None, ge=0, le=1,
-        description="Goodput share: fraction of all requests (failed ones included) that succeeded with their own "
-        "TTFT and TPOT below the tier's thresholds (docs/METRICS.md); null without per-request data.",
+        description=metric("slo_attainment").description,
     )
-    request_goodput: Optional[float] = Field(default=None, ge=0, description=(
-        "Goodput rate, req/s: the requests counted in slo_attainment's numerator divided by duration_s "
-        "(docs/METRICS.md); null without per-request data or a duration."))
+    request_goodput: Optional[float] = Field(default=None, ge=0, description=metric("request_goodput").description)
     reconstructed: dict[str, str] = Field(
         default_factory=dict,
         description="Values not written by the client, keyed by path (e.g. `latencies.e2e_ms.p90`), with how they were computed: "
@@ -381,19 +395,26 @@ class Scenario(_Model):
     client_extras: Optional[ClientExtras] = Field(default=None, description="Queue times and other keys of the newer clients.")
 
     @model_validator(mode="after")
-    def _time_form(self) -> "Scenario":
+    def _time_form(self) -> "_ScenarioBase":
         problem = check_time_form(self.timestamp, self.timestamp_precision)
         if problem:
             raise ValueError(problem)
         return self
 
     @model_validator(mode="after")
-    def _no_secrets(self) -> "Scenario":
+    def _no_secrets(self) -> "_ScenarioBase":
         """Texts quoted from raw files (notes, the request format, the dataset) go through the one redaction."""
         _redact_attrs(self, ("request_format", "dataset_name"))
         if self.notes:
             object.__setattr__(self, "notes", [redact_text(n) for n in self.notes])
         return self
+
+
+if TYPE_CHECKING:
+    Scenario = _ScenarioBase
+else:  # the registry's scenario distributions (contract/metrics.py: SECTION_METRICS) follow the fields above
+    Scenario = create_model("Scenario", __base__=_ScenarioBase, __module__=__name__, __doc__=_ScenarioBase.__doc__,
+                            **metric_fields(SECTION_METRICS, Optional[Distribution], None))
 
 
 class SloSpec(_Model):

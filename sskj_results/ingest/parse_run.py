@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from .. import __version__
 from ..analysis.slo import resolve_slo, slo_status
+from ..contract.metrics import METRICS
 from ..contract.clientinfo import Acceptance
 from ..contract.errors import RawFormatError, ResultsError, SskjError
 from ..contract.locking import locked, recover_backup
@@ -251,12 +252,13 @@ def _note_server(run: Any, engine: Optional[str], label: str, versions: dict[str
 
 
 def _rejudged(scenario: Scenario, spec: SloSpec, same_slo: bool) -> Scenario:
-    """A recorded scenario kept without its raw file, judged against the current SLO."""
+    """A recorded scenario kept without its raw file, judged against the current SLO: the registry's metrics
+    judged against the SLO (goodput) become unknown."""
     if same_slo:
         return scenario.model_copy()
     lat = scenario.latencies
     return scenario.model_copy(update={"slo_status": slo_status(lat.ttft_ms.p95, lat.tpot_ms.mean, spec),
-                                       "slo_attainment": None, "request_goodput": None})
+                                       **{m.name: None for m in METRICS if m.slo_dependent}})
 
 
 def _draft_tokens(results: Results) -> Optional[int]:

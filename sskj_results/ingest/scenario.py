@@ -9,14 +9,17 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..analysis.metrics import good_requests, goodput_rate, per_request, request_itl_means, slo_attainment, summarize
+from ..analysis.metrics import (
+    derived_values, good_requests, goodput_rate, per_request, request_itl_means, slo_attainment, summarize,
+)
 from ..analysis.slo import slo_status
 from ..contract.bulk import bulk
 from ..contract.errors import ConfigError, RawFormatError, ResultsError
 from ..contract.io import describe_os_error, display_name, one_line
 from ..contract.redact import redact_text
 from ..contract.times import TimePrecision, TimeSource
-from ..contract.models import Latencies, Percentiles, RawRequest, Scenario, SkippedScenario, SloSpec, Source
+from ..contract.metrics import LATENCY_NAMES, SECTION_METRICS
+from ..contract.models import Distribution, Latencies, Percentiles, RawRequest, Scenario, SkippedScenario, SloSpec, Source
 from .filenames import NameHints, name_hints
 from .naming import scenario_name
 from .rawio import FileScan, LineError
@@ -25,7 +28,6 @@ from .readers import RawRun, ReadOptions, read_run
 
 RAW_REQUESTS_CAP = 20000
 RAW_SUFFIXES = (".jsonl", ".json")
-LATENCY_FIELDS = ("e2e_ms", "ttft_ms", "tpot_ms", "itl_ms")
 PCT_FIELDS = ("mean", "p50", "p90", "p95", "p99", "std")
 
 
@@ -208,7 +210,8 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         reconstructed[length] = "average"
     details = run.details
     empty = summarize(np.zeros(0))
-    computed = {k: empty for k in LATENCY_FIELDS}
+    computed = {k: empty for k in LATENCY_NAMES}
+    distributions: dict[str, Any] = {m.name: None for m in SECTION_METRICS}
     raw_requests: list[RawRequest] = []
     attainment = goodput = None
     e2e_method = "per_request"
@@ -222,12 +225,9 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         if not per.e2e_from_latencies:
             e2e_method = "ttft_plus_itls"
         # only what the client did not write itself is reported from the arrays
-        computed = {
-            "ttft_ms": summarize(per.ttft, _missing(run, "ttft_ms")),
-            "e2e_ms": summarize(per.e2e, _missing(run, "e2e_ms")),
-            "tpot_ms": summarize(per.tpot, _missing(run, "tpot_ms")),
-            "itl_ms": summarize(per.itl, _missing(run, "itl_ms")),
-        }
+        arrays = {"ttft_ms": per.ttft, "e2e_ms": per.e2e, "tpot_ms": per.tpot, "itl_ms": per.itl}
+        computed = {name: summarize(arrays[name], _missing(run, name)) for name in LATENCY_NAMES}
+        distributions = _distributions(details, stats_ok)
         attainment = slo_attainment(stats_ok, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
         if stats_ok.size:
             good = good_requests(stats_ok, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
@@ -240,16 +240,12 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         raw_requests = _raw_requests(details, e2e_all, tpot_all, cap)
     measured = details is not None
     extra = run.client_extra
-    latencies = Latencies(
-        e2e_ms=_percentiles(run.client.get("e2e_ms", {}), computed["e2e_ms"], "latencies.e2e_ms", e2e_method,
-                            reconstructed, extra.get("e2e_ms"), measured),
-        ttft_ms=_percentiles(run.client.get("ttft_ms", {}), computed["ttft_ms"], "latencies.ttft_ms", "per_request",
-                             reconstructed, extra.get("ttft_ms"), measured),
-        tpot_ms=_percentiles(run.client.get("tpot_ms", {}), computed["tpot_ms"], "latencies.tpot_ms", e2e_method,
-                             reconstructed, extra.get("tpot_ms"), measured),
-        itl_ms=_percentiles(run.client.get("itl_ms", {}), computed["itl_ms"], "latencies.itl_ms", "per_request",
-                            reconstructed, extra.get("itl_ms"), measured),
-    )
+    method = {"e2e_ms": e2e_method, "tpot_ms": e2e_method}  # the others: per_request
+    latencies = Latencies(**{
+        name: _percentiles(run.client.get(name, {}), computed[name], f"latencies.{name}",
+                           method.get(name, "per_request"), reconstructed, extra.get(name), measured)
+        for name in LATENCY_NAMES
+    })
     total = run.success + (run.failed or 0)
     return Scenario(
         name=name or scenario_name(run.concurrency, run.input_len, run.output_len, request_rate=run.request_rate),
@@ -263,8 +259,20 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         slo_attainment=attainment, request_goodput=goodput, reconstructed=reconstructed, repeat=repeat,
         num_prompts=run.num_prompts, request_rate=run.request_rate, dataset_name=run.dataset_name,
         request_format=run.request_format, notes=list(run.notes), source=source, empty_outputs=run.empty_outputs,
-        client=run.client_print, acceptance=run.acceptance, client_extras=run.client_extras,
+        client=run.client_print, acceptance=run.acceptance, client_extras=run.client_extras, **distributions,
     )
+
+
+def _distributions(details: Any, stats_ok: np.ndarray) -> dict[str, Any]:
+    """The registry's per-request distributions sskj computes (contract/metrics.py, `derive`), over the successful
+    requests with output: every request, not only the raw_requests kept."""
+    columns = {
+        "input_tokens": np.where(details.input_lens >= 0, details.input_lens, np.nan)[stats_ok].astype(float),
+        "output_tokens": details.output_lens[stats_ok].astype(float),
+        "ttft_ms": details.ttfts[stats_ok].astype(float) * 1000,
+    }
+    return {m.name: Distribution.model_validate(summarize(derived_values(m.derive, columns), scale=1.0))
+            for m in SECTION_METRICS if m.derive}
 
 
 def _missing(run: RawRun, metric: str) -> list[str]:

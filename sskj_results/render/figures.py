@@ -333,7 +333,7 @@ def comparison_cdfs(doc: ComparisonDoc, runs: Sequence[RunData]) -> list[CdfSet]
 def report_cdfs(run: RunData) -> list[CdfSet]:
     shapes: dict[tuple[int, int], list[int]] = {}
     for i, s in enumerate(run.results.scenarios):
-        if run.samples[i].ttft_ms.size or run.samples[i].tpot_ms.size:
+        if run.samples[i].metric("ttft_ms").size or run.samples[i].metric("tpot_ms").size:
             shapes.setdefault((s.input_len, s.output_len), []).append(i)
     out = []
     for (inp, outp), idx in sorted(shapes.items()):
@@ -343,7 +343,7 @@ def report_cdfs(run: RunData) -> list[CdfSet]:
         for i in idx:
             s = scen[i]
             who = f"concurrency {s.concurrency}" if s.concurrency is not None else f"rate {s.request_rate}"
-            lines.append((f"{who}{f' r{s.repeat}' if s.repeat else ''}", run.samples[i].ttft_ms, run.samples[i].tpot_ms))
+            lines.append((f"{who}{f' r{s.repeat}' if s.repeat else ''}", run.samples[i].metric("ttft_ms"), run.samples[i].metric("tpot_ms")))
         out.append(CdfSet(f"i{inp}_o{outp}", f"Per-request latency CDF — input {inp:,} / output {outp:,}", lines))
     return out
 

@@ -118,7 +118,7 @@ def draw_report_plots(run: RunData, spec: SloSpec, plot_dir: Path, cdf: Optional
     ]
     shapes: dict[tuple[int, int], list[int]] = {}
     for i, s in enumerate(run.results.scenarios):
-        if run.samples[i].ttft_ms.size or run.samples[i].tpot_ms.size:
+        if run.samples[i].metric("ttft_ms").size or run.samples[i].metric("tpot_ms").size:
             shapes.setdefault((s.input_len, s.output_len), []).append(i)
     chosen = sorted(shapes.items())
     for (inp, outp), idx in chosen if cdf is None else chosen[:cdf]:
@@ -127,11 +127,11 @@ def draw_report_plots(run: RunData, spec: SloSpec, plot_dir: Path, cdf: Optional
         for i in idx:
             s = run.results.scenarios[i]
             rep = f" r{s.repeat}" if s.repeat else ""
-            n = max(run.samples[i].ttft_ms.size, run.samples[i].tpot_ms.size)
+            n = max(run.samples[i].metric("ttft_ms").size, run.samples[i].metric("tpot_ms").size)
             load = (f"concurrency {s.concurrency}" if s.concurrency is not None
                     else f"rate {s.request_rate if s.request_rate is not None else 'unlimited'} req/s")
-            lines.append(plots.CdfLine(f"{load}{rep} (n={n})", run.samples[i].ttft_ms,
-                                       run.samples[i].tpot_ms))
+            lines.append(plots.CdfLine(f"{load}{rep} (n={n})", run.samples[i].metric("ttft_ms"),
+                                       run.samples[i].metric("tpot_ms")))
         written.append(plots.latency_cdfs(
             lines, plot_dir / plot_file_name("cdf", f"i{inp}_o{outp}"),
             f"Per-request latency CDF — {who}, input {inp:,} / output {outp:,}",

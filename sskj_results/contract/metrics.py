@@ -1,0 +1,160 @@
+"""The metric registry: one row per metric a scenario records, read by every consumer.
+
+A row says what the metric is (name, unit, labels, direction), where results.json
+keeps it, how it is summarised (a distribution over requests, or one value per
+scenario) and compared (per request or across repeats), whether the client wrote
+it or sskj computes it, and where docs/METRICS.md defines it. From the rows follow:
+
+* the results.json fields (`models.Latencies`, the distribution fields of
+  `models.Scenario`, the row fields of `comparison_models.Row`), each with the
+  row's description; the schema is generated from them (`make schema`);
+* `comparison_models.MetricName` and compare's tests (`analysis/compare.py`);
+* the per-request samples of a loaded run (`analysis/rundata.py`);
+* the labels of the verdict table and the metric sections of report.md and
+  comparison.md (`render/report.py`: `SECTIONS`);
+* the statistics validate checks (`analysis/validate.py`) and the runs
+  table's columns (`analysis/runtable.py`, derived from the models).
+
+A metric sskj computes per request names its computation (`derive`): a
+function registered under that name in `analysis/metrics.py` (`per_request_metric`).
+Pure data: no numpy, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Optional, Sequence
+
+Direction = Literal["lower", "higher"]
+# distribution: statistics over the successful requests (mean, p50, p90, p95, p99, std, count);
+# scalar: one value per scenario (and per repeat)
+Summary = Literal["distribution", "scalar"]
+# per-request: Mann-Whitney U over the pooled per-request values; per-repeat: Welch's t over the repeats' values
+Comparison = Literal["per-request", "per-repeat"]
+Origin = Literal["client", "sskj"]
+# latencies: a statistics object under scenarios[].latencies (the seed-002 table's metrics);
+# scenario: a field of scenarios[] (a distribution metric of this place gets its own report section)
+Place = Literal["latencies", "scenario"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of a scenario."""
+
+    name: str  # its key in results.json (and comparison.json's `metric`)
+    unit: str  # ms, tok/s, req/s
+    label: str  # long label: the verdict table's Metric column (the statistic compared, with its unit)
+    short: str  # short label: lists of metrics, section titles
+    direction: Direction  # which way is better
+    summary: Summary
+    compared: Optional[Comparison]  # None: recorded, not tested
+    origin: Origin  # `client`: the client's own value where it wrote it; `sskj`: always computed by sskj
+    place: Place
+    description: str  # the results.json field's description
+    docs: str  # its definition: docs/METRICS.md#<anchor>
+    request_field: Optional[str] = None  # the per-request value: a field of raw_requests[] (`RawRequest`)
+    derive: Optional[str] = None  # or the name of its per-request computation in analysis/metrics.py
+    section: Optional[str] = None  # report and comparison section title (scenario distributions only)
+    intro: str = ""  # the section's first paragraph: what the figure says, in words
+    noun: str = ""  # the metric in a sentence ("prefill rate"); empty: the short label
+    reading: int = 100  # position in compare's tests (the seed table's order: TTFT, TPOT, E2E); ties: registry order
+    slo_dependent: bool = False  # judged against the run's SLO: unknown when a comparison judges against another
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.direction == "higher"
+
+    @property
+    def words(self) -> str:
+        """The metric in a sentence."""
+        return self.noun or self.short
+
+
+# in results.json's order (the order its keys were always written in)
+METRICS: tuple[Metric, ...] = (
+    Metric(
+        name="e2e_ms", reading=3, unit="ms", label="E2E median (ms)", short="E2E", direction="lower",
+        summary="distribution",
+        compared="per-request", origin="client", place="latencies", request_field="e2e_ms",
+        docs="docs/METRICS.md#per-request-metrics",
+        description="End-to-end latency per successful request: send to last token. "
+        "From the client's per-request latencies when the raw file has them (vLLM); otherwise ttft + sum(itls).",
+    ),
+    Metric(
+        name="ttft_ms", reading=1, unit="ms", label="TTFT median (ms)", short="TTFT", direction="lower",
+        summary="distribution",
+        compared="per-request", origin="client", place="latencies", request_field="ttft_ms",
+        docs="docs/METRICS.md#per-request-metrics", description="Time to first token per successful request.",
+    ),
+    Metric(
+        name="tpot_ms", reading=2, unit="ms", label="TPOT median (ms)", short="TPOT", direction="lower",
+        summary="distribution",
+        compared="per-request", origin="client", place="latencies", request_field="tpot_ms",
+        docs="docs/METRICS.md#per-request-metrics",
+        description="Time per output token per successful request with more than one output token: "
+        "(e2e - ttft) / (output_tokens - 1); statistics over requests.",
+    ),
+    Metric(
+        name="itl_ms", unit="ms", label="ITL median (ms)", short="ITL", direction="lower", summary="distribution",
+        compared=None, origin="client", place="latencies", request_field="itl_ms",
+        docs="docs/METRICS.md#per-request-metrics",
+        description="Inter-token latency: every gap between streamed chunks of every successful request, pooled.",
+    ),
+    Metric(
+        name="output_token_throughput", unit="tok/s", label="OutTok/s mean", short="OutTok/s", direction="higher",
+        summary="scalar", compared="per-repeat", origin="client", place="scenario",
+        docs="docs/METRICS.md#throughput", description="Output tokens per second (client's value).",
+    ),
+    Metric(
+        name="slo_attainment", unit="share", label="In SLO share", short="In SLO", direction="higher",
+        summary="scalar", compared=None, origin="sskj", place="scenario", docs="docs/METRICS.md#goodput",
+        slo_dependent=True,
+        description="Goodput share: fraction of all requests (failed ones included) that succeeded with their own "
+        "TTFT and TPOT below the tier's thresholds (docs/METRICS.md); null without per-request data.",
+    ),
+    Metric(
+        name="request_goodput", unit="req/s", label="Goodput mean (req/s)", short="Goodput", direction="higher",
+        summary="scalar", compared="per-repeat", origin="sskj", place="scenario", docs="docs/METRICS.md#goodput",
+        slo_dependent=True,
+        description="Goodput rate, req/s: the requests counted in slo_attainment's numerator divided by duration_s "
+        "(docs/METRICS.md); null without per-request data or a duration.",
+    ),
+    Metric(
+        name="prefill_tok_s", unit="tok/s", label="Prefill median (tok/s)", short="Prefill", direction="higher",
+        summary="distribution", compared="per-request", origin="sskj", place="scenario", derive="prefill_tok_s",
+        docs="docs/METRICS.md#prefill-rate", section="Prefill rate", noun="prefill rate",
+        intro="Input tokens over time to first token, per successful request with output: how fast a prompt gets "
+        "through the engine, in tok/s; statistics over every such request whose input length and TTFT are known.",
+        description="Prefill rate per successful request with output: input tokens / TTFT, tok/s (higher is better); "
+        "statistics over the requests whose input length and TTFT are known (docs/METRICS.md); null without "
+        "per-request data.",
+    ),
+)
+
+BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
+if len(BY_NAME) != len(METRICS):  # pragma: no cover - a registry error, caught by the tests at import
+    raise RuntimeError("contract/metrics.py: two rows share a name")
+
+
+def metric(name: str) -> Metric:
+    """The row of that name (KeyError for an unknown name: a programming error)."""
+    return BY_NAME[name]
+
+
+def names(**where: object) -> tuple[str, ...]:
+    """Names of the rows whose attributes equal the given values, in registry order."""
+    return tuple(m.name for m in METRICS if all(getattr(m, k) == v for k, v in where.items()))
+
+
+LATENCY_NAMES = names(place="latencies")  # scenarios[].latencies.<name>, statistics in ms
+# distributions recorded on scenarios[] itself, each with its own section in report.md and comparison.md
+SECTION_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.place == "scenario" and m.summary == "distribution")
+COMPARED = tuple(m.name for m in METRICS if m.compared is not None)
+# compare's tests of one scenario, in reading order
+PER_REQUEST_COMPARED = tuple(m.name for m in sorted(METRICS, key=lambda m: m.reading) if m.compared == "per-request")
+PER_REPEAT_COMPARED = tuple(m.name for m in sorted(METRICS, key=lambda m: m.reading) if m.compared == "per-repeat")
+
+
+def and_words(words: Sequence[str]) -> str:
+    """Metrics in a sentence: `a, b and c`."""
+    return ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else "".join(words)

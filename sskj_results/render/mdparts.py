@@ -1,0 +1,151 @@
+"""The Markdown pieces report.md and comparison.md share: formatting, the seed-002 table, notes, the Goodput
+section and the registry's metric sections (contract/metrics.py), plot lines. Pure: no I/O."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Iterable, Optional, Sequence
+
+from ..contract.escape import md_code, md_text
+from ..contract.comparison_models import Row
+from ..contract.metrics import METRICS, Metric
+from ..contract.models import SloSpec
+from ..analysis.slo import NOT_MEASURED, describe
+from .mdtable import cell, github_table
+from .validity_md import validity_mark
+
+TABLE_HEADER = (
+    "| Scenario | Backend | Conc | Input | Output | Req/s | OutTok/s | TTFT P95(ms) | TTFT P99(ms) "
+    "| TPOT Mean(ms) | TPOT P95(ms) | TPOT P99(ms) | E2E P99(ms) | SLO |"
+)
+TABLE_ALIGN = "|---|---|" + "---:|" * 12
+# report.md only: comparison.md keeps the seed-002 table and shows validity in its own section
+REPORT_TABLE_HEADER = TABLE_HEADER + " Valid |"
+REPORT_TABLE_ALIGN = TABLE_ALIGN + "---|"
+SLO_NOTES = (
+    "- SLO check uses TTFT P95 and TPOT mean.",
+    "- A ⚠️ indicates one of the two metrics is out of target; ❌ indicates both are out.",
+)
+METRIC_LABELS = {m.name: m.label for m in METRICS}  # the verdict table's Metric column
+METRIC_SHORT = {m.name: m.short for m in METRICS}  # lists of metrics
+PLOT_TITLES = {
+    "throughput_vs_interactivity.png": "Output throughput vs interactivity",
+    "ttft_p95_vs_concurrency.png": "TTFT P95 vs concurrency",
+    "tpot_mean_vs_concurrency.png": "TPOT mean vs concurrency",
+}
+
+
+# --------------------------------------------------------------------------- formatting helpers
+
+
+def num(value: Optional[float], digits: int = 2) -> str:
+    """`-` for a missing value, else fixed decimals."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def code(text: str) -> str:
+    """Inline code on one line that survives backticks in the text (contract.escape.md_code)."""
+    return md_code(text)
+
+
+mdt = md_text  # a recorded value inside Markdown text
+
+
+def slo_reference(spec: SloSpec) -> str:
+    """`TTFT P95 < 3000.0ms, TPOT mean < 50.0ms (S2)`."""
+    rule = describe(SloSpec(tier=None, ttft_p95_ms=spec.ttft_p95_ms, tpot_mean_ms=spec.tpot_mean_ms))
+    return f"{rule} ({spec.tier})" if spec.tier else rule
+
+
+def table_line(row: Row) -> str:
+    """One row of the side-by-side table, exactly as the team's reports print it."""
+    cells = [
+        cell(row.scenario), cell(row.run), str(row.concurrency) if row.concurrency is not None else "-", str(row.input_len), str(row.output_len),
+        num(row.request_throughput), num(row.output_token_throughput), num(row.ttft_p95_ms), num(row.ttft_p99_ms),
+        num(row.tpot_mean_ms), num(row.tpot_p95_ms), num(row.tpot_p99_ms), num(row.e2e_p99_ms),
+        row.slo_status.overall,
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def results_table(rows: Iterable[Row]) -> list[str]:
+    """Header, alignment row and one line per row."""
+    return [TABLE_HEADER, TABLE_ALIGN] + [table_line(r) for r in rows]
+
+
+def report_table(rows: Iterable[Row]) -> list[str]:
+    """report.md's Results table: the side-by-side table plus a Valid column (✔, ✖ failed checks, blank unknown)."""
+    return [REPORT_TABLE_HEADER, REPORT_TABLE_ALIGN] + [f"{table_line(r)} {cell(validity_mark(r))} |" for r in rows]
+
+
+NOT_MEASURED_NOTE = (
+    f"- A {NOT_MEASURED} marks a scenario whose TTFT P95 or TPOT mean was not measured (neither in the raw file nor "
+    "computable from it): its SLO check is unknown, not failed."
+)
+
+
+def unmeasured_note(rows: Iterable[Row]) -> list[str]:
+    """The legend line for ❔, when a row has it."""
+    return [NOT_MEASURED_NOTE] if any(r.slo_status.overall == NOT_MEASURED for r in rows) else []
+
+
+def has_missing(rows: Iterable[Row]) -> bool:
+    fields = ("request_throughput", "output_token_throughput", "ttft_p95_ms", "ttft_p99_ms", "tpot_mean_ms",
+              "tpot_p95_ms", "tpot_p99_ms", "e2e_p99_ms")
+    return any(getattr(r, f) is None for r in rows for f in fields)
+
+
+def goodput_section(rows: Sequence[Row], spec: SloSpec, with_backend: bool) -> list[str]:
+    """`## Goodput`: per scenario the share of requests within the SLO and their rate; nothing when no row has one."""
+    if all(r.slo_attainment is None and r.request_goodput is None for r in rows):
+        return []
+    tier = f" ({spec.tier})" if spec.tier else ""
+    lines = ["## Goodput", "",
+             f"Requests that succeeded with their own TTFT below {spec.ttft_p95_ms:g} ms and TPOT below "
+             f"{spec.tpot_mean_ms:g} ms{tier}: their share of all requests (failed ones count as misses) and their "
+             "rate over the benchmark duration (docs/METRICS.md). `-`: not measured (no per-request data, or the "
+             "run's marks were recomputed against another SLO).", ""]
+    headers = ["Scenario"] + (["Backend"] if with_backend else []) + ["In SLO (%)", "Goodput (req/s)", "Req/s"]
+    table = [[r.scenario] + ([r.run] if with_backend else [])
+             + [num(None if r.slo_attainment is None else r.slo_attainment * 100, 1), num(r.request_goodput),
+                num(r.request_throughput)] for r in rows]
+    align = ["left"] + (["left"] if with_backend else []) + ["right"] * 3
+    return lines + github_table(headers, table, align) + [""]
+
+
+STAT_COLUMNS = (("mean", "Mean"), ("p50", "P50"), ("p90", "P90"), ("p99", "P99"))
+
+
+def metric_section(m: Metric, rows: Sequence[Row], with_backend: bool) -> list[str]:
+    """`## <section>` of a registry distribution recorded on scenarios[] (contract/metrics.py: SECTION_METRICS):
+    per scenario its count and statistics; nothing when no row has it."""
+    values = [getattr(r, m.name) for r in rows]
+    if all(v is None for v in values):
+        return []
+    better = "higher" if m.higher_is_better else "lower"
+    lines = [f"## {m.section}", "", f"{m.intro} {better.capitalize()} is better. `-`: not measured. "
+             f"Definition: {m.docs}.", ""]
+    headers = (["Scenario"] + (["Backend"] if with_backend else []) + ["Requests"]
+               + [f"{title} ({m.unit})" for _, title in STAT_COLUMNS])
+    table = [[r.scenario] + ([r.run] if with_backend else [])
+             + ["-" if v is None else str(v.count)] + [num(None if v is None else getattr(v, stat)) for stat, _ in STAT_COLUMNS]
+             for r, v in zip(rows, values)]
+    align = ["left"] + (["left"] if with_backend else []) + ["right"] * (1 + len(STAT_COLUMNS))
+    return lines + github_table(headers, table, align) + [""]
+
+
+def plot_alt(name: str) -> str:
+    if name in PLOT_TITLES:
+        return PLOT_TITLES[name]
+    stem = name[:-4] if name.endswith(".png") else name
+    if stem.startswith("cdf_"):
+        return f"TTFT and TPOT CDFs, {stem[4:]}"
+    return stem
+
+
+def plot_lines(files: Sequence[str]) -> list[str]:
+    lines: list[str] = []
+    for f in files:
+        lines += [f"![{plot_alt(PurePath(f).name)}]({f})", ""]
+    return lines
+

@@ -1,0 +1,74 @@
+"""The metric registry (contract/metrics.py) is the one list of metrics: every consumer follows its rows."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from sskj_results.analysis import validate
+from sskj_results.analysis.metrics import derivations
+from sskj_results.analysis.runtable import COLUMNS
+from sskj_results.contract.comparison_models import MetricName, Row, StatTest
+from sskj_results.contract.metrics import (
+    COMPARED, LATENCY_NAMES, METRICS, PER_REPEAT_COMPARED, PER_REQUEST_COMPARED, SECTION_METRICS, metric,
+)
+from sskj_results.contract.models import Distribution, Latencies, Percentiles, Scenario
+from sskj_results.render.mdparts import METRIC_LABELS, METRIC_SHORT
+from sskj_results.render.report import SECTIONS, sections
+
+
+def test_names_are_unique_and_rows_complete():
+    assert len({m.name for m in METRICS}) == len(METRICS)
+    for m in METRICS:
+        assert m.unit and m.label and m.short and m.description and m.docs.startswith("docs/METRICS.md#"), m.name
+        assert m.direction in ("lower", "higher")
+        if m.summary == "scalar":
+            assert m.request_field is None and m.derive is None and m.compared != "per-request", m.name
+        if m.compared == "per-request":
+            assert (m.request_field is None) != (m.derive is None), f"{m.name}: one per-request source"
+        if m.origin == "client":
+            assert m.derive is None, f"{m.name}: a client's metric is read, not derived"
+
+
+def test_models_follow_the_rows():
+    assert tuple(Latencies.model_fields) == LATENCY_NAMES
+    for name in LATENCY_NAMES:
+        field = Latencies.model_fields[name]
+        assert field.annotation is Percentiles and field.description == metric(name).description
+    for m in SECTION_METRICS:
+        for model in (Scenario, Row):
+            field = model.model_fields[m.name]
+            assert field.description == m.description and field.default is None
+            assert Distribution in typing.get_args(field.annotation)
+        assert m.section, f"{m.name}: a scenario distribution needs its section title"
+    for m in METRICS:
+        if m.place == "scenario" and m.summary == "scalar":
+            assert Scenario.model_fields[m.name].description == m.description
+
+
+def test_compare_and_labels_follow_the_rows():
+    assert set(typing.get_args(MetricName)) == set(COMPARED)
+    assert typing.get_args(StatTest.model_fields["metric"].annotation) == COMPARED
+    assert set(PER_REQUEST_COMPARED) | set(PER_REPEAT_COMPARED) == set(COMPARED)
+    assert PER_REQUEST_COMPARED[:3] == ("ttft_ms", "tpot_ms", "e2e_ms")  # the seed table's reading order
+    assert set(METRIC_LABELS) == set(METRIC_SHORT) == {m.name for m in METRICS}
+
+
+def test_every_derived_metric_has_its_computation():
+    assert {m.derive for m in METRICS if m.derive} <= derivations()
+
+
+def test_sections_follow_the_rows():
+    ids = [s.id for s in SECTIONS]
+    assert len(ids) == len(set(ids))
+    for m in SECTION_METRICS:
+        assert f"metric:{m.name}" in [s.id for s in sections("report")]
+        assert f"metric:{m.name}" in [s.id for s in sections("comparison")]
+
+
+@pytest.mark.parametrize("m", SECTION_METRICS, ids=lambda m: m.name)
+def test_runs_table_and_validate_cover_each_section_metric(m):
+    names = {c.name for c in COLUMNS}
+    assert {f"{m.name}_{stat}" for stat in ("mean", "p50", "p90", "p95", "p99", "std", "count")} <= names
+    assert m.name in validate.SECTION_NAMES
