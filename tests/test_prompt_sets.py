@@ -3,13 +3,14 @@ served model's tokenizer reads back at exactly the input length (scripts/common/
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import re
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -233,3 +234,133 @@ def test_parse_records_the_prompt_method_of_each_scenario(tmp_path: Path) -> Non
     assert [s.prompt_method for s in load_run(run).scenarios] == [None]
     assert any("prompts/cpu_vllm_1130_4_64_32.json: method 'exact' is not one of token-ids" in w
                for w in outcome.warnings), outcome.warnings
+
+
+# ------------------------------------------------------------------ one input path for every phase of a run
+
+from sskj_results.run.prompts import (  # noqa: E402
+    PhasePrompts, PromptText, phase_prompts, prompt_source, resolve_text, run_prompts, text_sha256,
+)
+
+
+def _phases(*backends: str, speculative: tuple[str, ...] = ()) -> list[PhasePrompts]:
+    return [PhasePrompts(b, b, b in speculative) for b in backends]
+
+
+def test_every_phase_gets_one_method_token_ids_only_where_every_engine_takes_them(tmp_path: Path) -> None:
+    env = {"CLIENT": "sglang", "MODEL_PATH": "/m/base", "PROMPT_TEXT": "none"}
+    assert run_prompts(env, _phases("sglang", "sglang"), tmp_path).method == "token-ids"
+    mixed = run_prompts(env, _phases("sglang", "vllm"), tmp_path)
+    assert mixed.method == "round-trip-set"  # the H200 A/B: no more ids to one engine and text to the other
+    assert "not every phase's client can send token ids (sglang: token-ids, vllm: round-trip-set)" in mixed.why
+    assert run_prompts({**env, "PROMPT_METHOD": "client-random-text"}, _phases("sglang", "vllm"), tmp_path).method \
+        == "client-random-text"
+    with pytest.raises(ConfigError, match="^phase vllm: PROMPT_METHOD=token-ids needs CLIENT=sglang with backend "
+                                          "sglang"):
+        run_prompts({**env, "PROMPT_METHOD": "token-ids"}, _phases("sglang", "vllm"), tmp_path)
+
+
+def test_the_run_makes_its_sets_with_one_tokenizer_whatever_a_phase_serves(tmp_path: Path) -> None:
+    # the long-context matrix: the DSpark phase serves its own checkpoint (a phase setting MODEL_PATH=...)
+    env = {"MODEL_PATH": "/m/DeepSeek-V4-Flash", "PROMPT_TEXT": "none"}
+    phases = [phase_prompts("sglang", "sglang", "sglang", {}, env), phase_prompts("vllm", "vllm", "vllm", {}, env),
+              phase_prompts("dspark", "vllm-dspark", "vllm", {"MODEL_PATH": "/m/DeepSeek-V4-Flash-DSpark"}, env)]
+    assert [p.speculative for p in phases] == [False, False, True]
+    assert run_prompts(env, phases, tmp_path).tokenizer == "/m/DeepSeek-V4-Flash"
+    assert run_prompts({**env, "PROMPT_TOKENIZER": "/tok"}, phases, tmp_path).tokenizer == "/tok"
+    ngram = phase_prompts("vllm_ngram", "vllm-cpu", "vllm", {"SPEC_METHOD": "ngram"}, {"SPEC_METHOD": ""})
+    assert ngram.speculative and not phase_prompts("b", "vllm-cpu", "vllm", {}, {"SPEC_METHOD": ""}).speculative
+
+
+def test_speculative_runs_use_real_text_by_default_and_a_named_text_is_hashed(tmp_path: Path) -> None:
+    text = tmp_path / "talk.jsonl"
+    text.write_text('{"conversations": [{"from": "human", "value": "Hello there"}]}\n')
+    env = {"MODEL_PATH": "/m", "PROMPT_TEXT": str(text)}
+    chosen = run_prompts(env, _phases("sglang", "vllm"), tmp_path)
+    assert chosen.method == "round-trip-set" and chosen.text == PromptText(text.resolve(), text_sha256(text))
+    assert chosen.text is not None and chosen.text.sha256 == hashlib.sha256(text.read_bytes()).hexdigest()
+    assert run_prompts({**env, "PROMPT_TEXT": "talk.jsonl"}, _phases("sglang"), tmp_path).text == chosen.text
+    with pytest.raises(ConfigError, match=r"PROMPT_TEXT=nope.txt: .*nope.txt does not exist; name a text file"):
+        run_prompts({**env, "PROMPT_TEXT": "nope.txt"}, _phases("sglang"), tmp_path)
+    with pytest.raises(ConfigError, match="makes round-trip sets of real text, but PROMPT_METHOD=token-ids"):
+        run_prompts({**env, "PROMPT_METHOD": "token-ids"}, _phases("sglang"), tmp_path)
+    plain = run_prompts({"MODEL_PATH": "/m"}, _phases("sglang", "sglang"), tmp_path)
+    assert plain.method == "token-ids" and plain.text is None  # no speculative phase: random ids stay
+    spec = run_prompts({"MODEL_PATH": "/m"}, _phases("sglang", "dspark", speculative=("dspark",)), tmp_path)
+    assert spec.method == "round-trip-set" and spec.text is not None and spec.text.path.name == "plays"
+    assert "speculative phase dspark" in spec.why
+    assert resolve_text("none", tmp_path) is None
+
+
+def test_prompt_source_names_what_the_prompts_were(tmp_path: Path) -> None:
+    text = PromptText(tmp_path, "ab" * 32)
+    assert prompt_source("token-ids", None) == "random ids"
+    assert prompt_source("client-random-text", None) == "decoded random"
+    assert prompt_source("round-trip-set", None) == "random words"
+    assert prompt_source("round-trip-set", text) == f"text of {'ab' * 32}"
+    assert prompt_source("client-dataset", None) is None
+    words = prompt_set(tmp_path, "f" * 16, 128, 16, "1", "sglang")
+    real = prompt_set(tmp_path, "f" * 16, 128, 16, "1", "sglang", text)
+    assert real.path.name == "ffffffffffffffff_tabababababab_i128_n16_s1_v1.json" and real != words
+    argv = make_command(["py"], REPO, "tok", "1", [real])
+    assert argv[argv.index("--text") + 1] == str(tmp_path) and "--chat-template" not in argv
+    record(tmp_path, "stem", "round-trip-set", "tok", "1", real)
+    data = json.loads((tmp_path / "prompts" / "stem.json").read_text())
+    assert data["source"] == f"text of {'ab' * 32}" and data["text_sha256"] == "ab" * 32
+
+
+# ------------------------------------------------------------------ compare refuses other prompts
+
+def _prompt_runs(method_b: str, source_b: Optional[str]) -> list[Any]:
+    from sskj_results.analysis.rundata import run_data
+
+    from .test_compare import latencies, results, scenario
+
+    def run(engine: str, method: Optional[str], source: Optional[str], seed: int) -> Any:
+        s = scenario(2, 10, 10, ttft=latencies(30, 100, seed), tpot=latencies(30, 10, seed + 1))
+        s = s.model_copy(update={"prompt_method": method, "prompt_source": source})
+        return run_data(results(engine, [s]), engine)
+    return [run("sglang", "token-ids", "random ids", 1), run("vllm", method_b, source_b, 3)]
+
+
+def test_compare_refuses_verdicts_across_prompt_methods_unless_asked() -> None:
+    from sskj_results.analysis.compare import CompareOptions, build_comparison
+
+    doc = build_comparison(_prompt_runs("round-trip-set", "random words"), CompareOptions(plots=False))
+    diffs = {d.setting: d for d in doc.config_differences}
+    assert diffs["prompt method"].values == {"sglang": "token-ids", "vllm": "round-trip-set"}
+    assert diffs["prompt source"].axis == "prompts" and diffs["prompt source"].expected is False
+    assert doc.configurations_differ
+    tests = [t for s in doc.scenarios for t in s.tests]
+    assert tests and all(t.verdict == "not comparable" for t in tests)
+    assert tests[0].reason == ("prompts differ (prompt method: token-ids vs round-trip-set; prompt source: random ids "
+                               "vs random words): pass --allow-prompt-difference to compare anyway")
+    allowed = build_comparison(_prompt_runs("round-trip-set", "random words"),
+                               CompareOptions(plots=False, allow_prompt_difference=True))
+    tests = [t for s in allowed.scenarios for t in s.tests]
+    assert all(t.verdict != "not comparable" for t in tests)
+    assert all("prompts differ (prompt method: token-ids vs round-trip-set" in (t.reason or "") for t in tests)
+    # the same prompts: verdicts as usual; one run that did not record them: listed, not refused
+    same = build_comparison(_prompt_runs("token-ids", "random ids"), CompareOptions(plots=False))
+    assert "prompt method" not in {d.setting for d in same.config_differences}
+    assert all(t.verdict != "not comparable" for s in same.scenarios for t in s.tests)
+    unknown = build_comparison(_prompt_runs(None, None), CompareOptions(plots=False))  # type: ignore[arg-type]
+    assert "prompt method" in {d.setting for d in unknown.config_differences}
+    assert all(t.verdict != "not comparable" for s in unknown.scenarios for t in s.tests)
+
+
+def test_compare_cli_takes_the_allow_prompt_difference_option(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from sskj_results.cli import main
+    from .test_compare import write_run
+
+    dirs = [str(write_run(tmp_path / run.results.metadata.engine, run.results))
+            for run in _prompt_runs("round-trip-set", "random words")]
+    for extra, refused in (([], True), (["--allow-prompt-difference"], False)):
+        out = tmp_path / f"cmp{len(extra)}"
+        result = CliRunner().invoke(main, ["compare", *dirs, "--out", str(out), "--no-plots", *extra])
+        assert result.exit_code == 0, result.output
+        tests = [t for s in json.loads((out / "comparison.json").read_text())["scenarios"] for t in s["tests"]]
+        assert tests and all("prompts differ (prompt method: token-ids vs round-trip-set" in t["reason"] for t in tests)
+        assert all("pass --allow-prompt-difference" in t["reason"] for t in tests) is refused
