@@ -299,15 +299,18 @@ def text_prompt(src: TextSource, seed: str, length: int, index: int, check: bool
                          "try another text (PROMPT_TEXT) or PROMPT_TEXT=none")
 
 
-def write_text_set(src: TextSource, seed: str, length: int, count: int, out: Path) -> None:
-    """A set of real-text prompts: the first prompt of each length, and every prompt up to FULL_CHECK_TOKENS,
-    is encoded whole and checked."""
+def text_prompts(src: TextSource, seed: str, length: int, count: int) -> list[str]:
+    """The first `count` real-text prompts of a length: the first, and every prompt up to FULL_CHECK_TOKENS, is
+    encoded whole and checked."""
     src.count_until(3 * length)
     if sum(src.counts) < length:
         print(f"make_prompt_set.py: the text holds {sum(src.counts)} tokens, fewer than {length}: "
               "its prompts repeat it", file=sys.stderr)
-    _write_rows(out, (text_prompt(src, seed, length, i, check=i == 0 or length <= FULL_CHECK_TOKENS)
-                      for i in range(count)), count)
+    return [text_prompt(src, seed, length, i, check=i == 0 or length <= FULL_CHECK_TOKENS) for i in range(count)]
+
+
+def write_text_set(src: TextSource, seed: str, length: int, count: int, out: Path) -> None:
+    _write_rows(out, text_prompts(src, seed, length, count), count)
 
 
 def write_set(tok: Tokenizer, pool: Sequence[str], seed: str, length: int, count: int, out: Path) -> None:
@@ -372,8 +375,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not args.chat_template:
                 tok.template = None
             src = TextSource(tok, text_pieces(read_text(args.text)))
-            for length, count, out in sorted(todo):
-                write_text_set(src, args.seed, length, count, out)
+            made: dict[int, list[str]] = {}  # the prompts of a length, made once for all its sets
+            for length, count, out in sorted(todo, key=lambda s: (s[0], -s[1])):
+                if length not in made:
+                    made[length] = text_prompts(src, args.seed, length, count)
+                _write_rows(out, made[length][:count], count)
                 print(f"{out}: {count} prompts of {length} tokens of text from {args.text} ({args.tokenizer})",
                       file=sys.stderr)
             return 0
