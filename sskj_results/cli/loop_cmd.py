@@ -395,6 +395,8 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
         if record_patches:
             _info(f"{run_dir / 'results.json'}: {len(series)} patch(es) recorded")
     items: list[tuple[str, list[str]]] = []
+    if env.get("RUN_PROMPT_WHY") and not dry:
+        _info(f"prompts of the run: {env['RUN_PROMPT_WHY']}; tokenizer {_tokenizer()}")
     if method == "round-trip-set" and not dry:
         _make_sets(_grid_prompt_sets())
     if dry:
