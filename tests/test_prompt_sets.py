@@ -490,3 +490,37 @@ def test_every_shipped_gpu_experiment_sends_every_phase_the_same_prompts(tmp_pat
             assert len({make[0] for make in makes.values()}) == 1, (exp.name, makes)
             assert all(any("# prompts of the run: real text " in line for line in lines)
                        for lines in phases.values()), exp.name
+
+
+def test_config_exports_the_runs_prompts_and_preflight_warns_for_a_speculative_phase_on_random_prompts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from click.testing import CliRunner
+
+    from sskj_results.cli import main
+    from sskj_results.run.preflight import prompt_problem
+
+    for key in [k for k in os.environ if k.startswith(("PROMPT", "RUN_PROMPT", "SSKJ_"))] + \
+            ["MODEL_PATH", "TOKENIZER_PATH", "CLIENT_BACKEND", "SPEC_METHOD", "DATASET_NAME", "DATASET_PATH"]:
+        monkeypatch.delenv(key, raising=False)
+    exp = REPO / "experiments" / "h200" / "dsv4_h200_sglang_vs_vllm"
+    monkeypatch.setenv("REPO_ROOT", str(REPO))
+    saved = dict(os.environ)
+    try:  # config exports into this process's environment: put it back whatever happens
+        result = CliRunner().invoke(main, ["config", "--repo", str(REPO), "--platform", "nvidia_h200", "--experiment",
+                                           str(exp), "--phase", "sglang", "--phase", "vllm"])
+        env = dict(os.environ)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert result.exit_code == 0, result.output
+    assert env["RUN_PROMPT_METHOD"] == "round-trip-set" and env["RUN_PROMPT_TEXT"] == ""
+    assert env["RUN_PROMPT_TOKENIZER"].endswith("/DeepSeek-V4-Flash")
+    dspark = ["vllm", "serve", "/m", "--spec-method", "dspark", "--spec-tokens", "5"]
+    problem = prompt_problem("vllm-dspark", dspark, env)
+    assert problem is not None and problem.line().startswith(
+        "the speculative phase of engine vllm-dspark (dspark) would run on random prompts (random words): acceptance "
+        "depends on the prompts and random ones distort it: set PROMPT_TEXT=shakespeare")
+    assert prompt_problem("vllm", ["vllm", "serve", "/m"], env) is None  # not speculative
+    assert prompt_problem("vllm-dspark", dspark, {**env, "RUN_PROMPT_TEXT": "/t.txt"}) is None
