@@ -211,6 +211,15 @@ def test_tiny_model_prompts_exact_at_the_cpu_experiment_shapes(tmp_path: Path) -
     tok = mps.from_tokenizers(tiny.train_tokenizer(tiny.Recipe()))
     drift = _check_sets(tok, [128, 1024], tmp_path)
     assert drift[1024] != 1024, drift
+    # the CPU experiment's real text (PROMPT_TEXT=shakespeare): exact too, every prompt checked whole at these lengths
+    from sskj_results.run.prompts import builtin_text
+
+    src = mps.TextSource(tok, mps.text_pieces(mps.read_text(builtin_text("shakespeare"))))
+    for length in (128, 1024):
+        out = tmp_path / f"text{length}.json"
+        mps.write_text_set(src, "1", length, 16, out)
+        prompts = _read_back(out)
+        assert len(set(prompts)) == 16 and all(len(tok.encode(p)) == length for p in prompts)
 
 
 def test_parse_records_the_prompt_method_of_each_scenario(tmp_path: Path) -> None:
