@@ -533,3 +533,25 @@ def test_config_exports_the_runs_prompts_and_preflight_warns_for_a_speculative_p
         "depends on the prompts and random ones distort it: set PROMPT_TEXT=shakespeare")
     assert prompt_problem("vllm", ["vllm", "serve", "/m"], env) is None  # not speculative
     assert prompt_problem("vllm-dspark", dspark, {**env, "RUN_PROMPT_TEXT": "/t.txt"}) is None
+
+
+def test_chat_templated_prompts_count_the_template_and_are_checked_whole(tmp_path: Path) -> None:
+    tok = _char_tokenizer()
+    tok.template = lambda content: f"<|user|>{content}<|assistant|>"
+    src = mps.TextSource(tok, mps.text_pieces(["\n".join(f"Speech {i}: to be or not to be" for i in range(300))]))
+    prompts = mps.text_prompts(src, "1", 200, 4)
+    assert all(p.startswith("<|user|>") and p.endswith("<|assistant|>") for p in prompts)
+    assert [len(tok.encode(p)) for p in prompts] == [200] * 4  # the template's tokens included
+
+    class Fake:  # a transformers tokenizer that adds its BOS itself: the template's BOS is not repeated
+        chat_template, bos_token, bos_token_id = "x", "<s>", 1
+
+        def encode(self, text: str) -> list[int]:
+            return [1]
+
+        def apply_chat_template(self, messages: list, tokenize: bool, add_generation_prompt: bool) -> str:
+            return f"<s>[USER]{messages[0]['content']}[/USER]" + ("[BOT]" if add_generation_prompt else "")
+    template = mps._chat_template(Fake())
+    assert template is not None and template("hi") == "[USER]hi[/USER][BOT]"
+    Fake.chat_template = ""
+    assert mps._chat_template(Fake()) is None
