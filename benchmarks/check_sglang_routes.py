@@ -12,8 +12,8 @@ with `ast`, never imported (the server's imports need CUDA packages). What the l
 * POST the engine row's cache-reset path (/flush_cache) before every scenario;
 * GET  /metrics (with --enable-metrics, the row's metrics flags) before and after every scenario;
 * GET  /server_info (the client's accept length: `internal_states[0].avg_spec_accept_length`);
-* POST /generate with `input_ids`, `sampling_params` (`max_new_tokens`, `ignore_eos`, `temperature`) and
-  `stream` (the client's token-ids requests, `--tokenize-prompt`);
+* POST /generate with `input_ids` (the client's token-ids requests, `--tokenize-prompt`) or `text` (a
+  round-trip set), `sampling_params` (`max_new_tokens`, `ignore_eos`, `temperature`) and `stream`;
 * GET  /v1/models and POST /v1/completions whose `prompt` takes token ids (scripts/common/warmup.py).
 
 Usage (from the repository root)::
@@ -164,6 +164,7 @@ def uses() -> list[tuple[str, str, Callable[[Facts], bool]]]:
            ("GET", "/v1/models", route("/v1/models", "GET")),
            ("POST", "/v1/completions", route("/v1/completions", "POST")),
            ("field", "GenerateReqInput.input_ids", field("GenerateReqInput", "input_ids")),
+           ("field", "GenerateReqInput.text", field("GenerateReqInput", "text")),
            ("field", "GenerateReqInput.sampling_params", field("GenerateReqInput", "sampling_params")),
            ("field", "GenerateReqInput.stream", field("GenerateReqInput", "stream")),
            ("field", "CompletionRequest.prompt (token ids)", field("CompletionRequest", "prompt", "List[int]"))]

@@ -26,7 +26,7 @@ def test_the_committed_release_serves_every_route_and_field_the_loop_uses() -> N
     facts = json.loads(FACTS.read_text())
     assert facts["release"] == "0.5.23"
     lines = routes.check(facts)
-    assert len(lines) == 14 and all(line.startswith("OK ") for line in lines), lines
+    assert len(lines) == 15 and all(line.startswith("OK ") for line in lines), lines
     assert "OK POST /flush_cache (SGLang 0.5.23)" in lines and "OK GET /metrics (SGLang 0.5.23)" in lines
 
 
