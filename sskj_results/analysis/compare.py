@@ -23,7 +23,8 @@ import numpy as np
 
 from . import stats
 from .configdiff import (
-    config_differences, is_speculative, one_model_with_speculative_variant, server_command, speculative_flags,
+    config_differences, is_speculative, one_model_with_speculative_variant, prompt_refusal, server_command,
+    speculative_flags,
 )
 from ..contract.comparison_models import (
     ComparisonDoc, MetricName, RunInfo, ScenarioComparison, Settings, StatTest, Unmatched,
@@ -59,6 +60,7 @@ class CompareOptions:
     seed: int = stats.DEFAULT_SEED
     validity: tuple[str, ...] = ()  # `NAME=VALUE` threshold overrides (docs/VALIDITY.md)
     strict: bool = False  # any failed validity check refuses a test (CI gates), not only a disqualifying one
+    allow_prompt_difference: bool = False  # verdicts across other prompts (configdiff.prompt_refusal), with a caveat
 
     def check(self) -> None:
         if not 0 < self.alpha < 1:
@@ -270,7 +272,8 @@ def _repeat_values(scenarios: Sequence[Scenario], metric: MetricName, recomputed
 
 
 def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptions,
-                    judged: Sequence[Sequence[Judged]], recompute: Sequence[bool]) -> list[Pending]:
+                    judged: Sequence[Sequence[Judged]], recompute: Sequence[bool],
+                    prompts: Optional[str] = None) -> list[Pending]:
     """Undecided outcomes of one group: (candidate run index, metric, outcome, caveat, validity grades).
 
     A disqualified point of either side (with --strict: any failed check) makes the group's tests not
@@ -288,9 +291,13 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
         invalid = _grades([judged[0][j] for j in base_members], [judged[ci][j] for j in cand_members], options.strict)
         if invalid.reason:
             difference = invalid.reason
+        if prompts and not options.allow_prompt_difference:
+            difference = difference or f"{prompts}: pass --allow-prompt-difference to compare anyway"
         capped = any(base_run.samples[j].capped for j in base_members) or any(
             cand_run.samples[j].capped for j in cand_members)
         caveat = "per-request data capped (first requests only)" if capped else None
+        if prompts and options.allow_prompt_difference:
+            caveat = f"{caveat}; {prompts}" if caveat else prompts
         for metric in PER_REQUEST_COMPARED:
             base_pool, cand_pool = pool(base_run, base_members, metric), pool(cand_run, cand_members, metric)
             if metric_row(metric).origin == "sskj" and not base_pool.size and not cand_pool.size:
@@ -368,9 +375,11 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
     groups, unmatched = match_scenarios(runs, labels)
 
     judged = [judge_points(run, options.validity) for run in runs]
+    compared, differences = config_differences(runs, labels)
+    prompts = prompt_refusal(differences)
     pending: list[tuple[int, int, MetricName, stats.Outcome, Optional[str], Grades]] = []
     for gi, group in enumerate(groups):
-        for ci, metric, outcome, caveat, invalid in _group_outcomes(runs, group, options, judged, recompute):
+        for ci, metric, outcome, caveat, invalid in _group_outcomes(runs, group, options, judged, recompute, prompts):
             pending.append((gi, ci, metric, outcome, caveat, invalid))
     decided = stats.decide(
         [p[3] for p in pending], [metric_row(p[2]).higher_is_better for p in pending],
@@ -407,7 +416,6 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
             recorded_slo=run.results.slo, slo_recomputed=recompute[i], display_name=names[i],
             speculative_flags=speculative_flags(server_command(config), meta.model) if is_speculative(run) else None,
         ))
-    compared, differences = config_differences(runs, labels)
     differ = any(not d.expected for d in differences)
     title = options.title or default_title(runs, labels, options.matrix)
     return ComparisonDoc(

@@ -40,6 +40,9 @@ CONFIGURATION = "configuration"
 AXES = (CHIP, ENGINE, SPECULATIVE, CONFIGURATION)
 # informational settings: listed when they differ, never part of the comparison and never "unexpected"
 PROVENANCE = "provenance"
+# what the engines were sent: never a compared axis; a difference refuses every verdict (`prompt_refusal`)
+PROMPTS = "prompts"
+PROMPT_SETTINGS = (("prompt method", "prompt_method"), ("prompt source", "prompt_source"))
 
 # metadata fields that name a run rather than describe how it ran (shown in the Runs table instead)
 IDENTITY_METADATA = frozenset({
@@ -54,7 +57,7 @@ METADATA_AXES: dict[str, str] = {
     "git_commit": PROVENANCE,
 }
 # config keys that are not engine settings
-IGNORED_CONFIG = frozenset({"server_args", "scenario_name_format"})
+IGNORED_CONFIG = frozenset({"server_args", "scenario_name_format", "prompt_method"})  # prompts: per scenario
 CONFIG_AXES: dict[str, str] = {"spec_method": SPECULATIVE, "spec_tokens": SPECULATIVE, "extra_args": ENGINE}
 # server flags that legitimately differ between runs of one experiment, or repeat a setting listed on its own
 IGNORED_FLAGS = frozenset({"--port", "--host", "--model", "--model-path", "--served-model-name"})
@@ -234,6 +237,7 @@ def _settings(runs: Sequence[RunData], axes: Sequence[str]) -> list[_Setting]:
     settings.append(_Setting("server flags", flag_axis, _flags(speculative=False)))
     settings.append(_Setting("speculative flags", SPECULATIVE, _flags(speculative=True)))
     settings.append(_Setting("dataset", "client", _scenario_values("dataset_name")))
+    settings += [_Setting(name, PROMPTS, _scenario_values(field)) for name, field in PROMPT_SETTINGS]
     settings.append(_Setting("request format", ENGINE, _scenario_values("request_format")))
     settings += [_Setting(name, "client", _client_values(field)) for name, field in CLIENT_FIELDS]
     return settings
@@ -270,3 +274,14 @@ def config_differences(runs: Sequence[RunData], labels: Sequence[str]) -> tuple[
         out.append(ConfigDifference(setting=setting.name, axis=axis, expected=expected,
                                     values=dict(zip(labels, values))))
     return axes, out
+
+
+def prompt_refusal(differences: Sequence[ConfigDifference]) -> Optional[str]:
+    """Why no verdict can be given: the runs' prompt method or prompt source differ where every run recorded it
+    (one engine tokenized text, another got token ids; or the prompts were other texts). None: the same, or not
+    recorded by some run (listed as a difference, not refused)."""
+    found = [d for d in differences if d.axis == PROMPTS and None not in d.values.values()]
+    if not found:
+        return None
+    return "prompts differ (" + "; ".join(
+        f"{d.setting}: " + " vs ".join(str(v) for v in dict.fromkeys(d.values.values())) for d in found) + ")"

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import click
 
@@ -20,7 +20,7 @@ from .common import ExitError, handle_errors
 from .inproc import invoke, nul_words
 
 if TYPE_CHECKING:
-    from ..run.prompts import PromptSet
+    from ..run.prompts import PromptSet, PromptText
     from ..run.records import Records
     from ..run.scenario_cmds import ScenarioCommands
 
@@ -142,12 +142,36 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
         rec.array("BENCH_PHASE_NAMES", [p[0] for p in parsed])
         rec.array("BENCH_PHASE_ENGINES", [p[1] for p in parsed])
         rec.array("BENCH_PHASE_FAMILIES", [engine(p[1]).family for p in parsed])
+        phase_sets = []
         for index, (_, _, settings) in enumerate(parsed, start=1):
             # a value may name the configuration: dspark:vllm-dspark:MODEL_PATH=${DSPARK_MODEL_PATH}
             expanded = [f"{key}={expand_references(value, os.environ, f'phase spec {specs[index - 1]!r}')}"
                         for key, _, value in (kv.partition("=") for kv in settings)]
             rec.array(f"BENCH_PHASE_SETS_{index}", expanded)
+            phase_sets.append(dict(kv.partition("=")[::2] for kv in expanded))
+        if experiment_dir is not None:
+            _export_run_prompts(export, [(p[0], p[1], engine(p[1]).family, sets) for p, sets in zip(parsed, phase_sets)])
     _write(rec)
+
+
+def _export_run_prompts(export: "Callable[[str, str], None]",
+                        phases: "list[tuple[str, str, str, dict[str, str]]]") -> None:
+    """RUN_PROMPT_METHOD, RUN_PROMPT_TEXT, RUN_PROMPT_TEXT_SHA256 and RUN_PROMPT_TOKENIZER: the prompts of every
+    phase of the run (run.prompts.run_prompts), decided once before any phase's own settings apply."""
+    from ..contract.errors import ConfigError
+    from ..run.prompts import phase_prompts, run_prompts
+
+    env = os.environ
+    try:
+        chosen = run_prompts(env, [phase_prompts(n, e, f, sets, env) for n, e, f, sets in phases],
+                             Path(env.get("REPO_ROOT") or "."))
+    except ConfigError as exc:
+        raise ExitError(str(exc)) from None
+    export("RUN_PROMPT_METHOD", chosen.method)
+    export("RUN_PROMPT_TEXT", str(chosen.text.path) if chosen.text else "")
+    export("RUN_PROMPT_TEXT_SHA256", chosen.text.sha256 if chosen.text else "")
+    export("RUN_PROMPT_TOKENIZER", chosen.tokenizer)
+    export("RUN_PROMPT_WHY", chosen.why)
 
 
 def _next_args(run_dir: Path, session: Path) -> list[str]:
@@ -176,16 +200,30 @@ def _prompt_method() -> str:
     from ..contract.errors import ConfigError
 
     env = os.environ
-    try:
+    try:  # the run's method (config: one for every phase), checked against this phase's client and backend
         return prompt_method(env.get("CLIENT") or "sglang", env.get("CLIENT_BACKEND", ""),
-                             env.get("PROMPT_METHOD") or "auto", env.get("DATASET_NAME") or None,
+                             env.get("RUN_PROMPT_METHOD") or env.get("PROMPT_METHOD") or "auto",
+                             env.get("DATASET_NAME") or None,
                              env.get("DATASET_PATH") or None, env.get("RANDOM_RANGE_RATIO") or None)
     except ConfigError as exc:
         raise ExitError(str(exc)) from None
 
 
 def _tokenizer() -> str:
-    return os.environ.get("TOKENIZER_PATH") or os.environ.get("MODEL_PATH", "")
+    """The tokenizer the prompt sets are made with: the run's (one for every phase), else the phase's."""
+    env = os.environ
+    return env.get("RUN_PROMPT_TOKENIZER") or env.get("TOKENIZER_PATH") or env.get("MODEL_PATH", "")
+
+
+def _text() -> "Optional[PromptText]":
+    """The run's real text (RUN_PROMPT_TEXT), None for random prompts."""
+    from ..run.prompts import PromptText
+
+    env = os.environ
+    if not env.get("RUN_PROMPT_TEXT"):
+        return None
+    return PromptText(Path(env["RUN_PROMPT_TEXT"]), env.get("RUN_PROMPT_TEXT_SHA256", ""),
+                      env.get("PROMPT_CHAT_TEMPLATE", "0") == "1")
 
 
 def _seed() -> str:
@@ -196,7 +234,7 @@ def _prompt_set(input_len: int, prompts: int) -> "PromptSet":
     from ..run.prompts import prompt_set, set_dir, tokenizer_fingerprint
 
     return prompt_set(set_dir(os.environ), tokenizer_fingerprint(_tokenizer()), input_len, prompts, _seed(),
-                      os.environ.get("CLIENT") or "sglang")
+                      os.environ.get("CLIENT") or "sglang", _text())
 
 
 def _grid_prompt_sets() -> list["PromptSet"]:
@@ -357,11 +395,15 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
         if record_patches:
             _info(f"{run_dir / 'results.json'}: {len(series)} patch(es) recorded")
     items: list[tuple[str, list[str]]] = []
+    if env.get("RUN_PROMPT_WHY") and not dry:
+        _info(f"prompts of the run: {env['RUN_PROMPT_WHY']}; tokenizer {_tokenizer()}")
     if method == "round-trip-set" and not dry:
         _make_sets(_grid_prompt_sets())
     if dry:
         items.append(("#", [f"# prompts: {method} (PROMPT_METHOD={env.get('PROMPT_METHOD') or 'auto'}; "
                             "docs/METRICS.md, prompt tokens)"]))
+        if env.get("RUN_PROMPT_WHY"):
+            items.append(("#", [f"# prompts of the run: {env['RUN_PROMPT_WHY']}; tokenizer {_tokenizer()}"]))
         if method == "round-trip-set":
             items.append(("#", ["# the round-trip sets of the grid, made before the engine starts (kept in "
                                 "PROMPT_SET_DIR, made only when missing):"]))

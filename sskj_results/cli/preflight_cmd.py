@@ -145,6 +145,12 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
             if note not in seen_notes:
                 seen_notes.add(note)
                 _say("WARN", note)
+        from ..run.preflight import prompt_problem
+
+        random_prompts = prompt_problem(phase_engine, phase_argv, os.environ)
+        if random_prompts is not None and random_prompts.line() not in seen_notes:
+            seen_notes.add(random_prompts.line())
+            _say("WARN", random_prompts.line())
         if rows:
             from ..run.headroom import context_problem
 

@@ -100,11 +100,14 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], html: bool, slo_ti
 @click.option("--strict", is_flag=True,
               help="Refuse a test on any failed validity check, qualified (⚠) points too (for CI gates); by default "
                    "only disqualified (✖) points are refused and qualified verdicts stand with their qualification.")
+@click.option("--allow-prompt-difference", is_flag=True,
+              help="Give verdicts although the runs' prompt method or prompt source differ (each test then says so); "
+                   "by default such runs are listed as differing in their prompts and get no verdict (docs/COMPARE.md).")
 @slo_options
 @handle_errors
 def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path, min_change: float, alpha: float,
             no_plots: bool, cdf: Optional[int], html: bool, title: Optional[str], matrix: Optional[str],
-            validity: tuple[str, ...], strict: bool, slo_tier: Optional[str],
+            validity: tuple[str, ...], strict: bool, allow_prompt_difference: bool, slo_tier: Optional[str],
             slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
     """Compare RUN_DIRs side by side, with statistical verdicts against the baseline.
 
@@ -122,7 +125,7 @@ def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path,
         check_run_path(path)
     options = CompareOptions(alpha=alpha, min_change=min_change, plots=not no_plots, cdf=cdf, title=title,
                              matrix=matrix, slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
-                             validity=validity, strict=strict)
+                             validity=validity, strict=strict, allow_prompt_difference=allow_prompt_difference)
     out = write_comparison(run_dirs, out_dir, options, baseline=baseline, html=html)
     click.echo(f"wrote {out.markdown} and {out.json}"
                + (f" and {len(out.plots)} plot(s) in {out_dir}" if out.plots else ""))

@@ -371,6 +371,10 @@ class _ScenarioBase(_Model):
         "(prompts/<stem>.json): `token-ids`, `round-trip-set` (text the served model's tokenizer reads back at exactly "
         "the input length), `client-random-text` (random ids decoded to text), `client-dataset`; null when not "
         "recorded (docs/METRICS.md).")
+    prompt_source: Optional[str] = Field(default=None, description="What the prompts were (prompts/<stem>.json): "
+        "`random ids`, `decoded random` (random ids sent as text), `random words` (a round-trip set of vocabulary "
+        "words), `text of <SHA-256>` (a round-trip set cut from a real text, the SHA-256 of its file); null when not "
+        "recorded or the client's own dataset (docs/METRICS.md).")
     request_format: Optional[str] = Field(default=None, description="The client's `backend`: the request format it spoke, not the server.")
     accelerator_usage: Optional[AcceleratorSummary] = Field(default=None, description="Accelerator samples during the scenario.")
     prefix_cache_reset: Optional[bool] = Field(default=None, description="The server confirmed the prefix-cache reset before "

@@ -173,7 +173,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
             if reset is False:
                 warnings.append(f"server_metrics/{path.stem}.reset.http: prefix cache not reset ({why}); "
                                 "the scenario may have run on a warm cache")
-            method = prompt_method_of(run_dir, path.stem, warnings)
+            method, source = prompt_method_of(run_dir, path.stem, warnings)
             for run in outcome.runs:
                 try:
                     scenario = build_scenario(run, spec, Source(file=label, line=run.line, index=run.index, sha256=digest,
@@ -183,7 +183,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                     client_of_run(scenario, info, existing.metadata.client, existing.metadata.client_version)
                     scenario.accelerator_usage = gpu
                     scenario.prefix_cache_reset = reset
-                    scenario.prompt_method = method
+                    scenario.prompt_method, scenario.prompt_source = method, source
                     when = run_time(run)  # the run's own time keys only (the client's `date`)
                     if when.value is not None:
                         scenario.timestamp, scenario.timestamp_precision = when.value, when.precision

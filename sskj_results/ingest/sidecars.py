@@ -323,21 +323,23 @@ def sidecar_digest(paths: list[Path]) -> Optional[str]:
     return digest.hexdigest()
 
 
-def prompt_method_of(run_dir: Path, stem: str, warnings: list[str]) -> Optional[PromptMethod]:
-    """The prompt method the run loop recorded in prompts/<stem>.json (None when absent; a bad file is a warning)."""
+def prompt_method_of(run_dir: Path, stem: str, warnings: list[str]) -> tuple[Optional[PromptMethod], Optional[str]]:
+    """The prompt method and prompt source the run loop recorded in prompts/<stem>.json (None when absent; a bad
+    file is a warning)."""
     from ..catalog.clients import PROMPT_METHODS
 
     path = run_dir / "prompts" / f"{stem}.json"
     if not path.is_file():
-        return None
+        return None, None
     try:
         data = json.loads(read_text_checked(path, "config file"))
     except (ValueError, OSError, RawFormatError) as exc:
         warnings.append(f"prompts/{stem}.json: not readable ({exc}); prompt method unknown")
-        return None
+        return None, None
     method = data.get("method") if isinstance(data, dict) else None
     if method not in PROMPT_METHODS:
         warnings.append(f"prompts/{stem}.json: method {method!r} is not one of {', '.join(PROMPT_METHODS)}; "
                         "prompt method unknown")
-        return None
-    return cast(PromptMethod, method)
+        return None, None
+    source = data.get("source")
+    return cast(PromptMethod, method), source if isinstance(source, str) and source else None

@@ -33,7 +33,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 TIMEOUT_S = 10.0
 # Locate MODULE without importing it (importing vllm or sglang takes many seconds).
@@ -469,6 +469,26 @@ def run_preflight(spec: Spec) -> Outcome:
                     f"port {spec.port} on {spec.host} is in use",
                     f"stop what listens there (ss -ltnp 'sport = :{spec.port}') or set PORT"))
     return out
+
+
+def prompt_problem(phase: str, argv: Sequence[str], env: Mapping[str, str]) -> Optional[Problem]:
+    """A speculative phase (its server command's speculative method) that would run on random prompts (the run's
+    RUN_PROMPT_METHOD and RUN_PROMPT_TEXT, run.prompts.run_prompts): acceptance depends on the prompts, and random
+    ones distort it (docs/METRICS.md, prompt tokens). A warning, never fatal."""
+    import shlex
+
+    from ..catalog.engines import config_from_server_args
+    from .prompts import prompt_source
+
+    method = env.get("RUN_PROMPT_METHOD")
+    spec = config_from_server_args(shlex.join(argv)).get("spec_method") if argv else None
+    if not spec or not method or method == "client-dataset" or env.get("RUN_PROMPT_TEXT"):
+        return None
+    source = prompt_source(method, None)
+    return Problem(f"the speculative phase of engine {phase or '?'} ({spec}) would run on random prompts ({source}): acceptance "
+                   "depends on the prompts and random ones distort it",
+                   "set PROMPT_TEXT=shakespeare or PROMPT_TEXT=<a text or ShareGPT file> (PROMPT_TEXT=auto does for "
+                   "a speculative phase unless PROMPT_METHOD or DATASET_* say otherwise)")
 
 
 def _wait_port_free(host: str, port: int, timeout_s: float) -> bool:

@@ -130,6 +130,8 @@ def test_validity_of_the_real_points(cpu_run: Path) -> None:
             # server_metrics/ were read, and the server saw the prompt lengths the client reports: the
             # round-trip set made before the engine started reads back token for token (random-ids text did not)
             assert scenario.prompt_method == "round-trip-set"
+            # both phases on the same real text (PROMPT_TEXT=shakespeare): the ngram phase's acceptance too
+            assert scenario.prompt_source is not None and scenario.prompt_source.startswith("text of ")
             parity = checks["prompt_token_parity"]
             assert parity.ok is True and parity.value is not None and abs(parity.value) <= 0.001, parity.message
         c4 = next(s for s in load_run(cpu_run / phase).scenarios if s.concurrency == 4)
