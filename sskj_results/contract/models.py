@@ -97,6 +97,11 @@ class Metadata(_Model):
     )
     script: Optional[str] = Field(default=None, description="Script that produced the run, relative to the repository.")
     env: Optional[str] = Field(default=None, description="Python environment or container used by the engine.")
+    image: Optional[str] = Field(
+        default=None,
+        description="Container image the engine ran in (the image of a `docker:` env, e.g. `lmsysorg/sglang:v0.5.4`); "
+        "null when the engine did not run in a container or the image is not known.",
+    )
     git_commit: Optional[str] = Field(default=None, description="Git commit of the benchmark repository.")
     description: Optional[str] = Field(default=None, description="Free-text note.")
     platform: Optional[str] = Field(default=None, description="Platform file used, e.g. `nvidia_h200` (platforms/<platform>.env).")
