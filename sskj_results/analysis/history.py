@@ -56,6 +56,7 @@ SHAPE_COLUMNS = ("input_len", "output_len", "concurrency", "request_rate")
 # What a point records of its run, and what a change compares between the runs either side of it.
 CONTEXT_COLUMNS = ("engine_version", "image", "env", "client", "client_version", "driver_version",
                    "runtime_version", "server_args")
+RUN_COLUMNS = ("results_file", "run_dir", "run_id", "timestamp", "timestamp_precision", "accelerator", "backend")
 ORDER_NOTES = {
     "day": "no time of day: placed at the start of its day",
     "month-day": "no year: placed before every dated run, by month and day",
@@ -92,17 +93,15 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class Point:
-    """One run of a series."""
+class Run:
+    """A run as the series see it: where, when (as far as known), and what it recorded of its versions."""
 
     run_dir: str
     run_id: str
     timestamp: Optional[str]
     precision: str  # second, day, month-day, none
-    value: float
-    samples: tuple[float, ...]
     context: tuple[Optional[str], ...]  # CONTEXT_COLUMNS' values
-    rank: int = 0  # the run's place among all runs of the table, in run order
+    rank: int  # its place among all runs of the table, in run order
 
     def get(self, name: str) -> Optional[str]:
         return self.context[CONTEXT_COLUMNS.index(name)]
@@ -110,6 +109,18 @@ class Point:
     @property
     def order_note(self) -> Optional[str]:
         return ORDER_NOTES.get(self.precision)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of a series: its value (the median of its repeats) and samples (the repeats' values)."""
+
+    run: Run
+    value: float
+    samples: tuple[float, ...]
+
+    def __getattr__(self, name: str) -> Any:  # run_id, timestamp, order_note, get, ...: the run's
+        return getattr(self.run, name)
 
 
 @dataclass(frozen=True)
@@ -130,13 +141,35 @@ class Change:
 
 @dataclass
 class Series:
+    """One metric of one setup at one shape: its runs in order, their values, their samples (flat, by run)."""
+
     setup: tuple[Any, ...]  # SETUP_COLUMNS' values
     shape: tuple[Any, ...]  # SHAPE_COLUMNS' values
     metric: str
-    points: list[Point]
+    runs: list[Run]
+    values: np.ndarray  # one per run
+    sample_values: np.ndarray  # every sample, those of run i at offsets[i]:offsets[i + 1]
+    offsets: np.ndarray
+    ranks: np.ndarray  # each run's Run.rank
     noise: Optional[float] = None
     threshold: Optional[float] = None
     changes: list[Change] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def point(self, i: int) -> Point:
+        i = i % len(self.runs)
+        return Point(self.runs[i], float(self.values[i]),
+                     tuple(float(v) for v in self.sample_values[self.offsets[i]:self.offsets[i + 1]]))
+
+    @property
+    def points(self) -> list[Point]:
+        return [self.point(i) for i in range(len(self.runs))]
+
+    def samples(self, lo: int, hi: int) -> np.ndarray:
+        """The samples of runs lo..hi-1."""
+        return self.sample_values[self.offsets[lo]:self.offsets[hi]]
 
     def setup_value(self, name: str) -> Any:
         return self.setup[SETUP_COLUMNS.index(name)]
@@ -188,24 +221,28 @@ def robust_noise(y: np.ndarray, within: Optional[float]) -> Optional[float]:
     return max(between, within or 0.0)
 
 
-def _within_noise(points: Sequence[Point]) -> Optional[float]:
+def _within_noise(series: Series) -> Optional[float]:
     """Pooled standard deviation of the logs of the repeats within runs (runs with two or more), or None."""
-    ss, dof = 0.0, 0
-    for p in points:
-        if len(p.samples) >= 2:
-            logs = np.log(np.asarray(p.samples))
-            ss += float(((logs - logs.mean()) ** 2).sum())
-            dof += len(p.samples) - 1
-    return math.sqrt(ss / dof) if dof else None
+    counts = np.diff(series.offsets)
+    dof = int((counts - 1).sum())
+    if not dof:
+        return None
+    logs = np.log(series.sample_values)
+    means = np.add.reduceat(logs, series.offsets[:-1]) / counts
+    return math.sqrt(float(((logs - np.repeat(means, counts)) ** 2).sum()) / dof)
 
 
 def _screen(y: np.ndarray, rule: Rule, thr: float) -> set[int]:
     """Boundaries worth the exact check: the first `persist` values beyond the threshold of the median of up to
     `window` values before (ignoring earlier changes; those are re-checked after each change)."""
-    import pandas as pd
-
     n = y.size
-    before = pd.Series(y).rolling(rule.window, min_periods=rule.min_before).median().shift(1).to_numpy()
+    before = np.full(n, np.nan)  # before[b]: the median of y[max(0, b - window):b], from min_before values on
+    for b in range(rule.min_before, min(rule.window, n - 1) + 1):
+        before[b] = np.median(y[:b])
+    if n > rule.window:
+        from numpy.lib.stride_tricks import sliding_window_view
+
+        before[rule.window:] = np.median(sliding_window_view(y[:-1], rule.window), axis=1)
     out: set[int] = set()
     last = n - rule.persist
     if last < rule.min_before:
@@ -218,19 +255,14 @@ def _screen(y: np.ndarray, rule: Rule, thr: float) -> set[int]:
     return out
 
 
-def _differences(a: Point, b: Point) -> tuple[tuple[str, Optional[str], Optional[str]], ...]:
+def _differences(a: Run, b: Run) -> tuple[tuple[str, Optional[str], Optional[str]], ...]:
     return tuple((name, x, y) for name, x, y in zip(CONTEXT_COLUMNS, a.context, b.context) if x != y)
-
-
-def _samples(points: Sequence[Point]) -> np.ndarray:
-    return np.asarray([v for p in points for v in p.samples], dtype=float)
 
 
 def detect(series: Series, rule: Rule) -> None:
     """Fill the series' noise, threshold and changes (the rule of this module's docstring)."""
-    points = series.points
-    y = np.log(np.asarray([p.value for p in points], dtype=float))
-    noise = robust_noise(y, _within_noise(points))
+    y = np.log(series.values)
+    noise = robust_noise(y, _within_noise(series))
     series.noise = noise
     if noise is None or y.size < rule.min_before + rule.persist:
         return
@@ -255,8 +287,9 @@ def detect(series: Series, rule: Rule) -> None:
         after = y[b:b + rule.window]
         if abs(float(np.median(after)) - base) <= thr:
             continue
-        outcome = compare_latency(_samples(points[lo:b]), _samples(points[b:b + rule.window]), alpha=rule.alpha)
-        diffs = _differences(points[b - 1], points[b])
+        outcome = compare_latency(series.samples(lo, b), series.samples(b, min(b + rule.window, y.size)),
+                                  alpha=rule.alpha)
+        diffs = _differences(series.runs[b - 1], series.runs[b])
         consecutive = b == block_end + 1
         block_end = b
         if outcome.verdict is None and outcome.p_raw is not None and outcome.ratio is not None:
@@ -293,52 +326,79 @@ def _text(value: Any) -> Optional[str]:
     return str(value)
 
 
+def _runs(frame: pd.DataFrame) -> tuple[dict[str, int], list[Run], list[tuple[Any, ...]]]:
+    """Each run of the table (by results_file): its rank in run order, the runs in that order, their setups."""
+    cols = [*RUN_COLUMNS, *SETUP_COLUMNS, *CONTEXT_COLUMNS]
+    first = frame[cols].drop_duplicates("results_file")
+    data = {c: [None if _text(v) is None else v for v in first[c].tolist()] for c in cols}
+    data["chip"] = [c if c is not None else a for c, a in zip(data["chip"], data["accelerator"])]
+    data["engine"] = [e if e is not None else b for e, b in zip(data["engine"], data["backend"])]
+    keyed = []
+    for i, file in enumerate(data["results_file"]):
+        key, precision = order_key(data["timestamp"][i], data["timestamp_precision"][i], str(data["run_id"][i]),
+                                   str(data["run_dir"][i]))
+        keyed.append((key, precision, i, file))
+    keyed.sort(key=lambda k: k[0])
+    rank: dict[str, int] = {}
+    runs: list[Run] = []
+    setups: list[tuple[Any, ...]] = []
+    for r, (_, precision, i, file) in enumerate(keyed):
+        rank[file] = r
+        runs.append(Run(str(data["run_dir"][i]), str(data["run_id"][i]), data["timestamp"][i], precision,
+                        tuple(None if data[c][i] is None else str(data[c][i]) for c in CONTEXT_COLUMNS), r))
+        setups.append(tuple(data[c][i] for c in SETUP_COLUMNS))
+    return rank, runs, setups
+
+
+def _codes(values: Sequence[tuple[Any, ...]]) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+    """Codes of tuples numbered in their sorted order (unknown last), and the distinct tuples in that order."""
+    distinct = sorted(set(values), key=lambda t: tuple(_sortable(v) for v in t))
+    number = {t: i for i, t in enumerate(distinct)}
+    return np.fromiter((number[t] for t in values), dtype=np.int64, count=len(values)), distinct
+
+
+def _shape_codes(frame: pd.DataFrame) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+    """Each row's shape code, and the shapes (SHAPE_COLUMNS' values, unknown None) in sorted order."""
+    unknown = -1.0  # lengths, concurrencies and rates are never negative
+    stacked = np.column_stack([frame[c].to_numpy(dtype=float, na_value=unknown) for c in SHAPE_COLUMNS])
+    distinct, codes = np.unique(stacked, axis=0, return_inverse=True)
+    shapes = [tuple(None if v == unknown else (int(v) if c != "request_rate" else float(v))
+                    for c, v in zip(SHAPE_COLUMNS, row)) for row in distinct.tolist()]
+    return codes.reshape(-1).astype(np.int64), shapes
+
+
 def build_series(frame: pd.DataFrame, metrics: Sequence[str]) -> tuple[list[Series], int]:
     """The series of a runs table (analysis/runtable.py's columns), one per setup, shape and metric, points in run
     order; and the number of runs."""
-    import pandas as pd
-
-    na = pd.NA
     for m in metrics:
         metric_direction(m)
         if m not in frame.columns:
             raise UsageError(f"--metric {m}: not a column of the runs table (docs/RUNS_TABLE.md)")
-    run_cols = ["results_file", "run_dir", "run_id", "timestamp", "timestamp_precision", "accelerator", "backend",
-                *SETUP_COLUMNS, *CONTEXT_COLUMNS]
-    runs_frame = frame.drop_duplicates("results_file")[run_cols]
-    runs: dict[str, tuple[tuple[Any, ...], tuple[Any, ...], tuple[Optional[str], ...], str, str]] = {}
-    for row in runs_frame.astype(object).itertuples(index=False, name=None):
-        rec = dict(zip(run_cols, row))
-        rec["chip"] = rec["chip"] if _text(rec["chip"]) else rec["accelerator"]
-        rec["engine"] = rec["engine"] if _text(rec["engine"]) else rec["backend"]
-        setup = tuple(None if _text(rec[c]) is None else rec[c] for c in SETUP_COLUMNS)
-        key, precision = order_key(_text(rec["timestamp"]), _text(rec["timestamp_precision"]), str(rec["run_id"]),
-                                   str(rec["run_dir"]))
-        context = tuple(_text(rec[c]) for c in CONTEXT_COLUMNS)
-        runs[rec["results_file"]] = (setup, key, context, precision, _text(rec["timestamp"]) or "")
-    cells: dict[tuple[Any, ...], dict[str, list[float]]] = {}
-    shape_frame = frame[["results_file", *SHAPE_COLUMNS, *metrics]].astype(object)
-    for row in shape_frame.itertuples(index=False, name=None):
-        file, shape, values = row[0], tuple(None if v is na else v for v in row[1:5]), row[5:]
-        setup = runs[file][0]
-        for m, v in zip(metrics, values):
-            if v is na or v is None or not (isinstance(v, float) and v > 0 and math.isfinite(v)):
-                continue  # unknown is left out, never 0; a log needs a positive value
-            cells.setdefault((setup, shape, m), {}).setdefault(file, []).append(float(v))
-    rank = {f: i for i, f in enumerate(sorted(runs, key=lambda f: runs[f][1]))}
+    if not len(frame):
+        return [], 0
+    rank, runs, run_setups = _runs(frame)
+    setup_of_run, setups = _codes(run_setups)
+    row_rank = frame["results_file"].map(rank).to_numpy(dtype=np.int64)
+    row_setup = setup_of_run[row_rank]
+    row_shape, shapes = _shape_codes(frame)
     series = []
-    for (setup, shape, m), by_run in cells.items():
-        ordered = sorted(by_run, key=rank.__getitem__)
-        points = []
-        for f in ordered:
-            _, key, context, precision, stamp = runs[f]
-            samples = tuple(by_run[f])
-            points.append(Point(key[3], key[2], stamp or None, precision, float(np.median(samples)), samples,
-                                context, rank[f]))
-        series.append(Series(setup, shape, m, points))
-    series.sort(key=lambda s: (tuple(_sortable(v) for v in s.setup), tuple(_sortable(v) for v in s.shape),
-                               metrics.index(s.metric)))
-    return series, len(runs)
+    for m_index, m in enumerate(metrics):
+        v = frame[m].to_numpy(dtype=float, na_value=np.nan)
+        ok = np.isfinite(v) & (v > 0)  # unknown is left out, never 0; a log needs a positive value
+        order = np.lexsort((v[ok], row_rank[ok], row_shape[ok], row_setup[ok]))
+        st, sh, rk, vv = row_setup[ok][order], row_shape[ok][order], row_rank[ok][order], v[ok][order]
+        cuts = np.flatnonzero((np.diff(st) != 0) | (np.diff(sh) != 0)) + 1
+        for a, b in zip(np.r_[0, cuts], np.r_[cuts, st.size]):
+            ranks, vals = rk[a:b], vv[a:b]
+            starts = np.flatnonzero(np.r_[True, ranks[1:] != ranks[:-1]])
+            offsets = np.r_[starts, ranks.size]
+            counts = np.diff(offsets)
+            lo, hi = starts + (counts - 1) // 2, starts + counts // 2  # samples are sorted within a run
+            series.append((st[a], sh[a], m_index, Series(
+                setups[st[a]], shapes[sh[a]], m, [runs[r] for r in ranks[starts].tolist()],
+                (vals[lo] + vals[hi]) / 2.0, vals, offsets, ranks[starts])))
+    series.sort(key=lambda t: t[:3])
+    return [s for *_, s in series], len(runs)
 
 
 def _sortable(value: Any) -> tuple[int, Any]:
@@ -347,6 +407,11 @@ def _sortable(value: Any) -> tuple[int, Any]:
     if isinstance(value, (int, float)):
         return (0, value)
     return (1, str(value))
+
+
+def needed_columns(metrics: Sequence[str]) -> list[str]:
+    """The runs-table columns history reads for these metrics."""
+    return list(dict.fromkeys([*RUN_COLUMNS, *SETUP_COLUMNS, *CONTEXT_COLUMNS, *SHAPE_COLUMNS, *metrics]))
 
 
 def history(frame: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS, rule: Rule = Rule()) -> History:

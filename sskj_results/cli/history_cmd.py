@@ -35,15 +35,16 @@ def history(paths: tuple[Path, ...], metrics: tuple[str, ...], out: Path, with_h
     there (engine version, image, ...), its size and confidence.
     Rule: docs/HISTORY.md.
     """
-    from ..analysis.history import DEFAULT_METRICS, Rule, history as build
+    from ..analysis.history import DEFAULT_METRICS, Rule, history as build, needed_columns
     from ..render.history import failure_lines, load_history_input, write_history
 
-    loaded = load_history_input(list(paths))
+    rule = Rule(alpha=alpha, min_change=min_change)  # a wrong value is said before anything is read
+    loaded = load_history_input(list(paths), needed_columns(metrics or DEFAULT_METRICS))
     for skip in loaded.skipped:
         echo(f"skipped: {skip.reason}", err=True)
     for drop in loaded.dropped:
         echo(f"dropped: {drop.line()}", err=True)
-    hist = build(loaded.frame, metrics or DEFAULT_METRICS, Rule(alpha=alpha, min_change=min_change))
+    hist = build(loaded.frame, metrics or DEFAULT_METRICS, rule)
     written = write_history(hist, out, with_html)
     changes = [c for s in hist.series for c in s.confirmed]
     regressions = failure_lines(hist)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+import numpy as np
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -46,7 +48,7 @@ def _pct(ratio: Optional[float]) -> str:
 
 
 def _when(series: Series, index: int) -> str:
-    p = series.points[index]
+    p = series.runs[index]
     stamp = p.timestamp or "date unknown"
     return f"{p.run_id} ({stamp}{', ' + p.order_note if p.order_note else ''})"
 
@@ -64,16 +66,16 @@ def difference_text(change: Change) -> str:
 
 
 def _change_row(s: Series, c: Change) -> list[str]:
-    ci = "-" if c.ci_low is None or c.ci_high is None else f"{_pct(c.ci_low)} … {_pct(c.ci_high)}"
-    before, after = s.points[c.index - 1].value, s.points[c.index].value
+    ci = "" if c.ci_low is None or c.ci_high is None else f" (95 % CI {_pct(c.ci_low)} … {_pct(c.ci_high)})"
+    before, after = float(s.values[c.index - 1]), float(s.values[c.index])
+    test = f"p {c.p:.2g}, " if c.p is not None else ""
     return [c.kind, s.metric, setup_label(s.setup), shape_label(s.shape), _when(s, c.index), difference_text(c),
-            f"{_num(before)} → {_num(after)}", _pct(c.ratio), ci, "-" if c.p is None else f"{c.p:.2g}",
-            f"{c.n_before} / {c.n_after}"] + ([c.reason or ""] if c.kind == "not confirmed" else [])
+            f"{_pct(c.ratio)}{ci}; {_num(before)} → {_num(after)}",
+            f"{test}{c.n_before} / {c.n_after} samples"] + ([c.reason or ""] if c.kind == "not confirmed" else [])
 
 
 CHANGE_HEADERS = ["Verdict", "Metric", "Setup", "Shape", "First run after", "Difference at that run",
-                  "Last before → first after", "Size (median ratio)", "95 % CI", "p (Mann-Whitney U)",
-                  "Samples before / after"]
+                  "Size (median after / before); last before → first after", "Mann-Whitney U"]
 
 
 def failure_lines(hist: History) -> list[str]:
@@ -89,8 +91,8 @@ def history_markdown(hist: History, title: str = "History") -> str:
     confirmed.sort(key=lambda sc: (sc[1].kind != "regression", sc[0].metric))
     unconfirmed = [(s, c) for s in hist.series for c in s.changes if c.kind == "not confirmed"]
     setups = {s.setup for s in hist.series}
-    single = sum(1 for s in hist.series if len(s.points) == 1)
-    uncertain = sum(1 for s in hist.series for p in s.points if p.order_note)
+    single = sum(1 for s in hist.series if len(s) == 1)
+    uncertain = len({r.run_dir for s in hist.series for r in s.runs if r.order_note})
     n_reg = sum(1 for _, c in confirmed if c.kind == "regression")
     lines = [f"# {title}", "", "## Summary", "",
              f"- {hist.runs} run(s), {len(setups)} setup(s), {len(hist.series)} series "
@@ -103,8 +105,9 @@ def history_markdown(hist: History, title: str = "History") -> str:
              f"it, confirmed by a Mann-Whitney U test (p < {rule.alpha:g}); docs/HISTORY.md.",
              "- Directions: " + ", ".join(f"{m} {metric_direction(m)} is better" for m in hist.metrics) + "."]
     if uncertain:
-        lines.append(f"- Order partly assumed: {uncertain} point(s) lack a year, a time of day or a date "
-                     "(placed as the Series table's runs say).")
+        lines.append(f"- Order partly assumed: {uncertain} run(s) lack a year, a time of day or a date; they are "
+                     "placed as far as known (their *First run after* and the figures' hover say how; "
+                     "docs/HISTORY.md, Order).")
     lines += ["", "## Changes", ""]
     if confirmed:
         lines += github_table(CHANGE_HEADERS, [_change_row(s, c) for s, c in confirmed])
@@ -121,11 +124,11 @@ def history_markdown(hist: History, title: str = "History") -> str:
     lines += ["", "## Series", ""]
     rows = []
     for s in hist.series:
-        first, last = s.points[0], s.points[-1]
-        versions = [p.get("engine_version") or "unknown" for p in s.points]
+        first, last = s.runs[0], s.runs[-1]
+        versions = [r.get("engine_version") or "unknown" for r in (first, last)]
         span = versions[0] if versions[0] == versions[-1] else f"{versions[0]} → {versions[-1]}"
-        rows.append([setup_label(s.setup), shape_label(s.shape), s.metric, str(len(s.points)),
-                     first.timestamp or "unknown", last.timestamp or "unknown", span, _num(last.value),
+        rows.append([setup_label(s.setup), shape_label(s.shape), s.metric, str(len(s)),
+                     first.timestamp or "unknown", last.timestamp or "unknown", span, _num(float(s.values[-1])),
                      "-" if s.noise is None else f"{math.expm1(s.noise) * 100:.1f} %",
                      "-" if s.threshold is None else f"{s.threshold * 100:.1f} %",
                      str(len(s.confirmed))])
@@ -138,18 +141,23 @@ def history_markdown(hist: History, title: str = "History") -> str:
 # --------------------------------------------------------------------------- the page
 
 
-def _binned(xs: Sequence[int], ys: Sequence[float]) -> tuple[list[int], list[float]]:
+def _sig(values: np.ndarray) -> list[float]:
+    """Values with 4 significant digits (what a figure shows; the page stays small)."""
+    return [float(f"{v:.4g}") for v in values.tolist()]
+
+
+def _binned(xs: np.ndarray, ys: np.ndarray) -> tuple[list[int], list[float]]:
     """At most MAX_DRAWN points: groups of consecutive runs, each drawn at its middle run with its median."""
-    if len(xs) <= MAX_DRAWN:
-        return list(xs), [float(f"{y:.4g}") for y in ys]
-    step = len(xs) / MAX_DRAWN
-    out_x, out_y = [], []
-    for k in range(MAX_DRAWN):
-        lo, hi = int(k * step), int((k + 1) * step)
-        group = sorted(ys[lo:hi])
-        out_x.append(xs[(lo + hi - 1) // 2])
-        out_y.append(float(f"{group[len(group) // 2]:.4g}"))
-    return out_x, out_y
+    n = xs.size
+    if n <= MAX_DRAWN:
+        return xs.tolist(), _sig(ys)
+    group = np.arange(n) * MAX_DRAWN // n
+    order = np.lexsort((ys, group))
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    counts = np.diff(np.r_[starts, n])
+    ordered = ys[order]
+    medians = (ordered[starts + (counts - 1) // 2] + ordered[starts + counts // 2]) / 2.0
+    return xs[starts + (counts - 1) // 2].tolist(), _sig(medians)
 
 
 def figure_data(hist: History) -> list[dict[str, Any]]:
@@ -159,23 +167,23 @@ def figure_data(hist: History) -> list[dict[str, Any]]:
         groups.setdefault((s.setup, s.metric), []).append(s)
     figures = []
     for n, ((setup, metric), members) in enumerate(groups.items()):
-        order: dict[str, int] = {}
-        runs: list[list[Optional[str]]] = []
-        by_rank = {p.rank: p for s in members for p in s.points}  # the setup's runs, in the order of all runs
-        for rank in sorted(by_rank):
-            p = by_rank[rank]
-            order[p.run_dir] = len(runs)
-            runs.append([p.run_id, p.timestamp, p.get("engine_version"), p.get("image"), p.order_note])
+        by_rank = {r.rank: r for s in members for r in s.runs}  # the setup's runs, in the order of all runs
+        ranks = np.asarray(sorted(by_rank), dtype=np.int64)
+        # plotly reads a few tags and entities in hover text: what a run recorded stays text
+        runs = [[None if v is None else html.escape(v) for v in
+                 (r.run_id, r.timestamp, r.get("engine_version"), r.get("image"), r.order_note)]
+                for r in (by_rank[k] for k in ranks.tolist())]
         lines, marks = [], []
         for s in members:
-            xs = [order[p.run_dir] for p in s.points]
-            bx, by = _binned(xs, [p.value for p in s.points])
-            lines.append({"shape": shape_label(s.shape), "x": bx, "y": by, "n": len(xs)})
+            xs = np.searchsorted(ranks, s.ranks)
+            bx, by = _binned(xs, s.values)
+            lines.append({"shape": shape_label(s.shape), "x": bx, "y": by, "n": len(s)})
             for c in s.changes:
-                marks.append({"shape": shape_label(s.shape), "x": xs[c.index], "y": float(f"{s.points[c.index].value:.4g}"),
-                              "kind": c.kind, "text": f"{c.kind} {_pct(c.ratio)}: {difference_text(c)}"})
+                marks.append({"shape": shape_label(s.shape), "x": int(xs[c.index]),
+                              "y": float(f"{s.values[c.index]:.4g}"), "kind": c.kind,
+                              "text": html.escape(f"{c.kind} {_pct(c.ratio)}: {difference_text(c)}")})
         named = dict(zip(SETUP_COLUMNS, setup))
-        figures.append({"id": f"fig-h{n}", "title": f"{metric}: {setup_label(setup)}", "metric": metric,
+        figures.append({"id": f"fig-h{n}", "title": html.escape(f"{metric}: {setup_label(setup)}"), "metric": metric,
                         "direction": metric_direction(metric), "chip": str(named["chip"] or "unknown"),
                         "engine": str(named["engine"] or "unknown"), "runs": runs, "lines": lines, "marks": marks})
     return figures
@@ -245,15 +253,21 @@ class HistoryInput:
     dropped: list[Dropped] = field(default_factory=list)
 
 
-def _read_table(path: Path) -> pd.DataFrame:
-    """A table written by `sskj-results collect` (.parquet or .csv); columns it lacks (an older layout) are unknown."""
+def _read_table(path: Path, columns: Optional[Sequence[str]]) -> pd.DataFrame:
+    """A table written by `sskj-results collect` (.parquet or .csv), only `columns` of it when given; columns it
+    lacks (an older layout) are unknown."""
     import pandas as pd
 
     try:
         if path.suffix.lower() == ".parquet":
-            frame = pd.read_parquet(path)
+            import pyarrow.parquet as pq
+
+            present = set(pq.read_schema(path).names)
+            want = None if columns is None else [c for c in dict.fromkeys(["scenario", *columns]) if c in present]
+            frame = pd.read_parquet(path, columns=want)
         else:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""],
+                                usecols=None if columns is None else (lambda c: c in {"scenario", *columns}))
     except (OSError, ValueError) as exc:
         raise ResultsError(f"{path}: not a table written by `sskj-results collect` ({type(exc).__name__}: "
                            f"{str(exc).splitlines()[0] if str(exc) else 'unreadable'}); collect it again") from None
@@ -261,6 +275,8 @@ def _read_table(path: Path) -> pd.DataFrame:
         raise ResultsError(f"{path}: no results_file/scenario columns: not a table written by `sskj-results "
                            "collect`; give run directories or collect them again")
     for name, dtype in DTYPES.items():
+        if columns is not None and name not in columns:
+            continue
         if name not in frame.columns:
             frame[name] = pd.array([None] * len(frame), dtype=dtype)
         elif str(frame[name].dtype) != dtype:
@@ -271,17 +287,18 @@ def _read_table(path: Path) -> pd.DataFrame:
     return frame
 
 
-def load_history_input(paths: Sequence[Path]) -> HistoryInput:
+def load_history_input(paths: Sequence[Path], columns: Optional[Sequence[str]] = None) -> HistoryInput:
     """The runs table of run directories / results.json files (analysis/runtable.py), or of collected tables
-    (.parquet, .csv) given alone or beside them."""
+    (.parquet, .csv) given alone or beside them; of a table only `columns` (analysis.history.needed_columns) when
+    given."""
     import pandas as pd
 
     tables = [p for p in paths if p.suffix.lower() in TABLE_SUFFIXES and p.is_file()]
     runs = [p for p in paths if p not in tables]
-    frames, skipped, dropped = [_read_table(p) for p in tables], [], []
+    frames, skipped, dropped = [_read_table(p, columns) for p in tables], [], []
     if runs:
         table = collect_table(runs)
-        frames.append(table.frame)
+        frames.append(table.frame if columns is None or not tables else table.frame[list(frames[0].columns)])
         skipped, dropped = table.skipped, table.dropped
     frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     return HistoryInput(frame, skipped, dropped)

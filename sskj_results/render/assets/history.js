@@ -76,15 +76,15 @@
     div.className = "plot";
     div.id = f.id;
     holder.appendChild(div);
-    var width = Math.max(holder.clientWidth, 300);
+    var width = Math.max(holder.clientWidth - 2, 300);  // the box's borders
     var t = ticks(f);
     var layout = {
       title: {text: f.title, font: {size: 14}, x: 0.01, xanchor: "left"}, width: width, height: 380,
       margin: {l: 70, r: 20, t: 50, b: 90}, hovermode: "closest", showlegend: true,
       legend: {orientation: "h", y: -0.32},
       xaxis: {title: {text: "runs in order (engine version where it changes)"}, tickvals: t.vals, ticktext: t.text,
-              tickangle: -30, range: [-0.5, Math.max(f.runs.length - 0.5, 0.5)]},
-      yaxis: {title: {text: f.metric + " (" + f.direction + " is better)"}, rangemode: "tozero"}
+              tickangle: -30, zeroline: false, range: [-0.5, Math.max(f.runs.length - 0.5, 0.5)]},
+      yaxis: {title: {text: f.metric + " (" + f.direction + " is better)"}}
     };
     return Plotly.newPlot(div, traces(f, shape), layout, config);
   }
@@ -108,6 +108,19 @@
     page();
     document.body.setAttribute("data-plots", "ready");
   }
+  // figures take their box's width: redrawn at the new width when the window is resized
+  var pending = null;
+  window.addEventListener("resize", function () {
+    if (pending) { clearTimeout(pending); }
+    document.body.setAttribute("data-plots", "resizing");
+    pending = setTimeout(function () {
+      pending = null;
+      var width = Math.max(holder.clientWidth - 2, 300);
+      Promise.all(Array.prototype.map.call(holder.querySelectorAll(".plot"), function (div) {
+        return Plotly.relayout(div, {width: width});
+      })).then(function () { document.body.setAttribute("data-plots", "ready"); });
+    }, 150);
+  });
   function b64bytes(text) {
     var bin = atob(text.replace(/\s+/g, ""));
     var out = new Uint8Array(bin.length);
