@@ -4,7 +4,8 @@ The table is synthetic and deterministic, with the columns of the runs table (an
 `sskj-results collect` writes them): ``--runs`` runs of ``--scenarios`` scenarios each (one row per scenario),
 spread over ``--setups`` setups (chip x engine), the engine version changing every 40 runs of a setup, TTFT P95
 stepping +15 % at one version (0.1.2: a regression in every TTFT series), a few percent of noise everywhere. Each round runs the command in a fresh
-process (module imports included), with --html.
+process (module imports included), with --html; its wall time and its CPU time (user + system: what the
+machine's other jobs do not inflate) are reported.
 
     python benchmarks/bench_history.py [--runs 10000] [--scenarios 20] [--setups 10] [--rounds 1] [--json out.json]
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -84,17 +86,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="sskj-history-") as tmp:
         table = Path(tmp) / "runs.parquet"
         rows = make_table(table, args.runs, args.scenarios, args.setups)
-        times = []
+        times, cpu = [], []
         for _ in range(args.rounds):
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             done = subprocess.run([str(cli), "history", str(table), "--html", "--out", f"{tmp}/h"],
                                   capture_output=True, text=True)
             times.append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
             if done.returncode != 0:
                 sys.exit(f"history failed: {done.stderr.strip()}")
         page = Path(tmp) / "h" / "history.html"
         result = {"runs": args.runs, "scenarios": args.scenarios, "rows": rows, "setups": args.setups,
-                  "seconds": min(times), "rounds": times, "html_bytes": page.stat().st_size,
+                  "seconds": min(times), "rounds": times, "cpu_seconds": min(cpu), "html_bytes": page.stat().st_size,
                   "md_bytes": (Path(tmp) / "h" / "history.md").stat().st_size, "summary": done.stdout.strip(),
                   "python": platform.python_version()}
     print(json.dumps(result, indent=2))
