@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Optional
 
@@ -26,9 +27,9 @@ def run_rows(i: int, version: str, values: dict[tuple[int, str], float], *, stam
              precision: str = "second", repeats: int = 1, engine: str = "sglang",
              image: Optional[str] = None) -> list[dict[str, Any]]:
     """One run: a row per (concurrency, metric value) shape and repeat."""
+    day = datetime(2026, 1, 1, 12, tzinfo=timezone.utc) + timedelta(days=i)
     base = {"results_file": f"/runs/{engine}/r{i:03d}/results.json", "run_dir": f"/runs/{engine}/r{i:03d}",
-            "run_id": f"2026{(i // 28) + 1:02d}{(i % 28) + 1:02d}-120000",
-            "timestamp": stamp or f"2026-{(i // 28) + 1:02d}-{(i % 28) + 1:02d}T12:00:00+00:00",
+            "run_id": day.strftime("%Y%m%d-%H%M%S"), "timestamp": stamp or day.isoformat(),
             "timestamp_precision": precision, "experiment": "e", "model": "M", "chip": "NVIDIA H200",
             "engine": engine, "tp": 8, "engine_version": version, "image": image or f"img:{version}"}
     rows = []
@@ -182,3 +183,33 @@ def test_imported_public_corpora_no_crash_and_no_change_on_one_run_setups(tmp_pa
     assert hist.series
     assert all(not s.changes for s in hist.series if len(s.points) == 1)
     assert (tmp_path / "h" / "history.html").stat().st_size > 1_000_000
+
+
+def test_the_page_draws_at_most_max_drawn_points_a_line_and_marks_changes_at_their_run() -> None:
+    from sskj_results.render.history import MAX_DRAWN, figure_data
+
+    rows, rng = [], np.random.default_rng(3)
+    for i in range(500):
+        rows += run_rows(i, "a" if i < 300 else "b",
+                         {(64, "ttft_ms_p95"): 100.0 * rng.uniform(0.98, 1.02) * (1.2 if i >= 300 else 1.0),
+                          (1, "ttft_ms_p95"): 5.0 * rng.uniform(0.98, 1.02)})
+    hist = history(frame(rows), ["ttft_ms_p95"])
+    (fig,) = figure_data(hist)
+    assert len(fig["runs"]) == 500 and [len(line["x"]) for line in fig["lines"]] == [MAX_DRAWN, MAX_DRAWN]
+    assert [line["n"] for line in fig["lines"]] == [500, 500]
+    c64 = fig["lines"][1]
+    # each drawn point is the median of its group, at its middle run: before the step ~100, after ~120
+    assert all(95 < y < 105 for x, y in zip(c64["x"], c64["y"]) if x < 295)
+    assert all(114 < y < 126 for x, y in zip(c64["x"], c64["y"]) if x > 305)
+    assert [(m["x"], m["kind"]) for m in fig["marks"]] == [(300, "regression")]
+    assert fig["runs"][300][2] == "b" and fig["ylog"] is not None  # 5 ms beside 100 ms: a log axis
+
+
+def test_a_bad_timestamp_in_a_table_is_one_line(tmp_path: Path) -> None:
+    table = frame(run_rows(0, "a", {(64, "ttft_ms_p95"): 1.0}, stamp="2026-13-01T00:00:00+00:00"))
+    table.to_parquet(tmp_path / "t.parquet")
+    result = CliRunner().invoke(main, ["history", str(tmp_path / "t.parquet"), "--out", str(tmp_path / "h")])
+    assert result.exit_code == 1
+    assert result.output == ("error: /runs/sglang/r000/results.json: timestamp '2026-13-01T00:00:00+00:00' is not "
+                             "an ISO-8601 time, date or --MM-DD; correct it (or collect the table again)\n")
+    assert not (tmp_path / "h").exists()

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Sequence
 
 import numpy as np
 
-from ..contract.errors import UsageError
+from ..contract.errors import ResultsError, UsageError
 from .stats import FASTER, SLOWER, classify, compare_latency
 
 if TYPE_CHECKING:
@@ -335,8 +335,12 @@ def _runs(frame: pd.DataFrame) -> tuple[dict[str, int], list[Run], list[tuple[An
     data["engine"] = [e if e is not None else b for e, b in zip(data["engine"], data["backend"])]
     keyed = []
     for i, file in enumerate(data["results_file"]):
-        key, precision = order_key(data["timestamp"][i], data["timestamp_precision"][i], str(data["run_id"][i]),
-                                   str(data["run_dir"][i]))
+        try:
+            key, precision = order_key(data["timestamp"][i], data["timestamp_precision"][i], str(data["run_id"][i]),
+                                       str(data["run_dir"][i]))
+        except ValueError:  # a table edited by hand: results.json's timestamps are checked by the models
+            raise ResultsError(f"{file}: timestamp {data['timestamp'][i]!r} is not an ISO-8601 time, date or "
+                               "--MM-DD; correct it (or collect the table again)") from None
         keyed.append((key, precision, i, file))
     keyed.sort(key=lambda k: k[0])
     rank: dict[str, int] = {}

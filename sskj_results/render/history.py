@@ -26,12 +26,14 @@ from ..analysis.history import (
 from ..analysis.runtable import DTYPES, Dropped, Skipped, collect_table
 from ..contract.errors import ResultsError
 from ..contract.io import atomic_write_text
+from .figures import log_ticks
 from .html import CSP, _asset, _json_script, plotly_js_gzip_base64
 from .markdown_html import markdown_blocks
 from .mdtable import github_table
 
 MAX_DRAWN = 120  # points of one line of a figure; beyond, medians of consecutive groups of runs
 FIGURES_PER_PAGE = 8
+LOG_SPAN = 20  # a figure whose values span more than this factor has a log y axis
 LABELS = {"engine_version": "engine version", "image": "image", "env": "env", "client": "client",
           "client_version": "client version", "driver_version": "driver", "runtime_version": "runtime",
           "server_args": "server command"}
@@ -106,7 +108,7 @@ def history_markdown(hist: History, title: str = "History") -> str:
              "- Directions: " + ", ".join(f"{m} {metric_direction(m)} is better" for m in hist.metrics) + "."]
     if uncertain:
         lines.append(f"- Order partly assumed: {uncertain} run(s) lack a year, a time of day or a date; they are "
-                     "placed as far as known (their *First run after* and the figures' hover say how; "
+                     "placed as far as known (their 'First run after' column and the figures' hover say how; "
                      "docs/HISTORY.md, Order).")
     lines += ["", "## Changes", ""]
     if confirmed:
@@ -183,7 +185,10 @@ def figure_data(hist: History) -> list[dict[str, Any]]:
                               "y": float(f"{s.values[c.index]:.4g}"), "kind": c.kind,
                               "text": html.escape(f"{c.kind} {_pct(c.ratio)}: {difference_text(c)}")})
         named = dict(zip(SETUP_COLUMNS, setup))
-        figures.append({"id": f"fig-h{n}", "title": html.escape(f"{metric}: {setup_label(setup)}"), "metric": metric,
+        low, high = min(float(s.values.min()) for s in members), max(float(s.values.max()) for s in members)
+        # lines of very different sizes (c1 beside c512) on one axis: a log axis with full-number labels
+        ylog = list(log_ticks([low, high])) if high > LOG_SPAN * low else None
+        figures.append({"ylog": ylog, "id": f"fig-h{n}", "title": html.escape(f"{metric} ({metric_direction(metric)} is better): {setup_label(setup)}"), "metric": metric,
                         "direction": metric_direction(metric), "chip": str(named["chip"] or "unknown"),
                         "engine": str(named["engine"] or "unknown"), "runs": runs, "lines": lines, "marks": marks})
     return figures

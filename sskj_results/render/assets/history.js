@@ -46,7 +46,9 @@
     f.lines.forEach(function (line, i) {
       if (shape && line.shape !== shape) { return; }
       out.push({type: "scatter", mode: line.x.length > 60 ? "lines" : "lines+markers", name: line.shape,
-                x: line.x, y: line.y, line: {color: COLORS[i % COLORS.length], width: 1.5},
+                x: line.x, y: line.y,
+                line: {color: COLORS[i % COLORS.length], width: 1.5,
+                       dash: ["solid", "dot", "dash"][Math.floor(i / COLORS.length) % 3]},
                 marker: {size: 5}, text: line.x.map(function (x) { return hover(f.runs[x]); }),
                 hovertemplate: "%{y}<br>%{text}<extra>" + line.shape + "</extra>"});
     });
@@ -78,13 +80,15 @@
     holder.appendChild(div);
     var width = Math.max(holder.clientWidth - 2, 300);  // the box's borders
     var t = ticks(f);
+    var log = Boolean(f.ylog) && !shape;  // one shape alone: a linear axis shows its steps best
     var layout = {
       title: {text: f.title, font: {size: 14}, x: 0.01, xanchor: "left"}, width: width, height: 380,
       margin: {l: 70, r: 20, t: 50, b: 90}, hovermode: "closest", showlegend: true,
       legend: {orientation: "h", y: -0.32},
       xaxis: {title: {text: "runs in order (engine version where it changes)"}, tickvals: t.vals, ticktext: t.text,
               tickangle: -30, zeroline: false, range: [-0.5, Math.max(f.runs.length - 0.5, 0.5)]},
-      yaxis: {title: {text: f.metric + " (" + f.direction + " is better)"}}
+      yaxis: log ? {title: {text: f.metric + " (log scale)"}, type: "log", tickvals: f.ylog[0], ticktext: f.ylog[1]}
+        : {title: {text: f.metric}}
     };
     return Plotly.newPlot(div, traces(f, shape), layout, config);
   }
