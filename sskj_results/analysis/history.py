@@ -341,7 +341,7 @@ def _runs(frame: pd.DataFrame) -> tuple[dict[str, int], list[Run], list[tuple[An
         except ValueError:  # a table edited by hand: results.json's timestamps are checked by the models
             raise ResultsError(f"{file}: timestamp {data['timestamp'][i]!r} is not an ISO-8601 time, date or "
                                "--MM-DD; correct it (or collect the table again)") from None
-        keyed.append((key, precision, i, file))
+        keyed.append((key, precision, i, str(file)))
     keyed.sort(key=lambda k: k[0])
     rank: dict[str, int] = {}
     runs: list[Run] = []
