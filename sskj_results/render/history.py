@@ -27,7 +27,7 @@ from ..analysis.runtable import DTYPES, Dropped, Skipped, collect_table
 from ..contract.errors import ResultsError
 from ..contract.io import atomic_write_text
 from .figures import log_ticks
-from .html import CSP, _asset, _json_script, plotly_js_gzip_base64
+from .html import document
 from .markdown_html import markdown_blocks
 from .mdtable import github_table
 
@@ -212,9 +212,10 @@ def history_html(hist: History, markdown: str, title: str = "History") -> str:
 
     figures = figure_data(hist)
     _, sections = split_sections(markdown)
-    body = []
+    body, nav_items = [], []
     for name, lines in sections:
         if name == "Series":
+            nav_items.append(("Trends", "trends"))
             body.append('<section id="trends"><h2>Trends</h2>'
                         '<p class="hint">One figure per setup and metric, a line per shape; ▲ a regression, '
                         '▼ an improvement, ○ a shift not confirmed (hover for the size and what changed). The x axis '
@@ -223,27 +224,12 @@ def history_html(hist: History, markdown: str, title: str = "History") -> str:
                         f"</p>{_filters(figures, hist)}<div id=\"history-figures\"></div>"
                         '<p><button type="button" id="history-more">more figures</button></p></section>')
         sid = "section-" + "".join(ch if ch.isalnum() else "-" for ch in name.lower())
-        content = markdown_blocks(lines).replace("<table>", '<table class="sortable">')
-        body.append(f'<section id="{sid}"><h2>{html.escape(name)}</h2>\n<div class="scroll">{content}</div>\n'
-                    "</section>")
-    version, plotly_b64 = plotly_js_gzip_base64()
-    return "\n".join([
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{html.escape(title)}</title>",
-        f"<style>{_asset('page.css')}{_asset('history.css')}</style></head><body>",
-        f"<header><h1>{html.escape(title)}</h1></header><main>",
-        "\n".join(body),
-        "</main>",
-        f'<footer>Written by sskj-results history from results.json files; self-contained (plotly.js '
-        f"{html.escape(version)}, MIT license, inlined), works offline.</footer>",
-        _json_script("sskj-history", {"figures": figures, "perPage": FIGURES_PER_PAGE}),
-        f'<script type="application/octet-stream" id="plotly-gz">{plotly_b64}</script>',
-        f"<script>{_asset('history.js')}</script>",
-        "</body></html>",
-    ]) + "\n"
+        nav_items.append((name, sid))
+        body.append(f'<section id="{sid}"><h2>{html.escape(name)}</h2>\n{markdown_blocks(lines)}\n</section>')
+    nav = " · ".join(f'<a href="#{sid}">{html.escape(name)}</a>' for name, sid in nav_items)
+    return document(title, html.escape(title), nav, "\n".join(body), "history from results.json files",
+                    "sskj-history", {"figures": figures, "perPage": FIGURES_PER_PAGE},
+                    ("page.css", "history.css"), "history.js")
 
 
 TABLE_SUFFIXES = (".parquet", ".csv")

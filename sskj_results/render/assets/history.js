@@ -2,23 +2,7 @@
   "use strict";
   // history.html: sortable tables; trend figures (one per setup and metric, a line per shape) filtered by
   // chip, engine, shape and metric, drawn FIGURES_PER_PAGE at a time (a "more" button draws the next ones).
-  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
-    var heads = table.tHead ? table.tHead.rows[0].cells : [];
-    Array.prototype.forEach.call(heads, function (th, col) {
-      th.addEventListener("click", function () {
-        var asc = !th.classList.contains("sorted-asc");
-        Array.prototype.forEach.call(heads, function (h) { h.classList.remove("sorted-asc", "sorted-desc"); });
-        th.classList.add(asc ? "sorted-asc" : "sorted-desc");
-        var body = table.tBodies[0];
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function (a, b) {
-          var r = a.cells[col].textContent.localeCompare(b.cells[col].textContent, undefined, {numeric: true});
-          return asc ? r : -r;
-        });
-        rows.forEach(function (r) { body.appendChild(r); });
-      });
-    });
-  });
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), sskjSortable);
 
   var data = JSON.parse(document.getElementById("sskj-history").textContent);
   var holder = document.getElementById("history-figures");
@@ -113,42 +97,18 @@
     document.body.setAttribute("data-plots", "ready");
   }
   // figures take their box's width: redrawn at the new width when the window is resized
-  var pending = null;
-  window.addEventListener("resize", function () {
-    if (pending) { clearTimeout(pending); }
-    document.body.setAttribute("data-plots", "resizing");
-    pending = setTimeout(function () {
-      pending = null;
-      var width = Math.max(holder.clientWidth - 2, 300);
-      Promise.all(Array.prototype.map.call(holder.querySelectorAll(".plot"), function (div) {
-        return Plotly.relayout(div, {width: width});
-      })).then(function () { document.body.setAttribute("data-plots", "ready"); });
-    }, 150);
+  sskjOnResize(function () {
+    var width = Math.max(holder.clientWidth - 2, 300);
+    return Promise.all(Array.prototype.map.call(holder.querySelectorAll(".plot"), function (div) {
+      return Plotly.relayout(div, {width: width});
+    }));
   });
-  function b64bytes(text) {
-    var bin = atob(text.replace(/\s+/g, ""));
-    var out = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) { out[i] = bin.charCodeAt(i); }
-    return out;
-  }
-  if (typeof DecompressionStream === "undefined") {
-    holder.innerHTML = '<p class="error">This browser cannot decompress the inlined plotly.js: open the file in a ' +
-      "current Chrome, Edge, Firefox or Safari.</p>";
-    document.body.setAttribute("data-plots", "unsupported");
-    return;
-  }
-  var packed = document.getElementById("plotly-gz");
-  var stream = new Blob([b64bytes(packed.textContent)]).stream().pipeThrough(new DecompressionStream("gzip"));
-  new Response(stream).text().then(function (code) {
-    var script = document.createElement("script");
-    script.textContent = code;
-    document.head.appendChild(script);
-    packed.textContent = "";
+  sskjLoadPlotly(function () {
     selects.forEach(function (s) { s.addEventListener("change", refresh); });
     more.addEventListener("click", page);
     refresh();
-  }).catch(function (err) {
-    holder.innerHTML = '<p class="error">The figures could not be drawn: ' + err + "</p>";
-    document.body.setAttribute("data-plots", "failed");
+  }, function (message, state) {
+    holder.innerHTML = '<p class="error">' + message + "</p>";
+    document.body.setAttribute("data-plots", state);
   });
 })();
