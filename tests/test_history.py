@@ -213,3 +213,23 @@ def test_a_bad_timestamp_in_a_table_is_one_line(tmp_path: Path) -> None:
     assert result.output == ("error: /runs/sglang/r000/results.json: timestamp '2026-13-01T00:00:00+00:00' is not "
                              "an ISO-8601 time, date or --MM-DD; correct it (or collect the table again)\n")
     assert not (tmp_path / "h").exists()
+
+
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason="the shared raw fixtures are not on this machine")
+def test_collected_csv_and_parquet_give_the_history_of_the_run_directories(tmp_path: Path) -> None:
+    from sskj_results.contract.escape import csv_text, csv_text_read
+
+    assert csv_text_read(csv_text("--07-05")) == "--07-05" and csv_text_read("'x") == "'x"
+    runs = tmp_path / "runs"
+    assert CliRunner().invoke(main, ["import-legacy", str(FIXTURES), "--out", str(runs)]).exit_code == 0
+    texts = []
+    for source in ("runs", "t.csv", "t.parquet"):
+        if source != "runs":
+            done = CliRunner().invoke(main, ["collect", str(runs), "--out", str(tmp_path / source), "--no-cache"])
+            assert done.exit_code == 0, done.output
+        out = tmp_path / f"h_{source}"
+        done = CliRunner().invoke(main, ["history", str(tmp_path / source), "--out", str(out)])
+        assert done.exit_code == 0, done.output
+        texts.append((out / "history.md").read_text())
+    assert "--07-05" in texts[0] and "'--07-05" not in texts[1]
+    assert texts[0] == texts[1] == texts[2]

@@ -25,6 +25,7 @@ from ..analysis.history import (
 )
 from ..analysis.runtable import DTYPES, Dropped, Skipped, collect_table
 from ..contract.errors import ResultsError
+from ..contract.escape import csv_text_read
 from ..contract.io import atomic_write_text
 from .figures import log_ticks
 from .html import document
@@ -259,6 +260,9 @@ def _read_table(path: Path, columns: Optional[Sequence[str]]) -> pd.DataFrame:
         else:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""],
                                 usecols=None if columns is None else (lambda c: c in {"scenario", *columns}))
+            for name in frame.columns:  # text cells as collect wrote them: formula-like ones quoted (csv_text)
+                if DTYPES.get(name) == "string":
+                    frame[name] = frame[name].map(csv_text_read, na_action="ignore")
     except (OSError, ValueError) as exc:
         raise ResultsError(f"{path}: not a table written by `sskj-results collect` ({type(exc).__name__}: "
                            f"{str(exc).splitlines()[0] if str(exc) else 'unreadable'}); collect it again") from None
