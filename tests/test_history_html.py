@@ -49,6 +49,7 @@ def wait_ready(driver: Any) -> None:
 
 
 @pytest.mark.browser
+@pytest.mark.slow
 def test_history_page_draws_offline_filters_and_fits(browser: Any, page: Path) -> None:  # noqa: F811
     browser.set_window_size(1400, 1800)
     seen = open_page(browser, page)
