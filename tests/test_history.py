@@ -233,3 +233,16 @@ def test_collected_csv_and_parquet_give_the_history_of_the_run_directories(tmp_p
         texts.append((out / "history.md").read_text())
     assert "--07-05" in texts[0] and "'--07-05" not in texts[1]
     assert texts[0] == texts[1] == texts[2]
+
+
+def test_a_metric_no_run_recorded_gives_no_series_and_says_so(tmp_path: Path) -> None:
+    table = tmp_path / "t.parquet"
+    planted(n=4).to_parquet(table)
+    result = CliRunner().invoke(main, ["history", str(table), "--metric", "itl_ms_p99_9", "--metric", "ttft_ms_p95",
+                                       "--out", str(tmp_path / "h"), "--html"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"wrote {tmp_path / 'h' / 'history.md'}, {tmp_path / 'h' / 'history.html'}: "
+                                    "4 run(s), 2 series, 0 regression(s)")
+    text = (tmp_path / "h" / "history.md").read_text()
+    assert "metrics: itl_ms_p99_9, ttft_ms_p95" in text and "| itl_ms_p99_9 |" not in text
+    assert "- Recorded by no run (unknown, no series): itl_ms_p99_9." in text

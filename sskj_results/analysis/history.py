@@ -391,6 +391,8 @@ def build_series(frame: pd.DataFrame, metrics: Sequence[str]) -> tuple[list[Seri
         ok = np.isfinite(v) & (v > 0)  # unknown is left out, never 0; a log needs a positive value
         order = np.lexsort((v[ok], row_rank[ok], row_shape[ok], row_setup[ok]))
         st, sh, rk, vv = row_setup[ok][order], row_shape[ok][order], row_rank[ok][order], v[ok][order]
+        if not st.size:
+            continue  # no run recorded this metric
         cuts = np.flatnonzero((np.diff(st) != 0) | (np.diff(sh) != 0)) + 1
         for a, b in zip(np.r_[0, cuts], np.r_[cuts, st.size]):
             ranks, vals = rk[a:b], vv[a:b]

@@ -107,6 +107,10 @@ def history_markdown(hist: History, title: str = "History") -> str:
              f"noise) in the median of up to {rule.window} runs and in each of the first {rule.persist} runs after "
              f"it, confirmed by a Mann-Whitney U test (p < {rule.alpha:g}); docs/HISTORY.md.",
              "- Directions: " + ", ".join(f"{m} {metric_direction(m)} is better" for m in hist.metrics) + "."]
+    followed = {s.metric for s in hist.series}
+    unrecorded = [m for m in hist.metrics if m not in followed]
+    if unrecorded:
+        lines.append(f"- Recorded by no run (unknown, no series): {', '.join(unrecorded)}.")
     if uncertain:
         lines.append(f"- Order partly assumed: {uncertain} run(s) lack a year, a time of day or a date; they are "
                      "placed as far as known (their 'First run after' column and the figures' hover say how; "
