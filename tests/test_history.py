@@ -246,3 +246,18 @@ def test_a_metric_no_run_recorded_gives_no_series_and_says_so(tmp_path: Path) ->
     text = (tmp_path / "h" / "history.md").read_text()
     assert "metrics: itl_ms_p99_9, ttft_ms_p95" in text and "| itl_ms_p99_9 |" not in text
     assert "- Recorded by no run (unknown, no series): itl_ms_p99_9." in text
+
+
+def test_the_benchmark_keeps_working(tmp_path: Path) -> None:
+    """benchmarks/bench_history.py at a tiny size (no time asserted: docs/PERFORMANCE.md has the figures)."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_history.py"), "--runs", "30",
+                           "--scenarios", "2", "--setups", "1", "--json", str(tmp_path / "b.json")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads((tmp_path / "b.json").read_text())
+    assert result["rows"] == 60 and result["html_bytes"] > 1_000_000 and "30 run(s), 6 series" in result["summary"]
