@@ -104,3 +104,18 @@ def test_hardware_auto_describes_the_cpu(tmp_path: Path, monkeypatch: pytest.Mon
     # an explicit description is kept as given
     result = _meta(tmp_path / "r", "--meta", "hardware=8x NVIDIA H200 143GB")
     assert result.exit_code == 0 and load_run(tmp_path / "r").metadata.hardware == "8x NVIDIA H200 143GB"
+
+
+def test_image_is_recorded_from_a_docker_env_and_never_guessed(tmp_path: Path) -> None:
+    base = ["--meta", "experiment=e", "--meta", "model=/m", "--meta", "engine=sglang", "--meta", "chip=nvidia_h200",
+            "--no-detect"]
+    docker = "docker:lmsysorg/sglang:v0.5.4 (container sskj_e, python3; docker run --gpus all)"
+    assert _meta(tmp_path / "a", *base, "--meta", f"env={docker}").exit_code == 0
+    assert load_run(tmp_path / "a").metadata.image == "lmsysorg/sglang:v0.5.4"
+    assert _meta(tmp_path / "b", *base, "--meta", "env=/opt/envs/sglang").exit_code == 0
+    assert load_run(tmp_path / "b").metadata.image is None
+    assert _meta(tmp_path / "c", *base, "--meta", "env=docker: (container x, ; docker run )").exit_code == 0
+    assert load_run(tmp_path / "c").metadata.image is None
+    # given by hand, it is kept over the env's
+    assert _meta(tmp_path / "a", "--meta", "image=mine:1").exit_code == 0
+    assert load_run(tmp_path / "a").metadata.image == "mine:1"

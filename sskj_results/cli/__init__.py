@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "reparse": ("runset_cmd", "reparse", "Re-import a run (or every phase of a run set) and rewrite its results and reports."),
     "runset": ("runset_cmd", "runset", "Write the index of a multi-phase run directory (its phases, in order)."),
     "collect": ("collect_cmd", "collect", "Write one table (Parquet or CSV) of every run under the given paths."),
+    "history": ("history_cmd", "history", "Every setup's runs over time and the runs where a metric stepped (history.md/html)."),
     "slo-next": ("slo_search_cmd", "slo_next", "Next concurrency of an SLO search (prints nothing when done)."),
     "slurm-plan": ("slurm_cmd", "slurm_plan", "Build the sbatch commands of a Slurm submission (used by submit.sh)."),
     "slurm-compare": ("slurm_compare_cmd", "slurm_compare", "Validate and compare the runs of Slurm jobs (the comparison job)."),

@@ -98,3 +98,8 @@ def csv_text(value: str) -> str:
     with = + - @ TAB or CR is prefixed with a single quote, so it is shown as text, never run as a
     formula. Numbers are not text cells and are never changed."""
     return "'" + value if value.startswith(_FORMULA_START) else value
+
+
+def csv_text_read(value: str) -> str:
+    """The text csv_text was given: its single quote before = + - @ TAB or CR taken off (reading a CSV sskj wrote)."""
+    return value[1:] if value.startswith("'") and value[1:].startswith(_FORMULA_START) else value

@@ -106,6 +106,27 @@ METRICS: tuple[Metric, ...] = (
         docs="docs/METRICS.md#throughput", description="Output tokens per second (client's value).",
     ),
     Metric(
+        name="request_throughput", unit="req/s", label="Req/s mean", short="Req/s", direction="higher",
+        summary="scalar", compared=None, origin="client", place="scenario", docs="docs/METRICS.md#throughput",
+        description="Completed requests per second (client's value).",
+    ),
+    Metric(
+        name="input_token_throughput", unit="tok/s", label="InTok/s mean", short="InTok/s", direction="higher",
+        summary="scalar", compared=None, origin="client", place="scenario", docs="docs/METRICS.md#throughput",
+        description="Input tokens per second (client's value).",
+    ),
+    Metric(
+        name="total_token_throughput", unit="tok/s", label="TotTok/s mean", short="TotTok/s", direction="higher",
+        summary="scalar", compared=None, origin="client", place="scenario", docs="docs/METRICS.md#throughput",
+        description="Input plus output tokens per second.",
+    ),
+    Metric(
+        name="accept_length", unit="tokens/step", label="Accept length", short="Accept len", direction="higher",
+        summary="scalar", compared=None, origin="client", place="scenario",
+        docs="docs/METRICS.md#acceptance-length",
+        description="Mean speculative acceptance length (1 + accepted / drafts); null when not speculative.",
+    ),
+    Metric(
         name="slo_attainment", unit="share", label="In SLO share", short="In SLO", direction="higher",
         summary="scalar", compared=None, origin="sskj", place="scenario", docs="docs/METRICS.md#goodput",
         slo_dependent=True,

@@ -98,6 +98,11 @@ class Metadata(_Model):
     )
     script: Optional[str] = Field(default=None, description="Script that produced the run, relative to the repository.")
     env: Optional[str] = Field(default=None, description="Python environment or container used by the engine.")
+    image: Optional[str] = Field(
+        default=None,
+        description="Container image the engine ran in (the image of a `docker:` env, e.g. `lmsysorg/sglang:v0.5.4`); "
+        "null when the engine did not run in a container or the image is not known.",
+    )
     git_commit: Optional[str] = Field(default=None, description="Git commit of the benchmark repository.")
     description: Optional[str] = Field(default=None, description="Free-text note.")
     platform: Optional[str] = Field(default=None, description="Platform file used, e.g. `nvidia_h200` (platforms/<platform>.env).")
@@ -323,13 +328,11 @@ class _ScenarioBase(_Model):
         description="Failed requests; null when unknown (the client wrote only its completed requests: no failure "
         "count, no request count, no per-request outcome). Never 0 for want of data.",
     )
-    request_throughput: Optional[float] = Field(ge=0, description="Completed requests per second (client's value).")
-    input_token_throughput: Optional[float] = Field(ge=0, description="Input tokens per second (client's value).")
+    request_throughput: Optional[float] = Field(ge=0, description=metric("request_throughput").description)
+    input_token_throughput: Optional[float] = Field(ge=0, description=metric("input_token_throughput").description)
     output_token_throughput: Optional[float] = Field(ge=0, description=metric("output_token_throughput").description)
-    total_token_throughput: Optional[float] = Field(ge=0, description="Input plus output tokens per second.")
-    accept_length: Optional[float] = Field(
-        description="Mean speculative acceptance length (1 + accepted / drafts); null when not speculative."
-    )
+    total_token_throughput: Optional[float] = Field(ge=0, description=metric("total_token_throughput").description)
+    accept_length: Optional[float] = Field(description=metric("accept_length").description)
     latencies: Latencies = Field(description="Latency statistics.")
     slo_status: SloStatus = Field(description="SLO verdict against the run's tier.")
     raw_requests: list[RawRequest] = Field(default_factory=list, description="Every request, unless capped (see raw_requests_capped).")

@@ -130,6 +130,16 @@ def write_metadata(
         return _write_metadata_locked(run_dir, meta, config, slo, detect, cwd)
 
 
+_DOCKER_ENV = re.compile(r"docker:(\S+)")
+
+
+def image_of_env(env: Any) -> Optional[str]:
+    """The container image an env text names (`docker:IMAGE (container ...)`, run/phase.py's engine_environment);
+    None for a Python environment or a docker env without an image."""
+    match = _DOCKER_ENV.match(env) if isinstance(env, str) else None
+    return match.group(1) if match else None
+
+
 _NODES_PREFIX = re.compile(r"\d+ nodes x ")
 _COUNT = re.compile(r"\s*(\d+)\s*x\s")
 
@@ -187,6 +197,8 @@ def _write_metadata_locked(run_dir: Path, meta: Mapping[str, str], config: Mappi
             if not meta_dict.get(key):
                 meta_dict[key] = value
     _node_hardware(meta_dict)
+    if not meta_dict.get("image"):
+        meta_dict["image"] = image_of_env(meta_dict.get("env"))
     meta_dict["tool_version"] = __version__
     cfg: dict[str, Any] = existing.config.model_dump(exclude_none=False) if existing else {}
     for key, text in config.items():

@@ -241,22 +241,30 @@ def page(markdown: str, table_section: str, table: str, plots: str, data: dict[s
             content = markdown_blocks(lines)
         body.append(f'<section id="{sid}"><h2>{html.escape(name)}</h2>\n{content}\n</section>')
     nav = " · ".join(f'<a href="#{sid}">{html.escape(name)}</a>' for (name, _), sid in zip(sections, ids))
+    return document(md_unescape(title), inline(title), nav, "\n".join(body), "from results.json alone", "sskj-data",
+                    data)
+
+
+def document(title: str, title_html: str, nav: str, body: str, source: str, data_id: str, data: Any,
+             styles: Sequence[str] = ("page.css",), script: str = "page.js") -> str:
+    """A self-contained page: head (CSP, style), header, body, footer, the data as JSON (`data_id`), plotly.js
+    inlined, the shared script (assets/common.js: sortable tables, the plotly loader) and the page's own script (an asset)."""
     version, plotly_b64 = plotly_js_gzip_base64()
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{html.escape(md_unescape(title))}</title>",
-        f"<style>{_asset('page.css')}</style></head><body>",
-        f"<header><h1>{inline(title)}</h1><nav>{nav}</nav></header><main>",
-        "\n".join(body),
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{''.join(_asset(name) for name in styles)}</style></head><body>",
+        f"<header><h1>{title_html}</h1><nav>{nav}</nav></header><main>",
+        body,
         "</main>",
-        f'<footer>Written by sskj-results from results.json alone; self-contained (plotly.js {html.escape(version)}, '
+        f'<footer>Written by sskj-results {source}; self-contained (plotly.js {html.escape(version)}, '
         "MIT license, inlined), works offline.</footer>",
-        _json_script("sskj-data", data),
+        _json_script(data_id, data),
         f'<script type="application/octet-stream" id="plotly-gz">{plotly_b64}</script>',
-        f"<script>{_asset('page.js')}</script>",
+        f"<script>{_asset('common.js')}\n{_asset(script)}</script>",
         "</body></html>",
     ]) + "\n"
 

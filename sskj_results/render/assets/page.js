@@ -1,29 +1,7 @@
 
 (function () {
   "use strict";
-  function sortable(table) {
-    var heads = table.tHead.rows[0].cells;
-    Array.prototype.forEach.call(heads, function (th, col) {
-      th.addEventListener("click", function () {
-        var asc = !th.classList.contains("sorted-asc");
-        Array.prototype.forEach.call(heads, function (h) { h.classList.remove("sorted-asc", "sorted-desc"); });
-        th.classList.add(asc ? "sorted-asc" : "sorted-desc");
-        var body = table.tBodies[0];
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function (a, b) {
-          var x = a.cells[col], y = b.cells[col];
-          var vx = x.getAttribute("data-v"), vy = y.getAttribute("data-v");
-          var r;
-          if (vx !== null && vy !== null) { r = parseFloat(vx) - parseFloat(vy); }
-          else if (vx !== null) { r = -1; } else if (vy !== null) { r = 1; }
-          else { r = x.textContent.localeCompare(y.textContent, undefined, {numeric: true}); }
-          return asc ? r : -r;
-        });
-        rows.forEach(function (r) { body.appendChild(r); });
-      });
-    });
-  }
-  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), sortable);
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), sskjSortable);
 
   var results = document.getElementById("results-table");
   if (results) {
@@ -122,41 +100,13 @@
       select.addEventListener("change", show);
       show();
     }
-    var pending = null;
-    window.addEventListener("resize", function () {
-      if (pending) { clearTimeout(pending); }
-      document.body.setAttribute("data-plots", "resizing");
-      pending = setTimeout(function () {
-        pending = null;
-        Promise.all(Object.keys(shown).map(function (id) { return plot(id, shown[id]); })).then(function () {
-          document.body.setAttribute("data-plots", "ready");
-        });
-      }, 150);
+    sskjOnResize(function () {
+      return Promise.all(Object.keys(shown).map(function (id) { return plot(id, shown[id]); }));
     });
     document.body.setAttribute("data-plots", "ready");
   }
-  function b64bytes(text) {
-    var bin = atob(text.replace(/\s+/g, ""));
-    var out = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) { out[i] = bin.charCodeAt(i); }
-    return out;
-  }
-  if (typeof DecompressionStream === "undefined") {
-    fail("This browser cannot decompress the inlined plotly.js (DecompressionStream is missing): " +
-         "open the file in a current Chrome, Edge, Firefox or Safari.");
-    document.body.setAttribute("data-plots", "unsupported");
-    return;
-  }
-  var packed = document.getElementById("plotly-gz");
-  var stream = new Blob([b64bytes(packed.textContent)]).stream().pipeThrough(new DecompressionStream("gzip"));
-  new Response(stream).text().then(function (code) {
-    var script = document.createElement("script");
-    script.textContent = code;
-    document.head.appendChild(script);
-    packed.textContent = "";
-    draw();
-  }).catch(function (err) {
-    fail("The plots could not be drawn: " + err);
-    document.body.setAttribute("data-plots", "failed");
+  sskjLoadPlotly(draw, function (message, state) {
+    fail(message);
+    document.body.setAttribute("data-plots", state);
   });
 })();

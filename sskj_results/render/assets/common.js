@@ -1,0 +1,69 @@
+// Shared by the pages' scripts (page.js, history.js): sortable tables and the plotly loader.
+
+// A click on a header sorts the table by that column: by the cells' data-v numbers where they have them, else
+// by their text (numbers within it compared as numbers); a second click reverses.
+function sskjSortable(table) {
+  "use strict";
+  var heads = table.tHead.rows[0].cells;
+  Array.prototype.forEach.call(heads, function (th, col) {
+    th.addEventListener("click", function () {
+      var asc = !th.classList.contains("sorted-asc");
+      Array.prototype.forEach.call(heads, function (h) { h.classList.remove("sorted-asc", "sorted-desc"); });
+      th.classList.add(asc ? "sorted-asc" : "sorted-desc");
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[col], y = b.cells[col];
+        var vx = x.getAttribute("data-v"), vy = y.getAttribute("data-v");
+        var r;
+        if (vx !== null && vy !== null) { r = parseFloat(vx) - parseFloat(vy); }
+        else if (vx !== null) { r = -1; } else if (vy !== null) { r = 1; }
+        else { r = x.textContent.localeCompare(y.textContent, undefined, {numeric: true}); }
+        return asc ? r : -r;
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+}
+
+// The pages' plotly.js is inlined gzip-compressed and base64-encoded (#plotly-gz): decompressed by the browser's
+// own DecompressionStream and run; then ready(), or failed(message, state) with state "unsupported" or "failed".
+function sskjLoadPlotly(ready, failed) {
+  "use strict";
+  function b64bytes(text) {
+    var bin = atob(text.replace(/\s+/g, ""));
+    var out = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { out[i] = bin.charCodeAt(i); }
+    return out;
+  }
+  if (typeof DecompressionStream === "undefined") {
+    failed("This browser cannot decompress the inlined plotly.js (DecompressionStream is missing): " +
+           "open the file in a current Chrome, Edge, Firefox or Safari.", "unsupported");
+    return;
+  }
+  var packed = document.getElementById("plotly-gz");
+  var stream = new Blob([b64bytes(packed.textContent)]).stream().pipeThrough(new DecompressionStream("gzip"));
+  new Response(stream).text().then(function (code) {
+    var script = document.createElement("script");
+    script.textContent = code;
+    document.head.appendChild(script);
+    packed.textContent = "";
+    ready();
+  }).catch(function (err) {
+    failed("The plots could not be drawn: " + err, "failed");
+  });
+}
+
+// After the window stops resizing (150 ms), redraw() (a promise); body[data-plots] says "resizing" until it is done.
+function sskjOnResize(redraw) {
+  "use strict";
+  var pending = null;
+  window.addEventListener("resize", function () {
+    if (pending) { clearTimeout(pending); }
+    document.body.setAttribute("data-plots", "resizing");
+    pending = setTimeout(function () {
+      pending = null;
+      redraw().then(function () { document.body.setAttribute("data-plots", "ready"); });
+    }, 150);
+  });
+}

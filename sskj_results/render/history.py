@@ -1,0 +1,318 @@
+"""history.md and history.html: every setup's series over time and the changes found (analysis/history.py).
+
+history.md: the changes (regressions first), the shifts not confirmed, every series in one table, the rule.
+history.html: one self-contained page (plotly.js inlined as in render/html.py): the same tables, sortable, and
+one trend figure per setup and metric (a line per shape, changes marked), filterable by chip, engine, shape and
+metric; figures are drawn a page at a time and a series of more than MAX_DRAWN runs is drawn as the medians of
+MAX_DRAWN consecutive groups of runs (changes still at their own run). docs/HISTORY.md.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+from ..analysis.history import (
+    CONTEXT_COLUMNS, SETUP_COLUMNS, Change, History, Series, metric_direction, setup_label, shape_label,
+)
+from ..analysis.runtable import DTYPES, Dropped, Skipped, collect_table
+from ..contract.errors import ResultsError
+from ..contract.escape import csv_text_read
+from ..contract.io import atomic_write_text
+from .figures import log_ticks
+from .html import document
+from .markdown_html import markdown_blocks
+from .mdtable import github_table
+
+MAX_DRAWN = 120  # points of one line of a figure; beyond, medians of consecutive groups of runs
+FIGURES_PER_PAGE = 8
+LOG_SPAN = 20  # a figure whose values span more than this factor has a log y axis
+LABELS = {"engine_version": "engine version", "image": "image", "env": "env", "client": "client",
+          "client_version": "client version", "driver_version": "driver", "runtime_version": "runtime",
+          "server_args": "server command"}
+
+
+def _num(value: Optional[float]) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:.4g}" if abs(value) < 1e5 else f"{value:.0f}"
+
+
+def _pct(ratio: Optional[float]) -> str:
+    return "-" if ratio is None else f"{(ratio - 1) * 100:+.1f} %"
+
+
+def _when(series: Series, index: int) -> str:
+    p = series.runs[index]
+    stamp = p.timestamp or "date unknown"
+    return f"{p.run_id} ({stamp}{', ' + p.order_note if p.order_note else ''})"
+
+
+def difference_text(change: Change) -> str:
+    """`engine version 0.5.0 → 0.5.1; image a → b`; the server command only said to differ."""
+    parts = []
+    for name, before, after in change.differences:
+        label = LABELS.get(name, name)
+        if name in ("server_args", "env"):
+            parts.append(f"{label} differs")
+        else:
+            parts.append(f"{label} {before or 'unknown'} → {after or 'unknown'}")
+    return "; ".join(parts) or "no recorded version or configuration difference"
+
+
+def _change_row(s: Series, c: Change) -> list[str]:
+    ci = "" if c.ci_low is None or c.ci_high is None else f" (95 % CI {_pct(c.ci_low)} … {_pct(c.ci_high)})"
+    before, after = float(s.values[c.index - 1]), float(s.values[c.index])
+    test = f"p {c.p:.2g}, " if c.p is not None else ""
+    return [c.kind, s.metric, setup_label(s.setup), shape_label(s.shape), _when(s, c.index), difference_text(c),
+            f"{_pct(c.ratio)}{ci}; {_num(before)} → {_num(after)}",
+            f"{test}{c.n_before} / {c.n_after} samples"] + ([c.reason or ""] if c.kind == "not confirmed" else [])
+
+
+CHANGE_HEADERS = ["Verdict", "Metric", "Setup", "Shape", "First run after", "Difference at that run",
+                  "Size (median after / before); last before → first after", "Mann-Whitney U"]
+
+
+def failure_lines(hist: History) -> list[str]:
+    """One line per regression (`--fail-on-regression`)."""
+    return [f"regression: {s.metric} {_pct(c.ratio)} at run {_when(s, c.index)}: {setup_label(s.setup)}, "
+            f"{shape_label(s.shape)}; {difference_text(c)}"
+            for s in hist.series for c in s.changes if c.kind == "regression"]
+
+
+def history_markdown(hist: History, title: str = "History") -> str:
+    rule = hist.rule
+    confirmed = [(s, c) for s in hist.series for c in s.confirmed]
+    confirmed.sort(key=lambda sc: (sc[1].kind != "regression", sc[0].metric))
+    unconfirmed = [(s, c) for s in hist.series for c in s.changes if c.kind == "not confirmed"]
+    setups = {s.setup for s in hist.series}
+    single = sum(1 for s in hist.series if len(s) == 1)
+    uncertain = len({r.run_dir for s in hist.series for r in s.runs if r.order_note})
+    n_reg = sum(1 for _, c in confirmed if c.kind == "regression")
+    lines = [f"# {title}", "", "## Summary", "",
+             f"- {hist.runs} run(s), {len(setups)} setup(s), {len(hist.series)} series "
+             f"(setup x shape x metric; metrics: {', '.join(hist.metrics)}); {single} series of one run "
+             "(nothing to compare).",
+             f"- Changes: {n_reg} regression(s), {len(confirmed) - n_reg} improvement(s); "
+             f"{len(unconfirmed)} shift(s) not confirmed.",
+             f"- Rule: a shift beyond max({rule.min_change:.0%}, {rule.noise_factor:g} x the series' run-to-run "
+             f"noise) in the median of up to {rule.window} runs and in each of the first {rule.persist} runs after "
+             f"it, confirmed by a Mann-Whitney U test (p < {rule.alpha:g}); docs/HISTORY.md.",
+             "- Directions: " + ", ".join(f"{m} {metric_direction(m)} is better" for m in hist.metrics) + "."]
+    followed = {s.metric for s in hist.series}
+    unrecorded = [m for m in hist.metrics if m not in followed]
+    if unrecorded:
+        lines.append(f"- Recorded by no run (unknown, no series): {', '.join(unrecorded)}.")
+    if uncertain:
+        lines.append(f"- Order partly assumed: {uncertain} run(s) lack a year, a time of day or a date; they are "
+                     "placed as far as known (their 'First run after' column and the figures' hover say how; "
+                     "docs/HISTORY.md, Order).")
+    lines += ["", "## Changes", ""]
+    if confirmed:
+        lines += github_table(CHANGE_HEADERS, [_change_row(s, c) for s, c in confirmed])
+    else:
+        lines.append("No step change found.")
+    lines += ["", "## Not confirmed", ""]
+    if unconfirmed:
+        lines.append("Shifts beyond the threshold that persist, but which the test does not confirm (too few runs "
+                     "either side, or not significant): watch them, they are not changes.")
+        lines.append("")
+        lines += github_table(CHANGE_HEADERS + ["Why not confirmed"], [_change_row(s, c) for s, c in unconfirmed])
+    else:
+        lines.append("None.")
+    lines += ["", "## Series", ""]
+    rows = []
+    for s in hist.series:
+        first, last = s.runs[0], s.runs[-1]
+        versions = [r.get("engine_version") or "unknown" for r in (first, last)]
+        span = versions[0] if versions[0] == versions[-1] else f"{versions[0]} → {versions[-1]}"
+        rows.append([setup_label(s.setup), shape_label(s.shape), s.metric, str(len(s)),
+                     first.timestamp or "unknown", last.timestamp or "unknown", span, _num(float(s.values[-1])),
+                     "-" if s.noise is None else f"{math.expm1(s.noise) * 100:.1f} %",
+                     "-" if s.threshold is None else f"{s.threshold * 100:.1f} %",
+                     str(len(s.confirmed))])
+    lines += github_table(["Setup", "Shape", "Metric", "Runs", "First", "Last", "Engine versions", "Latest",
+                           "Noise", "Threshold", "Changes"], rows,
+                          ["left"] * 3 + ["right"] + ["left"] * 3 + ["right"] * 4)
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- the page
+
+
+def _sig(values: np.ndarray) -> list[float]:
+    """Values with 4 significant digits (what a figure shows; the page stays small)."""
+    return [float(f"{v:.4g}") for v in values.tolist()]
+
+
+def _binned(xs: np.ndarray, ys: np.ndarray) -> tuple[list[int], list[float]]:
+    """At most MAX_DRAWN points: groups of consecutive runs, each drawn at its middle run with its median."""
+    n = xs.size
+    if n <= MAX_DRAWN:
+        return xs.tolist(), _sig(ys)
+    group = np.arange(n) * MAX_DRAWN // n
+    order = np.lexsort((ys, group))
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    counts = np.diff(np.r_[starts, n])
+    ordered = ys[order]
+    medians = (ordered[starts + (counts - 1) // 2] + ordered[starts + counts // 2]) / 2.0
+    return xs[starts + (counts - 1) // 2].tolist(), _sig(medians)
+
+
+def figure_data(hist: History) -> list[dict[str, Any]]:
+    """One figure per setup and metric: its runs (in order), a line per shape, the changes."""
+    groups: dict[tuple[Any, str], list[Series]] = {}
+    for s in hist.series:
+        groups.setdefault((s.setup, s.metric), []).append(s)
+    figures = []
+    for n, ((setup, metric), members) in enumerate(groups.items()):
+        by_rank = {r.rank: r for s in members for r in s.runs}  # the setup's runs, in the order of all runs
+        ranks = np.asarray(sorted(by_rank), dtype=np.int64)
+        # plotly reads a few tags and entities in hover text: what a run recorded stays text
+        runs = [[None if v is None else html.escape(v) for v in
+                 (r.run_id, r.timestamp, r.get("engine_version"), r.get("image"), r.order_note)]
+                for r in (by_rank[k] for k in ranks.tolist())]
+        lines, marks = [], []
+        for s in members:
+            xs = np.searchsorted(ranks, s.ranks)
+            bx, by = _binned(xs, s.values)
+            lines.append({"shape": shape_label(s.shape), "x": bx, "y": by, "n": len(s)})
+            for c in s.changes:
+                marks.append({"shape": shape_label(s.shape), "x": int(xs[c.index]),
+                              "y": float(f"{s.values[c.index]:.4g}"), "kind": c.kind,
+                              "text": html.escape(f"{c.kind} {_pct(c.ratio)}: {difference_text(c)}")})
+        named = dict(zip(SETUP_COLUMNS, setup))
+        low, high = min(float(s.values.min()) for s in members), max(float(s.values.max()) for s in members)
+        # lines of very different sizes (c1 beside c512) on one axis: a log axis with full-number labels
+        ylog = list(log_ticks([low, high])) if high > LOG_SPAN * low else None
+        figures.append({"ylog": ylog, "id": f"fig-h{n}", "title": html.escape(f"{metric} ({metric_direction(metric)} is better): {setup_label(setup)}"), "metric": metric,
+                        "direction": metric_direction(metric), "chip": str(named["chip"] or "unknown"),
+                        "engine": str(named["engine"] or "unknown"), "runs": runs, "lines": lines, "marks": marks})
+    return figures
+
+
+def _filters(figures: Sequence[dict[str, Any]], hist: History) -> str:
+    options = {"chip": sorted({f["chip"] for f in figures}), "engine": sorted({f["engine"] for f in figures}),
+               "shape": sorted({ln["shape"] for f in figures for ln in f["lines"]}), "metric": list(hist.metrics)}
+    selects = []
+    for key, values in options.items():
+        opts = "".join(f'<option value="{html.escape(v, quote=True)}">{html.escape(v)}</option>' for v in values)
+        selects.append(f'<label>{key.capitalize()} <select data-hfilter="{key}"><option value="">all</option>{opts}'
+                       "</select></label>")
+    return (f'<div class="filters" id="history-filters">{"".join(selects)}'
+            '<span class="count" id="history-count"></span></div>')
+
+
+def history_html(hist: History, markdown: str, title: str = "History") -> str:
+    """The page: the Markdown's sections as HTML, the trend figures before the Series table."""
+    from .markdown_html import split_sections
+
+    figures = figure_data(hist)
+    _, sections = split_sections(markdown)
+    body, nav_items = [], []
+    for name, lines in sections:
+        if name == "Series":
+            nav_items.append(("Trends", "trends"))
+            body.append('<section id="trends"><h2>Trends</h2>'
+                        '<p class="hint">One figure per setup and metric, a line per shape; ▲ a regression, '
+                        '▼ an improvement, ○ a shift not confirmed (hover for the size and what changed). The x axis '
+                        "is the setup's runs in order, labelled with the engine version where it changes. "
+                        f"A line of more than {MAX_DRAWN} runs is drawn as the medians of consecutive groups of runs."
+                        f"</p>{_filters(figures, hist)}<div id=\"history-figures\"></div>"
+                        '<p><button type="button" id="history-more">more figures</button></p></section>')
+        sid = "section-" + "".join(ch if ch.isalnum() else "-" for ch in name.lower())
+        nav_items.append((name, sid))
+        body.append(f'<section id="{sid}"><h2>{html.escape(name)}</h2>\n{markdown_blocks(lines)}\n</section>')
+    nav = " · ".join(f'<a href="#{sid}">{html.escape(name)}</a>' for name, sid in nav_items)
+    return document(title, html.escape(title), nav, "\n".join(body), "history from results.json files",
+                    "sskj-history", {"figures": figures, "perPage": FIGURES_PER_PAGE},
+                    ("page.css", "history.css"), "history.js")
+
+
+TABLE_SUFFIXES = (".parquet", ".csv")
+
+
+@dataclass(frozen=True)
+class HistoryInput:
+    """The runs table history reads, and the runs left out of it (invalid, or the same raw runs twice)."""
+
+    frame: pd.DataFrame
+    skipped: list[Skipped] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+
+
+def _read_table(path: Path, columns: Optional[Sequence[str]]) -> pd.DataFrame:
+    """A table written by `sskj-results collect` (.parquet or .csv), only `columns` of it when given; columns it
+    lacks (an older layout) are unknown."""
+    import pandas as pd
+
+    try:
+        if path.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            present = set(pq.read_schema(path).names)
+            want = None if columns is None else [c for c in dict.fromkeys(["scenario", *columns]) if c in present]
+            frame = pd.read_parquet(path, columns=want)
+        else:
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""],
+                                usecols=None if columns is None else (lambda c: c in {"scenario", *columns}))
+            for name in frame.columns:  # text cells as collect wrote them: formula-like ones quoted (csv_text)
+                if DTYPES.get(name) == "string":
+                    frame[name] = frame[name].map(csv_text_read, na_action="ignore")
+    except (OSError, ValueError) as exc:
+        raise ResultsError(f"{path}: not a table written by `sskj-results collect` ({type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else 'unreadable'}); collect it again") from None
+    if "results_file" not in frame.columns or "scenario" not in frame.columns:
+        raise ResultsError(f"{path}: no results_file/scenario columns: not a table written by `sskj-results "
+                           "collect`; give run directories or collect them again")
+    for name, dtype in DTYPES.items():
+        if columns is not None and name not in columns:
+            continue
+        if name not in frame.columns:
+            frame[name] = pd.array([None] * len(frame), dtype=dtype)
+        elif str(frame[name].dtype) != dtype:
+            try:
+                frame[name] = frame[name].astype(dtype)
+            except (TypeError, ValueError):
+                raise ResultsError(f"{path}: column {name}: not {dtype} values; collect the table again") from None
+    return frame
+
+
+def load_history_input(paths: Sequence[Path], columns: Optional[Sequence[str]] = None) -> HistoryInput:
+    """The runs table of run directories / results.json files (analysis/runtable.py), or of collected tables
+    (.parquet, .csv) given alone or beside them; of a table only `columns` (analysis.history.needed_columns) when
+    given."""
+    import pandas as pd
+
+    tables = [p for p in paths if p.suffix.lower() in TABLE_SUFFIXES and p.is_file()]
+    runs = [p for p in paths if p not in tables]
+    frames, skipped, dropped = [_read_table(p, columns) for p in tables], [], []
+    if runs:
+        table = collect_table(runs)
+        frames.append(table.frame if columns is None or not tables else table.frame[list(frames[0].columns)])
+        skipped, dropped = table.skipped, table.dropped
+    frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    return HistoryInput(frame, skipped, dropped)
+
+
+def write_history(hist: History, out: Path, with_html: bool, title: str = "History") -> list[Path]:
+    """Write out/history.md (and out/history.html), atomically; the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = history_markdown(hist, title)
+    written = [out / "history.md"]
+    atomic_write_text(written[0], markdown)
+    if with_html:
+        written.append(out / "history.html")
+        atomic_write_text(written[1], history_html(hist, markdown, title))
+    return written
+
+
+__all__ = ["CONTEXT_COLUMNS", "failure_lines", "figure_data", "history_html", "history_markdown", "write_history"]

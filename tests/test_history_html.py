@@ -1,0 +1,80 @@
+"""history.html in a real browser (chromium through selenium, as tests/test_html.py): drawn offline, filtered,
+fitted at 1400 and 900 px; the screenshots are written to SSKJ_SHOTS (default /tmp/newuser_shots) to be looked at."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sskj_results.analysis.history import history
+from sskj_results.render.history import write_history
+
+from .test_history import frame, planted, run_rows
+from .test_html import SHOTS, browser, open_page  # noqa: F401  (browser: the fixture)
+
+
+def two_setups():
+    rows = planted().to_dict("records")
+    for i in range(6):
+        rows += run_rows(i, "0.9.0" if i < 3 else "0.9.1", {(64, "ttft_ms_p95"): 180.0 + i,
+                                                            (64, "output_token_throughput"): 2500.0 - i},
+                         engine="vllm", stamp=f"--0{i + 1}-15", precision="month-day")
+    return frame([{k: (None if v is None or v != v else v) for k, v in r.items()} for r in rows])
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("history")
+    write_history(history(two_setups()), out, True, "History of the planted runs")
+    return out / "history.html"
+
+
+def figures(driver: Any) -> list[dict[str, Any]]:
+    return driver.execute_script("""
+        return Array.from(document.querySelectorAll('#history-figures div.plot')).map(div => ({
+            id: div.id, traces: (div.data || []).length, width: div.getBoundingClientRect().width,
+            svg: div.querySelector('.main-svg') ? div.querySelector('.main-svg').getBoundingClientRect().width : 0,
+            marks: Array.from(div.querySelectorAll('.scatterlayer .trace')).length}));""")
+
+
+def wait_ready(driver: Any) -> None:
+    time.sleep(0.3)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and driver.execute_script(
+            "return document.body.getAttribute('data-plots')") != "ready":
+        time.sleep(0.1)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_history_page_draws_offline_filters_and_fits(browser: Any, page: Path) -> None:  # noqa: F811
+    browser.set_window_size(1400, 1800)
+    seen = open_page(browser, page)
+    assert [r for r in seen["requests"] if not r.startswith("file:")] == []
+    assert [m for m in seen["console"] if m["level"] == "SEVERE"] == []
+    drawn = figures(browser)
+    # sglang: ttft, tpot, throughput; vllm: ttft, throughput
+    assert len(drawn) == 5 and all(f["traces"] >= 1 for f in drawn)
+    ttft = drawn[0]
+    assert ttft["traces"] == 3  # two shapes and the regression's mark
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(SHOTS / "history_1400.png"))
+    browser.execute_script("""const s = document.querySelector('[data-hfilter="engine"]');
+        s.value = 'vllm'; s.dispatchEvent(new Event('change'));""")
+    wait_ready(browser)
+    assert len(figures(browser)) == 2
+    assert browser.find_element("id", "history-count").text == "figures 2 of 2"
+    browser.execute_script("""const s = document.querySelector('[data-hfilter="engine"]');
+        s.value = ''; s.dispatchEvent(new Event('change'));""")
+    wait_ready(browser)
+    browser.set_window_size(900, 1800)
+    wait_ready(browser)
+    width = browser.execute_script("return document.documentElement.clientWidth")
+    for f in figures(browser):
+        assert f["svg"] <= f["width"] + 1 <= width
+    assert browser.save_screenshot(str(SHOTS / "history_900.png"))
+    text = browser.find_element("id", "section-changes").text
+    assert "regression" in text and "engine version 0.5.0 → 0.5.1" in text
