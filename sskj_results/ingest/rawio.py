@@ -572,10 +572,19 @@ def _whole(path: Path, blob: bytes) -> Iterator[Item]:
         try:
             data, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            truncated = exc.pos >= len(text.rstrip()) or not text.rstrip().endswith(("}", "]"))
-            hint = "; the file looks truncated" if truncated else ""
-            yield LineError(exc.lineno, f"not valid JSON ({exc.msg}){hint}", column=exc.colno)
-            return
+            # the next object that opens a line (a JSON Lines record, another pretty-printed run) is read on
+            nxt = text.find("\n{", pos)
+            if nxt >= 0 and exc.pos > nxt:  # damaged where it ran into the next object: named by its first line
+                after = text.count("\n", 0, nxt + 1) + 1
+                yield LineError(line, f"not valid JSON (the object is not closed before line {after})")
+            else:
+                truncated = exc.pos >= len(text.rstrip()) or not text.rstrip().endswith(("}", "]"))
+                hint = "; the file looks truncated" if truncated and nxt < 0 else ""
+                yield LineError(exc.lineno, f"not valid JSON ({exc.msg}){hint}", column=exc.colno)
+            if nxt < 0:
+                return
+            pos = nxt + 1
+            continue
         except (RecursionError, ValueError) as exc:  # nesting too deep; an integer beyond the int-to-str limit
             yield LineError(line, _describe(exc, False))
             return
