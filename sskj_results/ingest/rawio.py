@@ -578,9 +578,13 @@ def _whole(path: Path, blob: bytes) -> Iterator[Item]:
                 after = text.count("\n", 0, nxt + 1) + 1
                 yield LineError(line, f"not valid JSON (the object is not closed before line {after})")
             else:
-                truncated = exc.pos >= len(text.rstrip()) or not text.rstrip().endswith(("}", "]"))
+                content = len(text.rstrip())
+                truncated = exc.pos >= content or not text.rstrip().endswith(("}", "]"))
                 hint = "; the file looks truncated" if truncated and nxt < 0 else ""
-                yield LineError(exc.lineno, f"not valid JSON ({exc.msg}){hint}", column=exc.colno)
+                # an error past the content's last line is where the content ends: its last line, not a blank one
+                at = content if "\n" in text[content:exc.pos] else exc.pos
+                yield LineError(text.count("\n", 0, at) + 1, f"not valid JSON ({exc.msg}){hint}",
+                                column=at - text.rfind("\n", 0, at))
             if nxt < 0:
                 return
             pos = nxt + 1
