@@ -501,6 +501,7 @@ def case_parse(case: Case) -> None:
     names = []
     action = rng.choice(["add", "add", "damage", "sidecar", "special"])
     bad: list[str] = []
+    lined: set[str] = set()
     if action in ("add", "special"):
         name = _bad_name(rng, 5)
         if action == "special":
@@ -509,6 +510,8 @@ def case_parse(case: Case) -> None:
             data, how = mutate_text(rng, rng.choice(_raw_sources()).read_bytes())
             (raw / name).write_bytes(data)
             names.append(how)
+            if _has_lines(data):
+                lined.add(name)
         bad.append(name)
     elif action == "damage":
         target = raw / GOOD
@@ -571,6 +574,10 @@ def case_parse(case: Case) -> None:
         if not any(named(name, line) for line in result.stderr.splitlines()) and \
                 not any(s.source and s.source.file.endswith(name) for s in after.scenarios):
             case.fail(f"{display_name(name)} neither imported nor named: {result.stderr.strip()[-300:]}")
+    for name in lined:
+        for line in result.stderr.splitlines():
+            if line.startswith("skipped:") and named(name, line) and not has_line_number(name, line):
+                case.fail(f"a message about {display_name(name)} (which has lines) gives no line number: {line[:300]}")
     if _leftovers(run):
         case.fail(f"temporary files left: {_leftovers(run)}")
     invoke(case, "validate", str(run / "results.json"))  # loads back (above); validate never crashes on it
