@@ -18,20 +18,11 @@ from sskj_results.contract.io import load_run
 from sskj_results.ingest.filenames import NameHints, folder_dated, name_hints, prompts_in_name
 from sskj_results.ingest.metadata import write_metadata
 
+from .test_import_field import sglang_summary as summary
 from .test_import_forms import imported, run_import, sglang_run, vllm_summary, write
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW = ROOT / "tests" / "data" / "raw"
-DETAILS = ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors")
-
-
-def summary(**extra: Any) -> dict[str, Any]:
-    """A sglang.bench_serving line without --output-details: `completed`, no request or failure count."""
-    run = sglang_run(n=8)
-    for key in DETAILS:
-        run.pop(key)
-    run.update(extra)
-    return run
 
 
 def by_file(out: Path) -> dict[str, Any]:
