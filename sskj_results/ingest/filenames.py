@@ -141,12 +141,13 @@ def folder_dated(hints: NameHints, path: Path) -> NameHints:
     month, day = int(hints.mmdd[:2]), int(hints.mmdd[2:])
     for folder in path.absolute().parents:
         for match in _FOLDER_DATE.finditer(folder.name):
+            y, m, d = (int(g) for g in match.groups())
             try:
-                anchor = datetime(*(int(g) for g in match.groups()))
+                anchor = datetime(y, m, d)
             except ValueError:
                 continue  # not a calendar date
             near = []
-            for year in (anchor.year - 1, anchor.year, anchor.year + 1):
+            for year in (y - 1, y, y + 1):
                 try:
                     near.append(datetime(year, month, day))
                 except ValueError:
