@@ -118,6 +118,19 @@ def test_negative_throughputs_are_refused_naming_the_key(tmp_path: Path) -> None
     assert set(by_file(tmp_path / "out")) == {"vllm_0705_4_64_16.jsonl"}  # the good neighbour is imported
 
 
+def test_a_value_results_json_cannot_hold_is_named_by_its_field_not_pydantics_summary() -> None:
+    from pydantic import ValidationError
+
+    from sskj_results.contract.models import RawFile
+    from sskj_results.ingest.scenario import unexpected
+
+    with pytest.raises(ValidationError) as info:
+        RawFile(file="x", sha256="0" * 64, size=-1, runs=1)
+    said = unexpected(info.value)
+    assert said.startswith("size: Input should be greater than or equal to 0: the run's value cannot be recorded")
+    assert "validation error" not in said
+
+
 def _run_dir(tmp_path: Path) -> Path:
     run = tmp_path / "run"
     write_metadata(run, {"experiment": "e", "model": "m", "engine": "sglang", "chip": "cpu", "run_id": "r1"},
