@@ -101,6 +101,18 @@ def test_zero_duration_is_flagged_and_recorded_unknown(tmp_path: Path) -> None:
     assert s.request_throughput is None and "request_throughput" not in s.reconstructed  # nothing divided by 0
 
 
+def test_validate_warns_of_a_zero_duration_an_older_import_recorded(tmp_path: Path) -> None:
+    write(tmp_path / "raw" / "sglang_0707_2_32_4.jsonl", sglang_run(n=8))
+    assert run_import(tmp_path / "raw", tmp_path / "out", "--chip", "h200", "--model", "m").exit_code == 0
+    (run_dir,) = (p for p in (tmp_path / "out").iterdir() if p.is_dir())
+    data = json.loads((run_dir / "results.json").read_text())
+    data["scenarios"][0]["duration_s"] = 0
+    (run_dir / "results.json").write_text(json.dumps(data))
+    result = CliRunner().invoke(main, ["validate", str(run_dir)])
+    assert ("scenarios[0].duration_s: warning: 0 s for 8 successful requests cannot be (a run takes time); parse or "
+            "import-legacy the raw file again") in result.output, result.output
+
+
 def test_negative_throughputs_are_refused_naming_the_key(tmp_path: Path) -> None:
     raw = tmp_path / "raw"
     write(raw / "neg.json", vllm_summary(request_throughput=-1.5, output_throughput=-3.0))
