@@ -190,6 +190,25 @@ def test_good_runs_beside_damaged_ones_and_odd_names_are_all_kept_or_named(tmp_p
     assert all(line.isprintable() for line in result.output.splitlines())
 
 
+def test_a_pretty_printed_run_after_json_lines_is_one_run_not_hundreds_of_bad_lines(tmp_path: Path) -> None:
+    lines = [(RAW / n).read_text().splitlines()[0] for n in ("vllm_0705_2_128_32.jsonl", "vllm_0705_4_64_16.jsonl",
+                                                              "vllm_0705_8_256_64.jsonl")]
+    pretty = json.dumps(json.loads(lines[0]), indent=2)
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    # `cat a.jsonl b.json c.jsonl`, and a stray `{` line before a good record
+    other = (RAW / "vllm_0705_3_8500_8.jsonl").read_text().splitlines()[0]
+    (raw / "cat.jsonl").write_text("\n".join([lines[1], pretty, lines[2], "{", other]) + "\n")
+    result = run_import(raw, tmp_path / "out", "--chip", "cpu", "--model", "m")
+    assert result.exit_code == 1
+    end = 2 + pretty.count("\n")
+    got = sorted(s.source.line for s in imported(tmp_path / "out"))
+    assert got == [1, 2, end + 1, end + 3], got
+    skipped = [line for line in result.output.splitlines() if line.startswith("skipped:")]
+    assert skipped == [f"skipped: {raw}/cat.jsonl:{end + 2}: not valid JSON (the object is not closed before line "
+                       f"{end + 3})"], skipped
+
+
 # ---------------------------------------------------------------- 4. what a new user hit
 
 
