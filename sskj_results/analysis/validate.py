@@ -338,6 +338,9 @@ def _count_rules(sc: dict[str, Any], base: str, file: str) -> Iterator[Problem]:
                 )
             elif ok != success:
                 yield Problem(file, f"{base}.raw_requests", f"{ok} successful requests but success = {success}")
+    if isinstance(success, int) and success > 0 and sc.get("duration_s") == 0:
+        yield Problem(file, f"{base}.duration_s", f"0 s for {success} successful requests cannot be (a run takes time); "
+                      "parse or import-legacy the raw file again: it records the duration as unknown (null)", WARNING)
 
 
 def validate_data(data: Any, file: str) -> list[Problem]:

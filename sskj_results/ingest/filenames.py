@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Optional
 
 from ..catalog.chips import KNOWN_CHIPS
@@ -27,7 +28,7 @@ class NameHints:
     concurrency: Optional[int] = None
     input_len: Optional[int] = None
     output_len: Optional[int] = None
-    convention: Optional[str] = None  # "legacy" | "new" | "pattern" | None
+    convention: Optional[str] = None  # "legacy" | "new" | "dataset" | "pattern" | "tokens" | None
     request_rate: Optional[float] = None
     num_prompts: Optional[int] = None
     model: Optional[str] = None
@@ -36,6 +37,8 @@ class NameHints:
     # a full date (and time) the name holds, e.g. `2026-03-24_11-23-55`, `20240301-101010`: naive, and its precision
     when: Optional[datetime] = None
     when_precision: Optional[str] = None  # "second" | "day"
+    # the folder whose date gave `when` its year (the name holds only MMDD): folder_dated
+    when_folder: Optional[str] = None
 
 
 _NAME = re.compile(r"^(?P<prefix>.+?)_(?P<mmdd>\d{4})_(?P<c>\d+)_(?P<i>\d+)_(?P<o>\d+)(?:_r\d+)?$")
@@ -123,6 +126,40 @@ def name_hints(stem: str, pattern: Optional[re.Pattern[str]] = None) -> NameHint
     return dataclasses.replace(hints, when=when, when_precision=precision) if when is not None else hints
 
 
+# a date in a folder's name: 20260707, 2026-07-07, 2026_07_07 (used only beside a file name's MMDD near it)
+_FOLDER_DATE = re.compile(r"(?<!\d)(\d{4})[-_]?(\d{2})[-_]?(\d{2})(?!\d)")
+FOLDER_DATE_DAYS = 31  # how far from the folder's date the file name's MMDD may fall and still take its year
+
+
+def folder_dated(hints: NameHints, path: Path) -> NameHints:
+    """The name's month and day (MMDD, no year) dated by the nearest folder of `path` whose name holds a full date
+    (`dsv4_backend_comparison_20260707/raw_outputs/sglang_0707_…`): the year that puts MMDD nearest the folder's
+    date, when that is within FOLDER_DATE_DAYS days of it (a run past midnight or New Year's Eve keeps its own
+    day); otherwise the hints as they were. A date already in the name wins."""
+    if hints.mmdd is None or hints.when is not None:
+        return hints
+    month, day = int(hints.mmdd[:2]), int(hints.mmdd[2:])
+    for folder in path.absolute().parents:
+        for match in _FOLDER_DATE.finditer(folder.name):
+            y, m, d = (int(g) for g in match.groups())
+            try:
+                anchor = datetime(y, m, d)
+            except ValueError:
+                continue  # not a calendar date
+            near = []
+            for year in (y - 1, y, y + 1):
+                try:
+                    near.append(datetime(year, month, day))
+                except ValueError:
+                    continue  # 0229 outside a leap year
+            if not near:
+                continue
+            best = min(near, key=lambda d: abs(d - anchor))
+            if abs(best - anchor) <= timedelta(days=FOLDER_DATE_DAYS):
+                return dataclasses.replace(hints, when=best, when_precision="day", when_folder=folder.name)
+    return hints
+
+
 def _name_hints(stem: str, pattern: Optional[re.Pattern[str]] = None) -> NameHints:
     """What the file name says: a --name-pattern first, then `{backend}_{MMDD}_{c}_{in}_{out}` (legacy),
     `{chip}_{engine}_{MMDD}_{c}_{in}_{out}` (new), sglang's `{backend}_{MMDD}_{n}_{dataset}`, a chip prefix."""
@@ -155,7 +192,7 @@ def _name_hints(stem: str, pattern: Optional[re.Pattern[str]] = None) -> NameHin
     if match:
         chip, rest = _chip_split(match.group("prefix"))
         return NameHints(engine=rest, chip=chip, mmdd=match.group("mmdd"), num_prompts=int(match.group("n")),
-                         chip_known=chip is not None)
+                         chip_known=chip is not None, convention="dataset")
     chip, _ = _chip_split(stem)
     return _token_hints(stem, chip)
 
@@ -169,6 +206,29 @@ _TOKENS = (
     ("num_prompts", re.compile(r"^(?:np|numprompts?|num[_-]?prompts?|prompts)(\d+)$", re.I)),
 )
 _RATE_TOKEN = re.compile(r"^(?:(?:qps|rps|rate)(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)(?:qps|rps))$", re.I)
+
+
+def prompts_in_name(hints: NameHints, completed: int, max_concurrency: Optional[int]) -> Optional[tuple[int, str]]:
+    """(N, how it was decided) when the file name states the prompts sent of a run that records no request or
+    failure count; None when the name settles nothing.
+
+    A number the convention names the prompt count counts as one: sglang.bench_serving's
+    `{backend}_{MMDD}_{num_prompts}_{dataset}`, a --name-pattern's {num_prompts}, an `np320` token. The N of
+    `{prefix}_{MMDD}_{N}_{in}_{out}` (any prefix: sglang's `{backend}`, a chip, a renamed one) is the prompt count
+    of sglang.bench_serving's default name, or the concurrency in the team's convention (seed 000): the run's own
+    max_concurrency tells which. N is the prompt count when it is at least the completed requests and is not the
+    run's max_concurrency; a cap equal to N keeps the team's reading, and N below completed cannot be the prompts.
+    """
+    if hints.num_prompts is not None:
+        if hints.num_prompts < completed:
+            return None
+        return hints.num_prompts, "the file name states the prompt count"
+    named = hints.concurrency
+    if hints.convention not in ("legacy", "new") or named is None or named < completed or max_concurrency == named:
+        return None
+    cap = "records no concurrency cap" if max_concurrency is None else f"records max_concurrency {max_concurrency}"
+    return named, (f"the run {cap}, so the name's {named} (at least the {completed} completed) is sglang.bench_serving's "
+                   "default {backend}_{MMDD}_{num_prompts}_{in}_{out}: the prompts sent")
 
 
 def _token_hints(stem: str, chip: Optional[str]) -> NameHints:

@@ -6,7 +6,7 @@ import hashlib
 import os
 import threading
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from ..contract.io import open_checked
 
@@ -96,3 +96,39 @@ def count_lines(path: Path) -> int:
             last = chunk[-1:]
     return lines + (0 if last == b"\n" else 1)
 
+
+class Digest:
+    """SHA-256 of a file fed in order; big pieces are hashed on a helper
+    thread, concurrently with whatever the caller does next (hashlib releases
+    the GIL while it hashes)."""
+
+    BIG = 1 << 20
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self._thread: Optional[threading.Thread] = None
+
+    def add(self, data: Any, background: bool = True) -> None:
+        self.wait()
+        if not background or len(data) < self.BIG:
+            self._hash.update(data)
+            return
+        started = threading.Event()
+
+        def run() -> None:
+            started.set()
+            self._hash.update(data)
+
+        thread = threading.Thread(target=run, name="sskj-sha256", daemon=True)
+        thread.start()
+        started.wait()  # let the helper take the GIL once and enter update()
+        self._thread = thread
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def hexdigest(self) -> str:
+        self.wait()
+        return self._hash.hexdigest()

@@ -7,6 +7,7 @@ are computed from the per-request arrays and listed in Scenario.reconstructed.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections import Counter
@@ -33,9 +34,10 @@ from ..contract.models import (
     ValidityThresholds,
 )
 from .evidence import judge_run
-from .filenames import compile_name_pattern, name_hints
+from .filenames import compile_name_pattern, folder_dated, name_hints
 from .groups import GroupKey, RunGroup, day_of, join_unknown_models
 from .naming import format_rate, name_scenarios
+from .plausible import FLAG
 from .rawsources import RawSource, collect_raw_sources
 from .rawkeys import ENGINE_OF_BACKEND
 from .readers import RawRun, ReadOptions
@@ -72,6 +74,8 @@ class Platform:
     engine: Optional[str] = None
     name: Optional[str] = None
     chip_given: bool = True  # False: no --chip/--platform, chip is 'unknown'
+    # the platform file says HARDWARE=auto: described by the machine a run runs on, which an import is not
+    hardware_auto: bool = False
 
 
 def read_platform_file(path: Path) -> Platform:
@@ -95,8 +99,10 @@ def read_platform_file(path: Path) -> Platform:
         values[key.strip()] = parts[0] if parts else ""
     if not values.get("CHIP"):
         raise ConfigError(f"{path}: no CHIP=... line; is this a platforms/<chip>.env file?")
+    hardware = values.get("HARDWARE") or None
     return Platform(chip=values["CHIP"], accelerator=values.get("ACCELERATOR") or None,
-                    hardware=values.get("HARDWARE") or None, engine=values.get("ENGINE") or None, name=path.stem)
+                    hardware=None if hardware == "auto" else hardware, engine=values.get("ENGINE") or None,
+                    name=path.stem, hardware_auto=hardware == "auto")
 
 
 @dataclass
@@ -188,7 +194,7 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
     """Read and attribute one raw file (the unit a per-file error boundary wraps)."""
     result = FileImport(source)
     path, label = source.path, source.label
-    hints = name_hints(path.stem, pattern)
+    hints = folder_dated(name_hints(path.stem, pattern), path)
     if source.skip is not None:
         result.plan.append(f"skip {label}: {source.skip}")
         if path.name.endswith(".failure.json"):
@@ -225,7 +231,8 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
     result.file_key = (file_engine or UNKNOWN, model or hints.model, chip)
     for run in outcome.runs:
         for note in run.notes:
-            if note.startswith(("file name says", "client says completed=", "errors: ")):  # counts that disagree
+            # counts that disagree, numbers that cannot be
+            if note.startswith(("file name says", "client says completed=", "errors: ", FLAG)):
                 result.warnings.append(f"{label}:{_where(run)}: {note}")
         run_engine = _engine_of(run, engine, file_engine, f"{label}:{_where(run)}", result.warnings)
         run_model = model or run.model or hints.model
@@ -313,6 +320,9 @@ def import_legacy(
     names come from the runs' own times), so an import is idempotent.
     """
     check_import_dir(raw_dir, out)
+    # the raw files are recorded by absolute path: `reparse` and `parse` of the run directory find them from
+    # wherever they run, not only from the directory the import ran in
+    raw_dir = Path(os.path.abspath(raw_dir))
     ignored: list[tuple[str, str]] = []
     sources = collect_raw_sources(raw_dir, ignored)
     if not sources:
@@ -330,6 +340,10 @@ def import_legacy(
     warnings: list[str] = [f"{display_name(label)}: {why}" for label, why in ignored]
     plan: list[str] = []
     copies: dict[tuple[str, frozenset[tuple[str, Optional[str], str]]], str] = {}  # -> the first file with those bytes
+    if platform.hardware_auto and platform.hardware is None:
+        warnings.append(f"platform {platform.name}: HARDWARE=auto describes the machine a run runs on, and an import "
+                        "cannot tell which machine measured the raw files: hardware recorded as unknown unless the runs "
+                        "record it; give --hardware TEXT, or set it later with `sskj-results metadata RUN_DIR --hardware TEXT`")
     if not platform.chip_given:
         warnings.append("no chip given (--platform or --chip): runs that record no chip, in files whose name names none, are imported with "
                         "chip 'unknown'; set it later with `sskj-results metadata RUN_DIR --chip CHIP --hardware TEXT`")
@@ -427,7 +441,7 @@ def _write_groups(raw_dir: Path, out: Path, groups: dict[GroupKey, RunGroup], pl
             hardware, accelerator = (platform.hardware, platform.accelerator) if chip == platform.chip else (None, None)
             if chip == UNKNOWN:
                 hardware = UNKNOWN
-            elif len(group.recorded_hardware) == 1 and chip != platform.chip:
+            elif len(group.recorded_hardware) == 1 and (chip != platform.chip or hardware is None):
                 hardware = next(iter(group.recorded_hardware))  # as the runs record it
             srcs = [(p, *group.sources[p]) for p in sorted(group.sources)]
             runs_of = Counter(s.source.file for s in group.scenarios if s.source)  # one pass, not one per file

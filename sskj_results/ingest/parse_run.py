@@ -18,6 +18,7 @@ from .evidence import judge_run
 from .filenames import name_hints
 from .hashing import sha256_files_each
 from .naming import name_scenarios
+from .plausible import FLAG
 from .clientprint import best_acceptance, client_of_run, read_client_info
 from .rawsources import list_raw_dir
 from .scenario import RAW_REQUESTS_CAP, Problem, _bulk, _skip_entry, build_scenario, read_raw_file, run_time, unexpected
@@ -167,6 +168,8 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
             outcome = read_raw_file(path, label, hints, digest=False)  # hashed above
             file_problems = list(outcome.problems)
             warnings.extend(outcome.warnings)  # runs written twice, counted once
+            warnings.extend(f"{label}:{run.line}{'' if run.index is None else f'[{run.index}]'}: {note}"
+                            for run in outcome.runs for note in run.notes if note.startswith(FLAG))
             accept, gpu = _sidecar_values(run_dir, path.stem, len(outcome.runs), warnings)
             info = _client_info(run_dir, path.stem, len(outcome.runs), warnings)
             reset, why = cache_reset(run_dir / "server_metrics" / f"{path.stem}.reset.http")

@@ -14,11 +14,9 @@ several threads.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterator, Optional, Union
@@ -26,6 +24,7 @@ from typing import Any, Callable, Generator, Iterator, Optional, Union
 import orjson
 
 from ..contract.io import one_line, open_checked
+from .hashing import Digest
 
 # Bare non-finite constants in value position (after ':', ',' or '['): made null
 # so orjson can parse the line; only tried after a plain orjson parse failed.
@@ -174,43 +173,6 @@ def _ends_of(buf: bytearray, start: int, end: int) -> bytes:
     return first[:1] + b" " + last[-1:]
 
 
-class _Digest:
-    """SHA-256 of a file fed in order; big pieces are hashed on a helper
-    thread, concurrently with whatever the caller does next (hashlib releases
-    the GIL while it hashes)."""
-
-    BIG = 1 << 20
-
-    def __init__(self) -> None:
-        self._hash = hashlib.sha256()
-        self._thread: Optional[threading.Thread] = None
-
-    def add(self, data: Any, background: bool = True) -> None:
-        self.wait()
-        if not background or len(data) < self.BIG:
-            self._hash.update(data)
-            return
-        started = threading.Event()
-
-        def run() -> None:
-            started.set()
-            self._hash.update(data)
-
-        thread = threading.Thread(target=run, name="sskj-sha256", daemon=True)
-        thread.start()
-        started.wait()  # let the helper take the GIL once and enter update()
-        self._thread = thread
-
-    def wait(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-
-    def hexdigest(self) -> str:
-        self.wait()
-        return self._hash.hexdigest()
-
-
 _BLOCK = 64 << 20  # read size; a line longer than this grows the buffer
 _HEAD = 1 << 16  # of a line, hashed at once: bare constants there may be patched while the rest is hashed
 _BLANK = re.compile(rb"[ \t\n\r\x0b\x0c]*")  # what bytes.isspace() calls whitespace
@@ -231,13 +193,13 @@ class FileScan:
     def __init__(self, path: Path, digest: bool = True) -> None:
         self.path = path
         self._want_digest = digest
-        self._digest: Optional[_Digest] = None
+        self._digest: Optional[Digest] = None
         self.size = 0
         self.lines = 0
         self.sha256: Optional[str] = None
 
     def __iter__(self) -> Iterator[Item]:
-        self._digest = _Digest() if self._want_digest else None
+        self._digest = Digest() if self._want_digest else None
         with open_checked(self.path, "raw output") as handle:
             yield from self._scan(handle)
         self._finish()
@@ -302,6 +264,16 @@ class FileScan:
                         return
                     first = False
                     yield whole_item
+                return
+            if end - start <= 8 and bytes(buf[start:end]).strip() in (b"{", b"["):
+                # a pretty-printed run after JSON Lines (`cat a.jsonl b.json`): the rest is read whole, object by object
+                rest = bytes(memoryview(buf)[start:filled]) + handle.read()
+                del buf
+                if digest is not None:
+                    digest.add(rest, background=False)
+                self.size = size + len(rest)
+                self.lines = number - 1 + rest.count(b"\n") + (1 if rest and not rest.endswith(b"\n") else 0)
+                yield from _whole(self.path, rest, number - 1)
                 return
             size += end - start
             blank = _BLANK.match(buf, start, end)  # always matches (possibly empty)
@@ -547,12 +519,12 @@ def _array_items(decoder: json.JSONDecoder, text: str, pos: int,
         return None
 
 
-def _whole(path: Path, blob: bytes) -> Iterator[Item]:
-    """Concatenated (possibly pretty-printed) objects in one file."""
+def _whole(path: Path, blob: bytes, before: int = 0) -> Iterator[Item]:
+    """Concatenated (possibly pretty-printed) objects in one file (or its rest, after `before` lines)."""
     try:
         text = blob.decode("utf-8")
     except UnicodeDecodeError as exc:
-        yield LineError(blob.count(b"\n", 0, exc.start) + 1, "not UTF-8 text")
+        yield LineError(before + blob.count(b"\n", 0, exc.start) + 1, "not UTF-8 text")
         return
     decoder = json.JSONDecoder(parse_constant=lambda _name: None)
     pos = 0
@@ -561,7 +533,7 @@ def _whole(path: Path, blob: bytes) -> Iterator[Item]:
             pos += 1
         if pos >= len(text):
             return
-        line = text.count("\n", 0, pos) + 1
+        line = before + text.count("\n", 0, pos) + 1
         if text[pos] == "[":
             # one JSON array of runs (pretty-printed or not): element by element, each with its own line
             after = yield from _array_items(decoder, text, pos, line - 1)
@@ -572,10 +544,23 @@ def _whole(path: Path, blob: bytes) -> Iterator[Item]:
         try:
             data, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
-            truncated = exc.pos >= len(text.rstrip()) or not text.rstrip().endswith(("}", "]"))
-            hint = "; the file looks truncated" if truncated else ""
-            yield LineError(exc.lineno, f"not valid JSON ({exc.msg}){hint}", column=exc.colno)
-            return
+            # the next object that opens a line (a JSON Lines record, another pretty-printed run) is read on
+            nxt = text.find("\n{", pos)
+            if nxt >= 0 and exc.pos > nxt:  # damaged where it ran into the next object: named by its first line
+                after = before + text.count("\n", 0, nxt + 1) + 1
+                yield LineError(line, f"not valid JSON (the object is not closed before line {after})")
+            else:
+                content = len(text.rstrip())
+                truncated = exc.pos >= content or not text.rstrip().endswith(("}", "]"))
+                hint = "; the file looks truncated" if truncated and nxt < 0 else ""
+                # an error past the content's last line is where the content ends: its last line, not a blank one
+                at = content if "\n" in text[content:exc.pos] else exc.pos
+                yield LineError(before + text.count("\n", 0, at) + 1, f"not valid JSON ({exc.msg}){hint}",
+                                column=at - text.rfind("\n", 0, at))
+            if nxt < 0:
+                return
+            pos = nxt + 1
+            continue
         except (RecursionError, ValueError) as exc:  # nesting too deep; an integer beyond the int-to-str limit
             yield LineError(line, _describe(exc, False))
             return

@@ -25,7 +25,8 @@ import numpy as np
 from ..analysis.metrics import flatten_gaps, per_request
 from ..contract.clientinfo import Acceptance, ClientExtras, ClientFingerprint
 from .clientprint import file_acceptance, file_extras, file_fingerprint
-from .filenames import NameHints
+from .filenames import NameHints, prompts_in_name
+from .plausible import flag_token_counts, plausible_duration, refuse_negative
 from .runfacts import _recorded_chip, _started
 from .rawkeys import (
     _COMPLETED,
@@ -278,16 +279,6 @@ def _length_keys(data: dict[str, Any], which: str) -> Optional[int]:
     return None
 
 
-def _name_counts_prompts(data: dict[str, Any], hints: NameHints, completed: int) -> bool:
-    """The number of a `{backend}_{MMDD}_{N}_{in}_{out}` name is the prompts sent (sglang.bench_serving's default
-    name), for a run that records no request or failure count: N is at least the completed requests and is not the
-    run's own concurrency cap (the team's convention puts the concurrency there, and its runs record it)."""
-    named = hints.concurrency
-    if hints.convention != "legacy" or named is None or named < completed:
-        return False
-    return _int(data, "max_concurrency") != named
-
-
 def _concurrency(data: dict[str, Any], arrays: _Arrays, hints: NameHints, rate: Optional[float],
                  notes: list[str], prompts_from_name: Optional[int] = None) -> Optional[int]:
     """The concurrency cap: the run's max_concurrency, else the file name's (unless it is num_prompts), else
@@ -474,6 +465,8 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     completed = _first_int(data, _COMPLETED)
     arrays = _arrays(data, completed, notes)
     details = arrays.details
+    if details is not None:
+        flag_token_counts(details.output_lens, details.itl_counts, details.success, notes)
     client_failed = _first_int(data, _FAILED)
     num_prompts = _first_int(data, _SENT)
     prompts_from_name: Optional[int] = None
@@ -493,15 +486,11 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
             failed = num_prompts - completed
             if failed:
                 notes.append(f"failed = num_prompts - completed = {num_prompts} - {completed} (the client wrote no failure count)")
-        elif _name_counts_prompts(data, hints, completed):
-            assert hints.concurrency is not None
-            prompts_from_name = hints.concurrency
+        elif (named := prompts_in_name(hints, completed, _int(data, "max_concurrency"))) is not None:
+            prompts_from_name, how = named
             failed = prompts_from_name - completed
-            notes.append(
-                f"failed = {prompts_from_name} - {completed} = {failed}, derived from the file name: the run records "
-                "no request or failure count, so the name's number is sglang.bench_serving's default "
-                "{backend}_{MMDD}_{num_prompts}_{in}_{out}: the prompts sent"
-            )
+            notes.append(f"failed = {prompts_from_name} - {completed} = {failed}, derived from the file name: the run "
+                         f"records no request or failure count, and {how}")
         else:
             notes.append("failed count unknown: the file records only completed requests (no failure count, no request "
                          "count, no per-request errors): recorded as null, not 0")
@@ -516,15 +505,13 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
         reason = f"; first error: {first.strip().splitlines()[0][:300]}" if first.strip() else ""
         counted = f"0 of {total} requests succeeded" if total else "0 requests succeeded (completed: 0; no request count)"
         raise RunError(f"{counted}{reason}")
+    refuse_negative(data)
     rate = _request_rate(data, notes)
     if prompts_from_name is not None and num_prompts is None:
         num_prompts = prompts_from_name
     concurrency = _concurrency(data, arrays, hints, rate, notes, prompts_from_name)
     input_len, output_len, averaged = _lengths(data, arrays, hints, options, success, notes)
-    duration = _first_number(data, *_DURATION)
-    if duration is not None and duration < 0:
-        key = next(k for k in _DURATION if _first_number(data, k) is not None)
-        raise RunError(f"{key}: {duration:g} s is negative; a benchmark's duration cannot be")
+    duration = plausible_duration(data, _DURATION, notes)
     client, extra = _client_stats(data, notes)
     backend = data.get("backend") if isinstance(data.get("backend"), str) else None
     run = RawRun(

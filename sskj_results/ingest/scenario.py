@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
+from pydantic import ValidationError
 
 from ..analysis.metrics import (
     derived_values, good_requests, goodput_rate, per_request, request_itl_means, slo_attainment, summarize,
@@ -15,7 +17,7 @@ from ..analysis.metrics import (
 from ..analysis.slo import slo_status
 from ..contract.bulk import bulk
 from ..contract.errors import ConfigError, RawFormatError, ResultsError
-from ..contract.io import describe_os_error, display_name, one_line
+from ..contract.io import describe_os_error, display_name, format_loc, model_message, one_line
 from ..contract.redact import redact_text
 from ..contract.times import TimePrecision, TimeSource
 from ..contract.metrics import LATENCY_NAMES, SECTION_METRICS
@@ -63,6 +65,10 @@ def unexpected(exc: BaseException) -> str:
         return "nested too deeply to be read"
     if isinstance(exc, (ResultsError, RawFormatError, ConfigError)):
         return str(exc)
+    if isinstance(exc, ValidationError):  # a value results.json cannot hold: its field, never pydantic's summary
+        err = exc.errors()[0]
+        return (f"{format_loc(err['loc'])}: {model_message(err)}: the run's value cannot be recorded; correct or remove "
+                "its key in the raw file, or measure the run again")
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"could not be read ({type(exc).__name__}{': ' + text[:200] if text else ''}); skipped"
 
@@ -326,6 +332,7 @@ class RunTime:
     precision: Optional[TimePrecision] = None
     source: Optional[TimeSource] = None  # "run" | "file name"
     order: Optional[datetime] = None  # an aware datetime to sort by (None for a month and day without a year)
+    folder: Optional[str] = None  # the folder whose date gave the name's MMDD its year
 
 
 def _full(dt: datetime, precision: str, source: TimeSource) -> RunTime:
@@ -343,7 +350,8 @@ def run_time(run: RawRun, hints: Optional[NameHints] = None) -> RunTime:
     if hints is None:
         return RunTime()
     if hints.when is not None and hints.when_precision is not None:
-        return _full(hints.when, hints.when_precision, "file name")
+        when = _full(hints.when, hints.when_precision, "file name")
+        return dataclasses.replace(when, folder=hints.when_folder) if hints.when_folder else when
     if hints.mmdd is not None:
         month, day = int(hints.mmdd[:2]), int(hints.mmdd[2:])
         try:
@@ -363,5 +371,8 @@ def stamp_time(scenario: Scenario, when: RunTime) -> None:
     elif when.precision == "month-day":
         scenario.notes.append(f"run date {when.value} from the file name's MMDD: month and day only, the year is "
                               "unknown (not taken from the file's modification time)")
+    elif when.folder is not None:
+        scenario.notes.append(f"run date {when.value}: the file name's month and day, in the year of its folder "
+                              f"{display_name(when.folder)} (the name holds no year)")
     elif when.source == "file name":
         scenario.notes.append(f"run time {when.value} from the file name")

@@ -172,7 +172,9 @@ def _absurd_numbers(rng: random.Random, text: str) -> tuple[str, int]:
 def mutate_text(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     """One mutation of a JSON (or JSON Lines) document, and its name."""
     choice = rng.choice(["truncate", "flip", "swap", "swap", "array", "deep", "huge", "utf8", "surrogate",
-                         "duplicate", "empty", "blank", "nul", "key", "encoding", "crlf", "dupkey", "absurd"])
+                         "duplicate", "empty", "blank", "nul", "key", "encoding", "crlf", "dupkey", "absurd", "pretty"])
+    if choice == "pretty":  # pretty-printed (indented, LF or CRLF line ends), then perhaps damaged as well
+        return _pretty(rng, data)
     if choice == "truncate":
         return data[: rng.randrange(0, max(1, len(data)))], choice
     if choice == "flip":
@@ -253,6 +255,32 @@ def mutate_text(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     return text.encode("utf-8", errors="surrogatepass"), choice
 
 
+def _pretty(rng: random.Random, data: bytes) -> tuple[bytes, str]:
+    """The first run of a document, indented as `json.dump(indent=…)` writes it, with LF or CRLF line ends; half
+    the time damaged after that (truncated, a byte flipped, a line removed)."""
+    import json
+    try:
+        first = json.loads(data.splitlines()[0]) if data.strip() else {}
+    except (ValueError, IndexError):
+        return data, "pretty (not JSON: unchanged)"
+    ends = rng.choice([b"\n", b"\r\n"])
+    body = json.dumps(first, indent=rng.choice([1, 2, 4])).encode().replace(b"\n", ends)
+    how = "pretty" + ("-crlf" if ends == b"\r\n" else "")
+    damage = rng.choice(["", "", "truncate", "flip", "drop-line"])
+    if damage == "truncate":
+        body = body[: rng.randrange(1, max(2, len(body)))]
+    elif damage == "flip" and body:
+        buf = bytearray(body)
+        buf[rng.randrange(len(buf))] = rng.choice(b"{}[],:\"x0")
+        body = bytes(buf)
+    elif damage == "drop-line":
+        lines = body.split(ends)
+        if len(lines) > 2:
+            del lines[rng.randrange(1, len(lines) - 1)]
+        body = ends.join(lines)
+    return body, how + (f" {damage}" if damage else "")
+
+
 SPECIALS = ("fifo", "socket", "device", "broken-link", "loop-link", "directory", "link-to-dir")
 
 
@@ -286,6 +314,11 @@ def _bad_name(rng: random.Random, n: int) -> str:
     return rng.choice([
         stem + ".jsonl", stem + ".JSONL", stem + ".Json", f"bad\nname{n}.jsonl", f"tab\there{n}.jsonl",
         f"esc\x1b[31m{n}.jsonl", f"cr\r{n}.json", f"uni-{n}-é.jsonl", f"sp ace {n}.jsonl", f"-dash{n}.jsonl",
+        # names that are not plain ASCII: bytes that are not UTF-8, decomposed accents, a right-to-left override,
+        # a zero-width space, CJK, an emoji, both quotes beside a newline
+        os.fsdecode(b"raw\xff\xfe" + str(n).encode() + b".jsonl"), os.fsdecode(b"lat\xe9" + str(n).encode() + b".json"),
+        f"cafe\u0301-{n}.jsonl", f"\u202e{n}lmosj.jsonl", f"zero\u200bwidth{n}.jsonl", f"結果_{n}.jsonl",
+        f"run-{n}-\U0001f680.jsonl", f"q'\"\n{n}.jsonl", f"{stem}\u00a0.jsonl",
     ])
 
 
@@ -314,6 +347,18 @@ def named(name: str, text: str) -> bool:
     return shown in text or (shown != name and repr(name)[1:-1] in text)
 
 
+def has_line_number(name: str, text: str) -> bool:
+    """A message names the file with a line number after it: `name:12` (or its escaped form)."""
+    shown = display_name(name)
+    forms = {shown} | ({repr(name)[1:-1]} if shown != name else set())
+    return any(re.search(re.escape(form) + r"(?:'|\")?:\d+", text) for form in forms)
+
+
+def _has_lines(data: bytes) -> bool:
+    """The file has lines to point at: a line break and a line that is not blank."""
+    return b"\n" in data and bool(data.strip())
+
+
 def _leftovers(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.rglob("*") if p.name.endswith(".tmp"))
 
@@ -339,6 +384,7 @@ def case_import(case: Case) -> None:
     shutil.copy(RAW / GOOD, good)
     bad: list[str] = []
     names: list[str] = []
+    lined: set[str] = set()  # bad files that have lines: a message about them gives one
     for n in range(rng.randint(1, 2)):
         name = _bad_name(rng, 5 + n)
         path = raw / name
@@ -352,6 +398,8 @@ def case_import(case: Case) -> None:
             data, how = mutate_text(rng, source.read_bytes())
             path.write_bytes(data)
             names.append(how)
+            if _has_lines(data):
+                lined.add(name)
         bad.append(name)
     case.mutation = ", ".join(names)
     out = case.root / "out"
@@ -370,6 +418,10 @@ def case_import(case: Case) -> None:
             continue
         if not any(named(name, line) for line in result.stderr.splitlines()):
             case.fail(f"{display_name(name)} was not imported and no message names it: {result.stderr.strip()[-400:]}")
+    for name in lined:
+        for line in result.stderr.splitlines():
+            if line.startswith("skipped:") and named(name, line) and not has_line_number(name, line):
+                case.fail(f"a message about {display_name(name)} (which has lines) gives no line number: {line[:300]}")
     if result.exit_code == 0 and any(line.startswith("skipped:") for line in result.stderr.splitlines()):
         case.fail("runs were skipped but the exit code is 0")
     if _leftovers(case.root):
@@ -408,8 +460,8 @@ def case_lines(case: Case) -> None:
     good_lines = len(lines) - 1
     if count < good_lines:
         case.fail(f"{count} scenario(s) imported from {good_lines} good line(s): {result.stderr.strip()[-400:]}")
-    if count < len(lines) and mutated.strip() and "vllm_0705_4_64_16.jsonl:" not in result.stderr:
-        case.fail(f"a line was not imported and no message names it: {result.stderr.strip()[-400:]}")
+    if count < len(lines) and mutated.strip() and not has_line_number("vllm_0705_4_64_16.jsonl", result.stderr):
+        case.fail(f"a line was not imported and no message names it with its line: {result.stderr.strip()[-400:]}")
 
 
 def _parsed_run(case: Case) -> Path:
@@ -449,6 +501,7 @@ def case_parse(case: Case) -> None:
     names = []
     action = rng.choice(["add", "add", "damage", "sidecar", "special"])
     bad: list[str] = []
+    lined: set[str] = set()
     if action in ("add", "special"):
         name = _bad_name(rng, 5)
         if action == "special":
@@ -457,6 +510,8 @@ def case_parse(case: Case) -> None:
             data, how = mutate_text(rng, rng.choice(_raw_sources()).read_bytes())
             (raw / name).write_bytes(data)
             names.append(how)
+            if _has_lines(data):
+                lined.add(name)
         bad.append(name)
     elif action == "damage":
         target = raw / GOOD
@@ -519,6 +574,10 @@ def case_parse(case: Case) -> None:
         if not any(named(name, line) for line in result.stderr.splitlines()) and \
                 not any(s.source and s.source.file.endswith(name) for s in after.scenarios):
             case.fail(f"{display_name(name)} neither imported nor named: {result.stderr.strip()[-300:]}")
+    for name in lined:
+        for line in result.stderr.splitlines():
+            if line.startswith("skipped:") and named(name, line) and not has_line_number(name, line):
+                case.fail(f"a message about {display_name(name)} (which has lines) gives no line number: {line[:300]}")
     if _leftovers(run):
         case.fail(f"temporary files left: {_leftovers(run)}")
     invoke(case, "validate", str(run / "results.json"))  # loads back (above); validate never crashes on it
