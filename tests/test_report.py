@@ -14,6 +14,7 @@ from sskj_results.render.publish import REPORT_MD, ReportOptions, write_report
 from sskj_results.render.report import (
     REPORT_TABLE_ALIGN, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, section_text,
 )
+from sskj_results.analysis.rundata import natural_key
 from sskj_results.analysis.slo import overall_mark
 from sskj_results.analysis.validate import validate_path
 
@@ -78,7 +79,10 @@ def test_table_has_seed_columns_sorted_rows_and_rule_marks(run_dir):
     text = report_text(run_dir)
     rows = table_rows(text)
     data = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
-    assert [r[0] for r in rows] == sorted(s["name"] for s in data["scenarios"])
+    names = [r[0] for r in rows]
+    # numbers in names sort as numbers (c2 before c16), not as text
+    assert names == sorted((s["name"] for s in data["scenarios"]), key=natural_key)
+    assert names.index("c2_i128_o32") < names.index("c16_i128_o32")
     by_name = {s["name"]: s for s in data["scenarios"]}
     for r in rows:
         s = by_name[r[0]]
@@ -230,3 +234,33 @@ def test_pipe_tables_keep_their_layout() -> None:
         "| `c\\|d`      | None | \\<b>   |",
     ]
     assert github_table(["Scenario", "N"], [], ["left", "right"]) == ["| Scenario   | N   |", "|------------|-----|"]
+
+
+def test_plots_section_says_which_latency_cdfs_are_not_drawn_and_why(tmp_path):
+    run = tmp_path / "vllm_ngram"
+    shutil.copytree(RUNS / "vllm_ngram", run)
+    result = CliRunner().invoke(main, ["report", str(run), "--cdf", "1"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    plots = section_text((run / REPORT_MD).read_text(encoding="utf-8"), "plots")
+    # three shapes have per-request latencies: the first by (input, output) is drawn, the other two named
+    assert "![TTFT and TPOT CDFs, i64_o16](plots/cdf_i64_o16.png)" in plots
+    assert ("Latency CDFs: 1 of 3 shapes with per-request data (the first 1 in order; "
+            "`sskj-results report ... --cdf all` draws every one); not drawn: i128_o32, i256_o64.") in plots
+    # c16 recorded no per-request data: no CDF line can show it
+    assert "No latency CDF (no per-request data): c16_i128_o32." in plots
+    result = CliRunner().invoke(main, ["report", str(run), "--cdf", "all"], catch_exceptions=False)
+    plots = section_text((run / REPORT_MD).read_text(encoding="utf-8"), "plots")
+    assert "Latency CDFs:" not in plots and "No latency CDF (no per-request data): c16_i128_o32." in plots
+
+
+def test_each_server_command_is_shown_once_and_reconstructed_values_are_provenance(run_dir):
+    data = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    command = data["config"]["server_args"]
+    data["config"]["phase1_server_args"] = command  # the run loop records the phase's command under both keys
+    data["scenarios"][0]["reconstructed"] = {"latencies.ttft_ms.p95": "per_request"}
+    (run_dir / "results.json").write_text(json.dumps(data), encoding="utf-8")
+    text = report_text(run_dir)
+    assert text.count(command) == 2  # the Summary's line and the Provenance's exact record
+    assert "- Server command (phase1)" not in text
+    assert "Reconstructed values" not in section_text(text, "warnings")
+    assert "### Reconstructed values" in section_text(text, "provenance")

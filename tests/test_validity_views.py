@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
+from sskj_results.analysis.rundata import natural_key
 from sskj_results.contract.comparison_models import ComparisonDoc
 
 DATA = Path(__file__).parent / "data" / "compare"
@@ -140,7 +141,7 @@ def report_lines(run: Path) -> list[str]:
 
 def test_report_has_a_valid_column_and_lists_invalid_points(runs: Path) -> None:
     data = json.loads((runs / "vllm" / "results.json").read_text(encoding="utf-8"))
-    names = sorted(s["name"] for s in data["scenarios"])
+    names = sorted((s["name"] for s in data["scenarios"]), key=natural_key)  # the report's order
     set_validity(runs / "vllm", {names[0]: block(failing=("output_length",)), names[1]: block(unknown=("client_cpu",))},
                  default=block())
     lines = report_lines(runs / "vllm")

@@ -8,6 +8,7 @@ shares: labels, the reference SLO, marks, and a table row per scenario.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -125,6 +126,19 @@ def load_run_data(path: PathLike) -> RunData:
     if not p.exists():
         raise ResultsError(f"{path}: no such run directory")
     return run_data(load_run(p), path)
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[Any, ...]:
+    """A scenario name's sort key with its numbers compared as numbers: c4_i512_o256 before c16_i512_o256."""
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(name)))
+
+
+def in_reading_order(scenarios: Sequence[Scenario]) -> list[Scenario]:
+    """Scenarios as a report lists them: by name, its numbers as numbers (concurrency, input, output, repeat)."""
+    return sorted(scenarios, key=lambda s: natural_key(s.name))
+
 
 def run_labels(runs: Sequence[RunData]) -> list[str]:
     """Unique labels: engine; `@ chip` when chips differ; then phase or directory name for duplicates."""

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Callable, Literal, Optional, Sequence
 
-from ..contract.escape import md_fence
 from ..contract.comparison_models import ComparisonDoc, Row
+from ..contract.escape import md_fence
 from ..contract.metrics import SECTION_METRICS, Metric
 from ..contract.models import Metadata, SloSpec
-from ..analysis.rundata import RunData, run_labels, scenario_status, table_row
+from ..analysis.rundata import RunData, in_reading_order, natural_key, run_labels, scenario_status, table_row
 from ..analysis.slo import MET_BOTH, MET_NONE, MET_ONE, NOT_MEASURED
 from . import comparison_md
 from .mdparts import (  # noqa: F401 - TABLE_*, SLO_NOTES and results_table are this module's public names too
@@ -39,12 +40,14 @@ from .validity_md import validity_section
 
 
 def _server_commands(run: RunData) -> list[tuple[str, str]]:
+    """Each distinct server command of the run once: `server_args`, then the `phase<N>_server_args` that differ."""
     config = run.results.config.model_dump(exclude_none=True)
-    out = []
+    out: list[tuple[str, str]] = []
     if config.get("server_args"):
         out.append(("", str(config["server_args"])))
-    for key in sorted(k for k in config if k.startswith("phase") and k.endswith("_server_args")):
-        out.append((key[: -len("_server_args")], str(config[key])))
+    for key in sorted((k for k in config if k.startswith("phase") and k.endswith("_server_args")), key=natural_key):
+        if all(str(config[key]) != command for _, command in out):
+            out.append((key[: -len("_server_args")], str(config[key])))
     return out
 
 
@@ -109,22 +112,33 @@ def _report_summary(run: RunData, label: str, spec: SloSpec, recomputed: bool, r
     return lines
 
 
-def _report_warnings(run: RunData) -> list[str]:
-    res = run.results
-    order = sorted(range(len(res.scenarios)), key=lambda i: res.scenarios[i].name)
-    lines: list[str] = []
+def _order(run: RunData) -> list[int]:
+    """The run's scenario indexes in reading order (rundata.natural_key of their names)."""
+    scenarios = run.results.scenarios
+    return sorted(range(len(scenarios)), key=lambda i: natural_key(scenarios[i].name))
+
+
+def _reconstructed(run: RunData) -> list[str]:
+    """### Reconstructed values: what the client did not write, and how sskj computed it (provenance, not a warning)."""
     recon = []
-    for i in order:
-        s = res.scenarios[i]
+    for i in _order(run):
+        s = run.results.scenarios[i]
         by_how: dict[str, list[str]] = {}
         for path, how in sorted(s.reconstructed.items()):
             by_how.setdefault(how, []).append(path)
         for how, paths in sorted(by_how.items()):
             recon.append([s.name, how, ", ".join(paths)])
-    if recon:
-        lines += ["### Reconstructed values", "",
-                  "Values the client did not write, and how they were computed (`reconstructed` in results.json):", ""]
-        lines += github_table(["Scenario", "How", "Values"], recon) + [""]
+    if not recon:
+        return []
+    return ["### Reconstructed values", "",
+            "Values the client did not write, and how they were computed (`reconstructed` in results.json):", "",
+            *github_table(["Scenario", "How", "Values"], recon), ""]
+
+
+def _report_warnings(run: RunData) -> list[str]:
+    res = run.results
+    order = _order(run)
+    lines: list[str] = []
     if res.skipped:
         lines += ["### Skipped scenarios", ""]
         lines += github_table(
@@ -188,7 +202,8 @@ def _report_provenance(run: RunData) -> list[str]:
             if phase:
                 lines += [f"{phase}:", ""]
             lines += md_fence(command, "text") + [""]
-    sources = [(s.name, s.source) for s in sorted(res.scenarios, key=lambda s: s.name) if s.source]
+    lines += _reconstructed(run)
+    sources = [(s.name, s.source) for s in in_reading_order(res.scenarios) if s.source]
     if sources:
         lines += ["### Source files", ""]
         lines += github_table(
@@ -207,9 +222,9 @@ def _report_provenance(run: RunData) -> list[str]:
 
 
 def report_rows(run: RunData, spec: SloSpec, recompute: bool) -> list[Row]:
-    """The Results table's rows of one run, by scenario name (report.md and report.html show the same)."""
+    """The Results table's rows of one run, in reading order (numbers in names as numbers) (report.md and report.html show the same)."""
     label = run_labels([run])[0]
-    scenarios = sorted(run.results.scenarios, key=lambda s: s.name)
+    scenarios = in_reading_order(run.results.scenarios)
     return [table_row(run, label, s, scenario_status(s, spec, recompute), recompute) for s in scenarios]
 
 
@@ -273,6 +288,41 @@ def _metric_section(m: Metric) -> Section:
                    lambda page: metric_section(m, page.rows, page.with_backend))
 
 
+def _cdf_shapes(run: RunData) -> tuple[list[str], list[str]]:
+    """The shapes (`i<in>_o<out>`) of a run that have per-request latencies, and its scenarios that have none."""
+    shapes: set[tuple[int, int]] = set()
+    without: list[str] = []
+    for i in _order(run):
+        s = run.results.scenarios[i]
+        if run.samples[i].metric("ttft_ms").size or run.samples[i].metric("tpot_ms").size:
+            shapes.add((s.input_len, s.output_len))
+        else:
+            without.append(s.name)
+    return [f"i{a}_o{b}" for a, b in sorted(shapes)], without
+
+
+def _plots(page: Page) -> list[str]:
+    """The figures, then which latency CDFs are not drawn and why (a CDF per shape in report.md, per matched
+    scenario in comparison.md, the first `--cdf` of them)."""
+    files = list(_doc(page).plots if page.doc else page.plot_files)
+    drawn = sum(1 for f in files if PurePath(f).name.startswith("cdf_"))
+    without: list[str] = []
+    if page.doc:
+        names = [s.name for s in page.doc.scenarios]
+        command, unit = "compare", "matched scenarios"
+    else:
+        names, without = _cdf_shapes(_run(page))
+        command, unit = "report", "shapes with per-request data"
+    notes = []
+    if drawn < len(names):
+        notes.append(f"Latency CDFs: {drawn} of {len(names)} {unit} (the first {drawn} in order; "
+                     f"`sskj-results {command} ... --cdf all` draws every one); not drawn: "
+                     + ", ".join(map(mdt, names[drawn:])) + ".")
+    if without:
+        notes.append("No latency CDF (no per-request data): " + ", ".join(map(mdt, without)) + ".")
+    return plot_lines(files) + [line for note in notes for line in (note, "")]
+
+
 def _warnings(page: Page) -> list[str]:
     return _report_warnings(_run(page)) or [
         "None: every value is the client's own, no scenario was skipped, no request failed.", ""]
@@ -303,8 +353,8 @@ SECTIONS: tuple[Section, ...] = (
             lambda page: block("Configuration differences", comparison_md.config_differences(_doc(page)))),
     Section("unmatched", "Unmatched scenarios", ("comparison",), lambda page: block(
         "Unmatched scenarios", comparison_md.unmatched(_doc(page))) if _doc(page).unmatched else []),
-    Section("plots", "Plots", ("report", "comparison"), lambda page: block("Plots", plot_lines(
-        _doc(page).plots if page.doc else page.plot_files)) if (page.doc.plots if page.doc else page.plot_files) else []),
+    Section("plots", "Plots", ("report", "comparison"), lambda page: block("Plots", _plots(page))
+            if (page.doc.plots if page.doc else page.plot_files) else []),
     Section("provenance", "Provenance", ("report",), lambda page: block("Provenance", _report_provenance(_run(page)))),
     Section("runs", "Runs", ("comparison",), lambda page: block("Runs", comparison_md.runs_table(_doc(page)))),
 )
