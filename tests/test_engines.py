@@ -18,7 +18,7 @@ from sskj_results.ingest.metadata import write_metadata
 def test_engine_rows_by_name_and_prefix() -> None:
     assert engine("vllm-dspark2") is engine("vllm-dspark") and engine("sglang-x").name == "sglang"
     row = engine("vllm")
-    assert shell_row("vllm").split()[:7] == [row.bench_backend, row.python_var, row.launch_module,
+    assert shell_row("vllm").split()[:7] == [row.client_backends["sglang"], row.python_var, row.launch_module,
                                              row.reset_path or "-", str(int(bool(row.metrics))), row.health_path,
                                              ",".join(row.server_env) or "-"]
     with pytest.raises(ConfigError, match="unknown engine 'tgi'"):
@@ -33,6 +33,7 @@ def test_every_row_says_everything_an_engine_is(row: Engine) -> None:
     assert set(row.flags) | set(row.file_keys) <= set(SETTING_KEYS) and not set(row.flags) & set(row.file_keys)
     assert row.python_var.endswith("_PYTHON") and row.python_var in python_keys()
     assert row.extra_args_var.endswith("_EXTRA_ARGS") and row.dists and row.label
+    assert set(row.client_backends) == {"sglang", "vllm"}  # the CLIENT values (launch.run_settings)
     assert not row.file_keys or row.config_file_flags  # a setting in a config file names the option of the file
     assert alias_engine(row.name) == row.name and all(alias_engine(a) == row.name for a in row.aliases)
     assert engine_argv(["python", "-m", row.launch_module, *row.launch_args, "/m"])[1] == ["/m"]

@@ -45,7 +45,7 @@ class Engine:
     launch_module: str             # python -m <module> [launch_args] starts the OpenAI-compatible server
     flags: dict[str, tuple[str, ...]]  # setting key -> option spellings (first = the one experiments use)
     dists: tuple[str, ...]         # packages whose version is the engine version
-    bench_backend: str             # sglang.bench_serving's --backend for it (vllm bench serve: clients.client_backend)
+    client_backends: dict[str, str]  # client (CLIENT: sglang, vllm) -> its --backend word against this engine
     head: tuple[str, ...]          # words right after the launch point: {model}, {tp}, {metrics} or literal flags
     extra_args_var: str            # setting whose words end the command (split on blanks, first line only)
     reset_path: str = ""           # POST: drop the prefix cache between scenarios; "" none
@@ -130,7 +130,7 @@ _VLLM_FLAGS = {
 # `python -m vllm.entrypoints.cli.main serve MODEL` is what `vllm serve MODEL` runs (the
 # vllm.entrypoints.openai.api_server module is deprecated, and ignores --headless)
 _VLLM = dict(launch_module="vllm.entrypoints.cli.main", launch_args=("serve",), console_script=("vllm", "serve"),
-             flags=_VLLM_FLAGS, bench_backend="vllm", head=("{model}", "--trust-remote-code", "{tp}"),
+             flags=_VLLM_FLAGS, client_backends={"sglang": "vllm", "vllm": "vllm"}, head=("{model}", "--trust-remote-code", "{tp}"),
              extra_args_var="VLLM_EXTRA_ARGS", reset_path="/reset_prefix_cache", metrics="prometheus",
              multinode="master-addr", spec_tokens_are_draft=True,
              json_options={"--speculative-config": {"spec_method": "method", "spec_tokens": "num_speculative_tokens",
@@ -147,7 +147,8 @@ ENGINES: tuple[Engine, ...] = (
            # /metrics (sglang:prompt_tokens_total, sglang:generation_tokens_total, sglang:spec_verify_calls_total)
            # only with --enable-metrics: the token parity and acceptance of its scenarios are judged from them
            flags=_SGLANG_FLAGS, reset_path="/flush_cache", metrics="prometheus", metrics_flags=("--enable-metrics",),
-           dists=("sglang",), bench_backend="sglang", multinode="dist-init",
+           # `vllm bench serve` has no `sglang` backend: SGLang serves the OpenAI API
+           dists=("sglang",), client_backends={"sglang": "sglang", "vllm": "openai"}, multinode="dist-init",
            aliases=("sgl", "srt", "sglang-native", "sglang-oai", "sglang-oai-chat"),
            # vLLM's `fp8` KV cache is FP8 E4M3; SGLang spells the format out
            values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}),
@@ -302,8 +303,8 @@ def shell_row(name: str) -> str:
     """
     e = engine(name)
     env = ",".join(e.server_env) or "-"
-    return " ".join([e.bench_backend, e.python_var, e.launch_module, e.reset_path or "-", str(int(bool(e.metrics))),
-                     e.health_path, env, *e.dists])
+    return " ".join([e.client_backends["sglang"], e.python_var, e.launch_module, e.reset_path or "-",
+                     str(int(bool(e.metrics))), e.health_path, env, *e.dists])
 
 
 def python_keys() -> dict[str, str]:
@@ -325,13 +326,14 @@ def alias_engine(text: str) -> Optional[str]:
 
 def docs_table() -> str:
     """The engine table of docs/PLATFORMS.md (Markdown), from the rows: a test keeps the docs equal to it."""
-    rows = ["| engine | launch | Python key | health | cache reset | /metrics | multi-node | client --backend |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| engine | launch | Python key | health | cache reset | /metrics | multi-node | --backend (sglang / vllm "
+            "client) |", "|---|---|---|---|---|---|---|---|"]
     for e in ENGINES:
         launch = " ".join(["-m", e.launch_module, *e.launch_args])
         rows.append(f"| `{e.name}` | `{launch}` | `{e.python_var}` | `{e.health_path}` | "
                     f"{f'`{e.reset_path}`' if e.reset_path else 'none'} | {e.metrics or 'none'} | "
-                    f"{e.multinode or 'single node only'} | `{e.bench_backend}` |")
+                    f"{e.multinode or 'single node only'} | "
+                    f"{' / '.join(f'`{e.client_backends[c]}`' for c in ('sglang', 'vllm'))} |")
     return "\n".join(rows) + "\n"
 
 

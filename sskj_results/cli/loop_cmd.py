@@ -141,7 +141,7 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
     if specs:
         rec.array("BENCH_PHASE_NAMES", [p[0] for p in parsed])
         rec.array("BENCH_PHASE_ENGINES", [p[1] for p in parsed])
-        rec.array("BENCH_PHASE_BACKENDS", [engine(p[1]).bench_backend for p in parsed])
+        rec.array("BENCH_PHASE_BACKENDS", [engine(p[1]).client_backends["sglang"] for p in parsed])
         rec.array("BENCH_PHASE_HEALTH_PATHS", [engine(p[1]).health_path for p in parsed])
         for index, (_, _, settings) in enumerate(parsed, start=1):
             # a value may name the configuration: dspark:vllm-dspark:MODEL_PATH=${DSPARK_MODEL_PATH}
