@@ -129,7 +129,12 @@ bench::restore_phase_settings() {
 bench::get_server_cmd() {
   local exp_dir="$1" spec="$2" tmp rc=0
   tmp="$(mktemp)"
-  SSKJ_LOOP_CONFIG=1 SSKJ_QUIET_OVERRIDES=1 bash "${exp_dir}/start_server.sh" --print-cmd "${spec}" >"${tmp}" || rc=$?
+  # an engine's config file (settings that live there) goes to the phase's logs/, before a phase to the
+  # loop's temporary directory (preflight)
+  local conf_dir="${BENCH_TMP_DIR:-}"
+  [[ -z "${BENCH_RUN_DIR:-}" ]] || conf_dir="${BENCH_RUN_DIR}/logs"
+  ENGINE_CONFIG_DIR="${conf_dir}" SSKJ_LOOP_CONFIG=1 SSKJ_QUIET_OVERRIDES=1 \
+    bash "${exp_dir}/start_server.sh" --print-cmd "${spec}" >"${tmp}" || rc=$?
   if ((rc != 0)); then
     rm -f "${tmp}"
     lib::err "${exp_dir}/start_server.sh --print-cmd ${spec} failed (exit ${rc})"
@@ -223,8 +228,8 @@ bench::engine_settings() {
 # Arguments: FLAG... the experiment's own flags (server_base: KEY=VALUE...
 #            more server environment); may be none
 # Globals:   PHASE_ENGINE and the run's settings (read, from the environment);
-#            BENCH_RUN_DIR (read: the engine's config file goes to its logs/);
-#            SERVER_CMD (written)
+#            ENGINE_CONFIG_DIR (read: where an engine's config file is
+#            written, set by bench::get_server_cmd); SERVER_CMD (written)
 # Returns:   0 ok, 1 missing configuration or unknown engine
 #######################################
 # shellcheck disable=SC2120  # FLAG... is optional
@@ -250,9 +255,7 @@ _bench::server_cmd() {
   done
   _BENCH_SETTINGS=()
   lib::results_init || return 1
-  local conf_dir="${ENGINE_CONFIG_DIR:-}"
-  [[ -z "${BENCH_RUN_DIR:-}" ]] || conf_dir="${BENCH_RUN_DIR}/logs"
-  mapfile -d '' -t SERVER_CMD < <(ENGINE_CONFIG_DIR="${conf_dir}" "${SSKJ_RESULTS_CMD[@]}" server-cmd "${PHASE_ENGINE}" --kind "${kind}" "${settings[@]}" -- "$@")
+  mapfile -d '' -t SERVER_CMD < <("${SSKJ_RESULTS_CMD[@]}" server-cmd "${PHASE_ENGINE}" --kind "${kind}" "${settings[@]}" -- "$@")
   wait "$!" || rc=$?
   return "$((rc != 0))"
 }

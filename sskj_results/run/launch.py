@@ -29,7 +29,8 @@ MULTINODE (NNODES > 1, docs/CLUSTER.md) by the row's style: `dist-init`
 `--headless` on ranks > 0; an engine without a style runs on one node only.
 *_EXTRA_ARGS are split on blanks (first line only). Settings that live in the
 engine's config file are written, as JSON (which YAML readers read), to
-ENGINE_CONFIG_DIR/<engine>_config.yaml (default: the current directory).
+ENGINE_CONFIG_DIR/<engine>_config.yaml (the run loop sets it to the phase's
+logs/; unset, such a setting is an error).
 """
 
 from __future__ import annotations
@@ -123,7 +124,10 @@ def config_file(row: Engine, content: dict[str, Any], settings: Mapping[str, str
         return []
     from ..contract.io import atomic_write_text
 
-    path = Path(_get(settings, "ENGINE_CONFIG_DIR") or ".") / f"{row.name}_config.yaml"
+    if not _get(settings, "ENGINE_CONFIG_DIR"):
+        raise ConfigError(f"engine {row.name} keeps {', '.join(sorted(row.file_keys))} in a config file: set "
+                          "ENGINE_CONFIG_DIR to the directory to write it to (the run loop sets the phase's logs/)")
+    path = Path(settings["ENGINE_CONFIG_DIR"]) / f"{row.name}_config.yaml"
     try:
         atomic_write_text(path, json.dumps(content, indent=2, sort_keys=True) + "\n")
     except OSError as exc:
