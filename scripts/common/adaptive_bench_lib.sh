@@ -129,11 +129,9 @@ bench::restore_phase_settings() {
 bench::get_server_cmd() {
   local exp_dir="$1" spec="$2" tmp rc=0
   tmp="$(mktemp)"
-  # an engine's config file (settings that live there) goes to the phase's logs/, before a phase to the
-  # loop's temporary directory (preflight)
-  local conf_dir="${BENCH_TMP_DIR:-}"
-  [[ -z "${BENCH_RUN_DIR:-}" ]] || conf_dir="${BENCH_RUN_DIR}/logs"
-  ENGINE_CONFIG_DIR="${conf_dir}" SSKJ_LOOP_CONFIG=1 SSKJ_QUIET_OVERRIDES=1 \
+  # an engine's config file (settings that live there) is kept with the run: the command is built once,
+  # by preflight, and started later
+  ENGINE_CONFIG_DIR="${BENCH_RESULT_ROOT:+${BENCH_RESULT_ROOT}/engine_configs}" SSKJ_LOOP_CONFIG=1 SSKJ_QUIET_OVERRIDES=1 \
     bash "${exp_dir}/start_server.sh" --print-cmd "${spec}" >"${tmp}" || rc=$?
   if ((rc != 0)); then
     rm -f "${tmp}"
@@ -229,7 +227,8 @@ bench::engine_settings() {
 #            more server environment); may be none
 # Globals:   PHASE_ENGINE and the run's settings (read, from the environment);
 #            ENGINE_CONFIG_DIR (read: where an engine's config file is
-#            written, set by bench::get_server_cmd); SERVER_CMD (written)
+#            written, results/<RUN_ID>/engine_configs by bench::get_server_cmd);
+#            SERVER_CMD (written)
 # Returns:   0 ok, 1 missing configuration or unknown engine
 #######################################
 # shellcheck disable=SC2120  # FLAG... is optional

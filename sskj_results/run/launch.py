@@ -29,8 +29,8 @@ MULTINODE (NNODES > 1, docs/CLUSTER.md) by the row's style: `dist-init`
 `--headless` on ranks > 0; an engine without a style runs on one node only.
 *_EXTRA_ARGS are split on blanks (first line only). Settings that live in the
 engine's config file are written, as JSON (which YAML readers read), to
-ENGINE_CONFIG_DIR/<engine>_config.yaml (the run loop sets it to the phase's
-logs/; unset, such a setting is an error).
+ENGINE_CONFIG_DIR/<PHASE_NAME>.<engine>.yaml (the run loop sets it to
+results/<RUN_ID>/engine_configs/; unset, such a setting is an error).
 """
 
 from __future__ import annotations
@@ -126,8 +126,8 @@ def config_file(row: Engine, content: dict[str, Any], settings: Mapping[str, str
 
     if not _get(settings, "ENGINE_CONFIG_DIR"):
         raise ConfigError(f"engine {row.name} keeps {', '.join(sorted(row.file_keys))} in a config file: set "
-                          "ENGINE_CONFIG_DIR to the directory to write it to (the run loop sets the phase's logs/)")
-    path = Path(settings["ENGINE_CONFIG_DIR"]) / f"{row.name}_config.yaml"
+                          "ENGINE_CONFIG_DIR to the directory to write it to (the run loop does)")
+    path = Path(settings["ENGINE_CONFIG_DIR"]) / f"{_get(settings, 'PHASE_NAME') or row.name}.{row.name}.yaml"
     try:
         atomic_write_text(path, json.dumps(content, indent=2, sort_keys=True) + "\n")
     except OSError as exc:
