@@ -150,7 +150,8 @@ def test_one_setting_in_each_engines_spelling(row: Engine) -> None:
 
 def test_the_docs_engine_table_is_the_rows() -> None:
     doc = (Path(__file__).resolve().parents[1] / "docs" / "PLATFORMS.md").read_text()
-    assert docs_table() in doc, "docs/PLATFORMS.md: paste sskj_results.catalog.engines.docs_table() output"
+    assert docs_table() in doc, "docs/PLATFORMS.md: replace its engine table with the output of " \
+        "python -c 'from sskj_results.catalog.engines import docs_table; print(docs_table())'"
 
 
 def test_client_commands() -> None:

@@ -113,12 +113,12 @@ def test_preflight_names_each_engines_own_python_key_for_a_missing_interpreter(t
     for an engine the table does not know."""
     missing = tmp_path / "no-env" / "python"
     said = {}
-    for engine in ("sglang", "vllm-dspark", "vllm-xpu", "vllm-cpu", "myengine"):
-        phase = tmp_path / f"{engine}.phase"
-        phase.write_bytes(b"".join(w.encode() + b"\0" for w in (engine, "", "", str(missing), "-m", "x.serve")))
+    names = [row.name for row in ENGINES] + ["myengine"]
+    for name in names:
+        phase = tmp_path / f"{name}.phase"
+        phase.write_bytes(b"".join(w.encode() + b"\0" for w in (name, "", "", str(missing), "-m", "x.serve")))
         result = CliRunner().invoke(main, ["preflight", "--warn-only", "--phase-file", str(phase)])
-        said[engine] = [line.split(" or set ", 1)[1] for line in result.output.splitlines()
-                        if f"engine interpreter {missing} does not exist" in line]
-    assert said == {"sglang": ["SGLANG_PYTHON (or ENGINE_PYTHON)"], "vllm-dspark": ["DSPARK_PYTHON (or ENGINE_PYTHON)"],
-                    "vllm-xpu": ["XPU_PYTHON (or ENGINE_PYTHON)"], "vllm-cpu": ["VLLM_PYTHON (or ENGINE_PYTHON)"],
+        said[name] = [line.split(" or set ", 1)[1] for line in result.output.splitlines()
+                      if f"engine interpreter {missing} does not exist" in line]
+    assert said == {**{row.name: [f"{row.python_var} (or ENGINE_PYTHON)"] for row in ENGINES},
                     "myengine": ["ENGINE_PYTHON"]}

