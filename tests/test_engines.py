@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 from pathlib import Path
 
@@ -41,24 +42,24 @@ def test_every_row_says_everything_an_engine_is(row: Engine) -> None:
         assert engine_argv(["/env/bin/" + row.console_script[0], *row.console_script[1:], "/m"])[1] == ["/m"]
 
 
-def test_sglang_command_gives_only_what_it_sets() -> None:
-    cfg = config_from_server_args(
-        "/e/python -m sglang.launch_server --model-path /m --tp 8 --trust-remote-code --context-length 266240 "
-        "--kv-cache-dtype=fp8_e5m2 --max-running-requests 64 --host 127.0.0.1 --port 30000")
-    assert cfg == {"tp": 8, "kv_cache_dtype": "fp8_e5m2", "max_num_seqs": 64, "max_model_len": 266240,
-                   "spec_method": None, "spec_tokens": None, "spec_model": None}
-
-
-def test_vllm_dspark_and_ngram_speculative_settings() -> None:
-    dspark = config_from_server_args(
-        "env VLLM_SERVER_DEV_MODE=1 /e/python -m vllm.entrypoints.cli.main serve /m "
-        "--tensor-parallel-size 8 --spec-method dspark --spec-model /d --spec-tokens 3 --max-model-len auto")
-    assert (dspark["tp"], dspark["spec_method"], dspark["spec_tokens"], dspark["spec_model"]) == (8, "dspark", 3, "/d")
-    assert dspark["max_model_len"] == "auto" and dspark["kv_cache_dtype"] is None
-    ngram = config_from_server_args(
-        "/e/python -m vllm.entrypoints.openai.api_server --model /m --speculative-config "
-        "'{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_max\":4}'")
-    assert (ngram["spec_method"], ngram["spec_tokens"], ngram["tp"]) == ("ngram", 3, None)
+@pytest.mark.parametrize("row", ENGINES, ids=lambda r: r.name)
+def test_every_spelling_of_every_setting_is_read_back_in_both_forms(row: Engine) -> None:
+    launch = ["/e/python", "-m", row.launch_module, *row.launch_args, "/m"]
+    values = {"tp": 8, "kv_cache_dtype": "fp8_e5m2", "max_num_seqs": 64, "max_model_len": 266240,
+              "spec_method": "eagle", "spec_tokens": 3, "spec_model": "/d"}
+    for key in DERIVED_KEYS:
+        for flag in row.flags.get(key, ()):
+            for words in ([flag, str(values[key])], [f"{flag}={values[key]}"]):
+                cfg = config_from_server_args(shlex.join([*launch, *words, "--host", "h"]))
+                assert cfg == {**dict.fromkeys(DERIVED_KEYS), key: values[key]}, (flag, words)
+        for option, keys in row.json_options.items():  # a JSON option that carries settings (vLLM's spec config)
+            if key in keys:
+                cfg = config_from_server_args(shlex.join([*launch, option, json.dumps({keys[key]: values[key]})]))
+                assert cfg[key] == values[key], option
+    # a wrapper's own options are not read as the engine's, and a command without a launch point claims nothing
+    flag = row.flags["max_num_seqs"][0]
+    assert config_from_server_args(shlex.join(["srun", f"{flag}=3", *launch]))["max_num_seqs"] is None
+    assert config_from_server_args(shlex.join(["/opt/fake_server.py", flag, "3"])) == {}
 
 
 SETTINGS = [("tp", "8"), ("kv_cache_dtype", "fp8"), ("max_num_seqs", "64"), ("max_model_len", "266240"),
@@ -89,14 +90,7 @@ def test_config_is_read_back_from_the_engines_own_argv_inside_any_wrapper(row: E
         assert cfg["engine_config_file"]["settings"] == sorted(k for k, _ in SETTINGS if k in row.file_keys)
 
 
-def test_every_vllm_launch_form_is_recognised() -> None:
-    for launch in ("/e/python -m vllm.entrypoints.cli.main serve /m", "/env/bin/vllm serve /m",
-                   "python3 -m vllm.entrypoints.openai.api_server --model /m"):
-        assert config_from_server_args(f"{launch} --tensor-parallel-size 2 --max-num-seqs 9")["tp"] == 2, launch
-    # a wrapper's own options (srun --nodes, docker --env) are not read as the engine's
-    cfg = config_from_server_args("srun --max-num-seqs=3 /e/python -m vllm.entrypoints.cli.main serve /m")
-    assert cfg["max_num_seqs"] is None
-    # the srun line of a multi-node run names no engine: nothing is claimed from it
+def test_the_srun_line_of_a_multinode_run_names_no_engine() -> None:
     assert config_from_server_args("env -u SLURM_GRES srun --nodes=2 bash scripts/common/multinode_rank.sh e p a") == {}
 
 
@@ -119,15 +113,15 @@ def test_multinode_config_comes_from_rank0_and_hardware_says_nodes(tmp_path) -> 
 
 
 def test_unknown_command_claims_nothing() -> None:
-    assert config_from_server_args("/opt/fake_server.py --model m --tp 8") == {}
     assert config_from_server_args("unbalanced 'quote") == {}
 
 
 def test_metadata_config_follows_the_phase_command_over_experiment_variables(tmp_path) -> None:
     run = tmp_path / "phase1_sglang"
+    row = engine("sglang")
     results = write_metadata(run, {"experiment": "x", "model": "m"},
                              {"tp": "8", "spec_tokens": "5", "kv_cache_dtype": "fp8",
-                              "server_args": "/e/python -m sglang.launch_server --model-path /m --tp 4"},
+                              "server_args": f"/e/python -m {row.launch_module} /m {row.flags['tp'][-1]} 4"},
                              detect=False)
     cfg = results.config.model_dump()
     assert cfg["tp"] == 4 and cfg["spec_tokens"] is None and cfg["kv_cache_dtype"] is None

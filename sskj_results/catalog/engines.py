@@ -233,7 +233,7 @@ def _option_values(argv: list[str]) -> dict[str, str]:
     for i, word in enumerate(argv):
         if not word.startswith("-"):
             continue
-        if "=" in word and word.startswith("--"):
+        if "=" in word:  # --flag=value, and -tp=8 (argparse splits a short option's = too)
             key, value = word.split("=", 1)
             out[key] = value
         elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
