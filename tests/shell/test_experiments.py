@@ -25,7 +25,7 @@ from shellkit import (
     run_script,
 )
 
-from sskj_results.catalog.engines import engine
+from sskj_results.catalog.engines import engine as engine_row, engine_argv
 
 pytestmark = pytest.mark.shell
 
@@ -86,12 +86,12 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
     proc = run_script(H200_VS / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
     cmds = command_lines(proc.stdout)
-    servers = [c for c in cmds if c[0].endswith("python") or c[0] == "env"][:2]
+    servers = [c for c in cmds if engine_argv(c)]
     # the same KV-cache dtype, maximum of running requests and context on both engines, each in its own spelling
     given = [("kv_cache_dtype", "fp8"), ("max_num_seqs", "1024"), ("max_model_len", "33792")]
     assert [split_server(c)[1] for c in servers] == [own_argv("sglang", given), own_argv("vllm", given)]
     assert servers[0][0] == f"{REPO}/envs/sglang/bin/python"
-    assert servers[1][:3] == ["env", *engine("vllm").server_env, f"{REPO}/envs/vllm/bin/python"]
+    assert servers[1][:3] == ["env", *engine_row("vllm").server_env, f"{REPO}/envs/vllm/bin/python"]
     # paste-ready: the client as it runs; the watch by `sskj-results run-client` (the engine's pid and log,
     # known only once it runs) is said in one comment line per phase
     clients = [c for c in cmds if "sglang.bench_serving" in c]
@@ -152,7 +152,7 @@ def test_dry_run_p800_runs_vllm_kunlun_as_the_second_phase(tmp_path, base_env, t
     given = [("kv_cache_dtype", "auto"), ("max_num_seqs", "64"), ("max_model_len", "5120"), ("mem_fraction", "0.85")]
     assert [split_server(c)[1] for c in servers] == [own_argv("sglang", given), own_argv("vllm-xpu", given)]
     assert servers[0][:len(inside) + 2] == ["docker", "exec", *inside]
-    assert servers[1][:len(inside) + 4] == ["docker", "exec", "--env", engine("vllm-xpu").server_env[0], *inside]
+    assert servers[1][:len(inside) + 4] == ["docker", "exec", "--env", engine_row("vllm-xpu").server_env[0], *inside]
     second = cmds.index(servers[1])
     clients = [c for c in cmds if "sglang.bench_serving" in c]
     assert len(clients) == 20  # 10 scenarios x 2 phases
@@ -198,7 +198,7 @@ def test_dry_run_p800_prints_docker_launch_and_records_patches(tmp_path, base_en
     cmds = command_lines(proc.stdout)
     given = [("kv_cache_dtype", "auto"), ("max_num_seqs", "64"), ("max_model_len", "5120"), ("mem_fraction", "0.85")]
     launch = ["docker", "exec", "--env", "SSKJ_SERVER_TAG=sskj-30000", "sskj_p800_sglang", "python3",
-              "-m", engine("sglang").launch_module, *own_argv("sglang", given)]
+              "-m", engine_row("sglang").launch_module, *own_argv("sglang", given)]
     assert launch in cmds
     assert ["docker", "cp", str(patches / "0001-fix.patch"), "sskj_p800_sglang:/tmp/sskj_patches/0001-fix.patch"] in cmds
     # Patches come before the server.
@@ -226,7 +226,7 @@ def test_dry_run_p800_prints_docker_launch_and_records_patches(tmp_path, base_en
     calls = (tmp_path / "docker_calls.log").read_text().splitlines() if (tmp_path / "docker_calls.log").exists() else []
     # DRY_RUN started nothing (the preflight only looked: inspect, module and model lookups)
     assert calls and not [c for c in calls if c.startswith(("docker run", "docker start", "docker cp"))
-                          or f"-m {engine('sglang').launch_module}" in c]
+                          or f"-m {engine_row('sglang').launch_module}" in c]
 
 
 def _fake_site(tmp_path: Path) -> Path:
@@ -410,7 +410,7 @@ def test_dry_run_dspark_phases_record_their_spec_tokens(tmp_path, base_env, tag)
     env.pop("ENGINE_PYTHON")
     proc = run_script(REPO / "experiments" / "h200" / "dsv4_h200_dspark" / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
-    launches = [c for c in command_lines(proc.stdout) if engine("vllm-dspark").launch_module in c]
+    launches = [c for c in command_lines(proc.stdout) if engine_row("vllm-dspark").launch_module in c]
     assert [setting(c, "spec_tokens") for c in launches] == ["5", "3", "1"]
     assert all(setting(c, "spec_method") == "dspark" for c in launches)
     assert all(c[2] == f"{REPO}/envs/vllm-dspark/bin/python" for c in launches)
@@ -444,8 +444,8 @@ def test_long_context_runs_the_21_seed_scenarios_and_the_full_matrix_on_request(
     proc = run_script(exp / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
     assert sum(line.startswith("# scenario ") for line in proc.stdout.splitlines()) == 3
-    servers = [c for c in command_lines(proc.stdout) if c[0].endswith("python") or c[0] == "env"][:3]
-    rows = [engine(name) for name in ("sglang", "vllm", "vllm-dspark")]
+    servers = [c for c in command_lines(proc.stdout) if engine_argv(c)]
+    rows = [engine_row(name) for name in ("sglang", "vllm", "vllm-dspark")]
     for row, cmd in zip(rows, servers):
         assert (setting(cmd, "max_model_len"), setting(cmd, "kv_cache_dtype"), setting(cmd, "max_num_seqs")) == \
             ("270336", row.spelled("kv_cache_dtype", "fp8"), "64"), row.name
@@ -483,9 +483,9 @@ def test_devices_limit_the_server_set_tp_and_are_recorded(tmp_path, base_env, ta
     env.pop("ENGINE_PYTHON")
     proc = run_script(H200_VS / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
-    servers = [c for c in command_lines(proc.stdout) if c[0] == "env"][:2]
+    servers = [c for c in command_lines(proc.stdout) if engine_argv(c)]
     assert servers[0][:2] == ["env", "CUDA_VISIBLE_DEVICES=4,5,6,7"] and setting(servers[0], "tp") == "4"
-    assert servers[1][:3] == ["env", "CUDA_VISIBLE_DEVICES=4,5,6,7", *engine("vllm").server_env]
+    assert servers[1][:3] == ["env", "CUDA_VISIBLE_DEVICES=4,5,6,7", *engine_row("vllm").server_env]
     assert setting(servers[1], "tp") == "4"
     meta = load_json(tmp_path / "r" / "phase1_sglang" / "results.json")["metadata"]
     assert meta["devices"] == "CUDA_VISIBLE_DEVICES=4,5,6,7"
@@ -493,7 +493,7 @@ def test_devices_limit_the_server_set_tp_and_are_recorded(tmp_path, base_env, ta
     p800 = run_script(P800 / "run_bench.sh", dict(env, PLATFORM="kunlun_p800", DEVICES="0,1", TP="1",
                                                     RESULT_ROOT=str(tmp_path / "p")))
     assert p800.returncode == 0, p800.stderr
-    launch = next(c for c in command_lines(p800.stdout) if engine("sglang").launch_module in c)
+    launch = next(c for c in command_lines(p800.stdout) if engine_row("sglang").launch_module in c)
     assert launch[:6] == ["docker", "exec", "--env", "XPU_VISIBLE_DEVICES=0,1", "--env", "SSKJ_SERVER_TAG=sskj-30000"]
     assert setting(launch, "tp") == "1"
     assert load_json(tmp_path / "p" / "results.json")["metadata"]["devices"] == "XPU_VISIBLE_DEVICES=0,1"
