@@ -132,13 +132,12 @@ def engine_rows() -> list[dict]:
 
 
 def server_modules(rows: list[dict]) -> dict[str, tuple]:
-    """python -m MODULE of each row: (parser or None when not installed here, kind, entry, row name); a
-    module with launch args (vLLM's `serve`) is a CLI whose subcommand decides the kind."""
+    """python -m MODULE of each row: (parser or None when not installed here, kind, entry, row name); vLLM's
+    CLI module also runs its client (`bench serve`): find_command decides by the subcommand."""
     out: dict[str, tuple] = {}
     for row in rows:
         parser = row["dists"][0] if row["dists"][0] in PARSERS else None
-        out.setdefault(row["launch_module"], (parser, None if row["launch_args"] else "server",
-                                              row["launch_module"], row["name"]))
+        out.setdefault(row["launch_module"], (parser, "server", row["launch_module"], row["name"]))
     return out
 
 
