@@ -162,3 +162,12 @@ def test_client_commands() -> None:
     assert vllm[2:5] == ["vllm.entrypoints.cli.main", "bench", "serve"]
     assert vllm[vllm.index("--result-dir") + 1] == "/r" and vllm[vllm.index("--result-filename") + 1] == "raw.jsonl"
     assert "--warmup-requests" not in vllm
+
+
+def test_raw_files_name_their_engine_by_the_rows() -> None:
+    from sskj_results.ingest.rawkeys import engine_of
+
+    for row in ENGINES:
+        for name in (row.name, *row.aliases):
+            assert engine_of(f" {name.upper()} ") == row.name, name
+    assert engine_of("openai") is None and engine_of("lmdeploy-chat") == "lmdeploy"  # generic; no row

@@ -16,7 +16,7 @@ from .common import handle_errors
                    "max_model_len, ...), NUL-separated; an empty VALUE gives no flag. Repeatable.")
 @handle_errors
 def engine(name: str, command: str | None, table: bool, settings: tuple[str, ...]) -> None:
-    """Print the engine table row of NAME (sglang, vllm, vllm-dspark, vllm-xpu, or a name starting with one).
+    """Print the engine table row of NAME (a row name of sskj_results/catalog/engines.py, or a name starting with one).
 
     One line: BACKEND PYTHON_VAR LAUNCH_MODULE RESET_PATH METRICS(0|1)
     HEALTH_PATH SERVER_ENV DIST... (see sskj_results/catalog/engines.py).

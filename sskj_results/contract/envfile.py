@@ -104,7 +104,7 @@ PLATFORM_KEYS: dict[str, tuple[str, str]] = {
     "CHIP": ("yes", "chip identifier, recorded as metadata.chip and in raw file names"),
     "ACCELERATOR": ("yes", "accelerator family, recorded as metadata.accelerator"),
     "HARDWARE": ("yes", "e.g. `8x NVIDIA H200 143GB`, or `auto` (described by sskj-results metadata)"),
-    "ENGINE": ("yes", "default engine of the platform (sglang, vllm, vllm-dspark, vllm-xpu, ...)"),
+    "ENGINE": ("yes", "default engine of the platform (a row of the engine table, docs/PLATFORMS.md: Engines)"),
     "DEFAULT_PORT": ("yes", "server port unless PORT is set"),
     "MODEL_ROOT": ("yes", "where models live (inside the container on Docker platforms)"),
     "DOCKER_IMAGE": ("docker", "image of the engine container"),

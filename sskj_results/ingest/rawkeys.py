@@ -47,8 +47,8 @@ _DURATION = ("duration", "benchmark_duration", "duration_s", "benchmark_duration
 # (catalog/engines.py, whose rows carry their own names and aliases and are asked first); generic request
 # formats (openai, openai-chat) name no engine
 _OTHER_ENGINES = {
-    "lmdeploy": "lmdeploy", "lmdeploy-chat": "lmdeploy", "trt": "trt", "tensorrt-llm": "trt", "trt-llm": "trt",
-    "trtllm": "trt", "tensorrt_llm": "trt", "tgi": "tgi", "scalellm": "scalellm", "deepspeed-mii": "deepspeed-mii",
+    "lmdeploy": "lmdeploy", "lmdeploy-chat": "lmdeploy", "tgi": "tgi", "scalellm": "scalellm",
+    "deepspeed-mii": "deepspeed-mii",
 }
 
 
