@@ -63,8 +63,12 @@ Exit status: 0 every command parses (warnings allowed; with ``--strict`` an
 abbreviation or deprecation fails too), 1 a command does not parse or a dry
 run failed, 2 usage error or missing venvs (run ``--setup``).
 
-The script is standalone (standard library only): it imports nothing from
-sskj_results.
+The script uses the standard library only and imports nothing from
+sskj_results; the engines' launch points come from the engine table
+(sskj_results/catalog/engines.py) as `sskj-results engine --table` prints it
+(the repository's .venv, else sskj-results on PATH). A row whose package has
+no parser venv here (only SGLang and vLLM are installed by --setup) is
+reported as not checked.
 """
 
 from __future__ import annotations
@@ -106,14 +110,43 @@ ENGINE_STUBS = {
 PLATFORM_OF = {"h200": "nvidia_h200", "h20": "nvidia_h20", "pro6000": "nvidia_rtx6000d",
                "p800": "kunlun_p800", "cpu": "cpu"}
 
-# python -m MODULE: (engine, kind, entry point run by the helper, how a user spells it)
-MODULES = {
-    "sglang.launch_server": ("sglang", "server", "sglang.launch_server"),
+PARSERS = ("sglang", "vllm")  # the packages whose real parsers --setup installs (one venv each)
+# the entry point behind each parser package's console script (`sglang serve`, `vllm serve|bench`)
+CONSOLE_ENTRY = {"sglang": "sglang.cli.main", "vllm": "vllm.entrypoints.cli.main"}
+# python -m MODULE of the clients: (parser, kind, entry point run by the helper)
+CLIENT_MODULES = {
     "sglang.bench_serving": ("sglang", "client", "sglang.bench_serving"),
     "sglang.benchmark.serving": ("sglang", "client", "sglang.benchmark.serving"),
-    "vllm.entrypoints.openai.api_server": ("vllm", "server", "vllm.entrypoints.openai.api_server"),
-    "vllm.entrypoints.cli.main": ("vllm", None, "vllm.entrypoints.cli.main"),
 }
+
+
+def engine_rows() -> list[dict]:
+    """The engine table's launch facts (`sskj-results engine --table`: JSON, one object per row)."""
+    local = REPO / ".venv" / "bin" / "sskj-results"
+    cmd = [str(local)] if local.is_file() else [shutil.which("sskj-results") or "sskj-results"]
+    try:
+        done = subprocess.run([*cmd, "engine", "--table"], capture_output=True, text=True, check=True)
+        return json.loads(done.stdout)
+    except (OSError, subprocess.CalledProcessError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"cannot read the engine table with {cmd[0]} engine --table ({exc}): run make venv")
+
+
+def server_modules(rows: list[dict]) -> dict[str, tuple]:
+    """python -m MODULE of each row: (parser or None when not installed here, kind, entry, row name); vLLM's
+    CLI module also runs its client (`bench serve`): find_command decides by the subcommand."""
+    out: dict[str, tuple] = {}
+    for row in rows:
+        parser = row["dists"][0] if row["dists"][0] in PARSERS else None
+        out.setdefault(row["launch_module"], (parser, "server", row["launch_module"], row["name"]))
+    return out
+
+
+ROWS = engine_rows()
+# python -m MODULE: (parser, kind, entry point run by the helper[, engine row])
+MODULES = {**CLIENT_MODULES, **server_modules(ROWS)}
+# console scripts of the rows (`vllm serve`, `sglang serve`) -> (parser or None, row name)
+CONSOLES = {row["console_script"][0]: (row["dists"][0] if row["dists"][0] in PARSERS else None, row["name"])
+            for row in ROWS if row["console_script"]}
 
 # Variables of the caller that would change what a dry run prints.
 DROP_ENV_PREFIXES = ("SLURM_", "SBATCH_", "SSKJ_", "PLATFORM", "RESUME", "DRY_RUN", "FAKE_")
@@ -626,17 +659,15 @@ def find_command(words: list[str]) -> dict | None:
     for i, word in enumerate(words):
         base = os.path.basename(word)
         if word == "-m" and i + 1 < len(words) and words[i + 1] in MODULES:
-            engine, kind, entry = MODULES[words[i + 1]]
+            engine, kind, entry = MODULES[words[i + 1]][:3]
             argv = words[i + 2:]
             spelled = f"python -m {words[i + 1]}"
-        elif base == "vllm" and i + 1 < len(words) and words[i + 1] in ("serve", "bench"):
-            engine, kind, entry = "vllm", None, "vllm.entrypoints.cli.main"
+        elif base in CONSOLES and i + 1 < len(words) and words[i + 1] in ("serve", "bench"):
+            engine = CONSOLES[base][0]
+            entry = CONSOLE_ENTRY.get(engine or "", base)
+            kind = "server" if entry == CONSOLE_ENTRY["sglang"] else None
             argv = words[i + 1:]
-            spelled = "vllm"
-        elif base == "sglang" and i + 1 < len(words) and words[i + 1] == "serve":
-            engine, kind, entry = "sglang", "server", "sglang.cli.main"
-            argv = words[i + 1:]
-            spelled = "sglang"
+            spelled = base
         else:
             continue
         if entry == "vllm.entrypoints.cli.main":
@@ -676,7 +707,7 @@ def extract(text: str, label: str) -> tuple[list[dict], list[str]]:
             elif match := _RANK.match(stripped):
                 rank = int(match[1])
             continue
-        if not re.search(r"sglang|vllm", stripped):
+        if not any(m in stripped for m in (*MODULES, *CONSOLES)):
             continue
         words = split_line(stripped)
         if words is None:
@@ -742,7 +773,7 @@ def parse_all(venvs: Path, commands: list[dict], timeout: int) -> dict[str, dict
     with tempfile.TemporaryDirectory(prefix="argv-check-helper-") as tmp:
         helper = Path(tmp) / "argv_parse_helper.py"
         helper.write_text(HELPER_SOURCE)
-        for engine in ("sglang", "vllm"):
+        for engine in PARSERS:
             jobs, seen = [], set()
             for cmd in commands:
                 if cmd["engine"] != engine:
@@ -768,6 +799,9 @@ def parse_all(venvs: Path, commands: list[dict], timeout: int) -> dict[str, dict
                             "platform": answer.get("platform", [])}
             for result in answer["results"]:
                 results[result["id"]] = result
+    for cmd in commands:  # a row whose parser package has no venv here
+        results.setdefault(job_key(cmd), {"status": "not-checked", "notes": [],
+                                          "error": f"no parser venv for {cmd['spelled']} (only {', '.join(PARSERS)})"})
     results["__meta__"] = meta
     return results
 
@@ -825,8 +859,8 @@ def report(runs: list[dict], results: dict[str, dict], strict: bool, out) -> int
                             for c in cmds})
             status = result["status"]
             warns = warnings_of(result)
-            word = "OK" if status == "ok" else "FAIL"
-            if status != "ok" or (strict and warns):
+            word = {"ok": "OK", "not-checked": "SKIP"}.get(status, "FAIL")
+            if status not in ("ok", "not-checked") or (strict and warns):
                 failed += distinct
             if warns:
                 warned += distinct

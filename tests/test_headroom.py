@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from sskj_results.catalog.engines import ENGINES, Engine
 from sskj_results.cli import main
 from sskj_results.run.headroom import context_problem, need
 
@@ -147,3 +149,14 @@ def test_every_shipped_gpu_experiment_gives_a_context_its_own_grid_fits_and_says
             assert (short == []) == fits, (exp.name, size, short)
             if not fits:
                 assert result.exit_code == 1 and len(short) == (1 if spec else 2), (exp.name, short)
+
+
+@pytest.mark.parametrize("row", ENGINES, ids=lambda r: r.name)
+def test_every_engines_context_is_checked_in_its_own_spelling(row: Engine) -> None:
+    flag = row.flags["max_model_len"][0]
+    argv = ["/e/python", "-m", row.launch_module, *row.launch_args, "/m", flag, "4096"]
+    rows = [("c1_i4000_o256", 4000, 256)]
+    what, fix = context_problem(row.name, argv, "/m", rows, 0.0) or ("", "")
+    assert what.startswith(f"engine {row.name}: context 4096 ({flag} 4096) is too small for 1 of 1 scenarios")
+    assert "at least 4256" in fix
+    assert context_problem(row.name, [*argv[:-1], "8192"], "/m", rows, 0.0) is None

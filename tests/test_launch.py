@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from sskj_results.catalog.engines import ENGINES, Engine, config_from_server_args, engine
 from sskj_results.cli import main
 from sskj_results.contract.errors import ConfigError, UsageError
 from sskj_results.run.launch import server_cmd
@@ -15,19 +17,38 @@ BASE = {"MODEL_PATH": "/m", "TP": "2", "SERVER_HOST": "127.0.0.1", "PORT": "3000
         "SGLANG_PYTHON": "/e/sg/python", "VLLM_PYTHON": "/e/vl/python"}
 
 
-def test_sglang_command_in_order() -> None:
-    s = dict(BASE, SGLANG_EXTRA_ARGS="--a 1  --b\n--ignored")
-    assert server_cmd("sglang", "sglang", ["--kv-cache-dtype", "fp8_e4m3"], s) == [
-        "/e/sg/python", "-m", "sglang.launch_server", "--model-path", "/m", "--tp-size", "2", "--trust-remote-code",
-        "--enable-metrics", "--kv-cache-dtype", "fp8_e4m3", "--host", "127.0.0.1", "--port", "30000", "--a", "1", "--b"]
+def _settings(row: Engine) -> dict[str, str]:
+    return dict(BASE, **{row.python_var: f"/e/{row.name}/python", row.extra_args_var: "--a 1  --b\n--ignored"})
 
 
-def test_vllm_command_carries_the_server_environment_and_devices() -> None:
-    s = dict(BASE, DEVICES="0,1", DEVICES_ENV="XPU_VISIBLE_DEVICES", VLLM_EXTRA_ARGS="--x")
-    assert server_cmd("vllm-dspark", "vllm", ["--max-num-seqs", "8"], dict(s, DSPARK_PYTHON="/e/ds/python")) == [
-        "env", "XPU_VISIBLE_DEVICES=0,1", "VLLM_SERVER_DEV_MODE=1", "/e/ds/python", "-m",
-        "vllm.entrypoints.cli.main", "serve", "/m", "--trust-remote-code", "--tensor-parallel-size", "2",
-        "--max-num-seqs", "8", "--host", "127.0.0.1", "--port", "30000", "--x"]
+@pytest.mark.parametrize("row", ENGINES, ids=lambda r: r.name)
+def test_every_engine_command_in_order_from_its_row(row: Engine, tmp_path: Path) -> None:
+    """launcher, launch point, the row's head, settings in its spelling (or its config file), the experiment's
+    flags, host, port, its *_EXTRA_ARGS (first line, split on blanks)."""
+    s = dict(_settings(row), ENGINE_CONFIG_DIR=str(tmp_path))
+    given = [("max_num_seqs", "64"), ("max_model_len", "4096"), ("kv_cache_dtype", "fp8")]
+    argv = server_cmd(row.name, "server", ["--own", "x"], s, given)
+    start = (["env", *row.server_env] if row.server_env else []) + [f"/e/{row.name}/python", "-m", row.launch_module,
+                                                                    *row.launch_args]
+    assert argv[:len(start)] == start
+    model = [row.model_flag, "/m"] if row.model_flag else ["/m"]
+    i = argv.index("/m") - len(model) + 1
+    assert argv[i:i + len(model)] == model and argv[argv.index(row.flags["tp"][0]) + 1] == "2"
+    assert set(row.metrics_flags) <= set(argv)
+    flags = row.flags_for(given)
+    tail = ["--own", "x", *argv[argv.index("--own") + 2:argv.index("--host")], "--host", "127.0.0.1", "--port",
+            "30000", "--a", "1", "--b"]
+    assert argv[-len(tail):] == tail and argv[argv.index("--own") - len(flags):argv.index("--own")] == flags
+    for key, _ in given:
+        if key in row.file_keys:  # recorded as a config-file setting, read back from the file named
+            assert config_from_server_args(shlex.join(argv))[key] is not None
+
+
+def test_launcher_and_server_environment_and_devices() -> None:
+    s = dict(BASE, DEVICES="0,1", DEVICES_ENV="XPU_VISIBLE_DEVICES", DSPARK_PYTHON="/e/ds/python")
+    row = engine("vllm-dspark")
+    assert server_cmd("vllm-dspark", "base", [], s) == [
+        "env", "XPU_VISIBLE_DEVICES=0,1", *row.server_env, "/e/ds/python", "-m", row.launch_module, *row.launch_args]
 
 
 def test_launcher_native_fallback_and_docker() -> None:
@@ -38,27 +59,32 @@ def test_launcher_native_fallback_and_docker() -> None:
         "sglang.launch_server"]
 
 
-@pytest.mark.parametrize("rank, tail", [("0", []), ("1", ["--headless"])])
-def test_multinode_flags_per_family(rank: str, tail: list[str]) -> None:
-    s = dict(BASE, NNODES="2", NODE_RANK=rank, DIST_INIT_ADDR="head.example:29500")
-    assert server_cmd("sglang", "sglang", [], s)[-6:] == [
-        "--nnodes", "2", "--node-rank", rank, "--dist-init-addr", "head.example:29500"]
-    vllm = server_cmd("vllm", "vllm", [], s)
-    assert vllm[vllm.index("--nnodes"):] == [
-        "--nnodes", "2", "--node-rank", rank, "--master-addr", "head.example", "--master-port", "29500", *tail]
+@pytest.mark.parametrize("row", ENGINES, ids=lambda r: r.name)
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_multinode_flags_by_the_rows_style(row: Engine, rank: str) -> None:
+    s = dict(_settings(row), NNODES="2", NODE_RANK=rank, DIST_INIT_ADDR="head.example:29500", **{row.extra_args_var: ""})
+    if not row.multinode:
+        with pytest.raises(ConfigError, match="runs on a single node only"):
+            server_cmd(row.name, "server", [], s)
+        return
+    argv = server_cmd(row.name, "server", [], s)
+    expected = {"dist-init": ["--nnodes", "2", "--node-rank", rank, "--dist-init-addr", "head.example:29500"],
+                "master-addr": ["--nnodes", "2", "--node-rank", rank, "--master-addr", "head.example",
+                                "--master-port", "29500", *(["--headless"] if rank == "1" else [])]}[row.multinode]
+    assert argv[argv.index("--nnodes"):] == expected
 
 
 def test_errors_name_what_to_set() -> None:
     with pytest.raises(ConfigError, match="missing required variables: MODEL_PATH TP"):
-        server_cmd("sglang", "sglang", [], {"SERVER_HOST": "h", "PORT": "1"})
+        server_cmd("sglang", "server", [], {"SERVER_HOST": "h", "PORT": "1"})
     with pytest.raises(ConfigError, match="set SGLANG_PYTHON or ENGINE_PYTHON"):
         server_cmd("sglang", "launcher", [], {})
     with pytest.raises(ConfigError, match="NODE_RANK and DIST_INIT_ADDR"):
-        server_cmd("sglang", "sglang", [], dict(BASE, NNODES="2"))
+        server_cmd("sglang", "server", [], dict(BASE, NNODES="2"))
     with pytest.raises(UsageError, match="expected KEY=VALUE"):
         server_cmd("vllm", "base", ["not-an-assignment"], BASE)
     with pytest.raises(ConfigError, match="unknown engine"):
-        server_cmd("trt", "launcher", [], BASE)
+        server_cmd("tgi", "launcher", [], BASE)
 
 
 def test_cli_prints_nul_separated_argv_from_the_environment() -> None:
@@ -87,12 +113,12 @@ def test_preflight_names_each_engines_own_python_key_for_a_missing_interpreter(t
     for an engine the table does not know."""
     missing = tmp_path / "no-env" / "python"
     said = {}
-    for engine in ("sglang", "vllm-dspark", "vllm-xpu", "vllm-cpu", "myengine"):
-        phase = tmp_path / f"{engine}.phase"
-        phase.write_bytes(b"".join(w.encode() + b"\0" for w in (engine, "", "", str(missing), "-m", "x.serve")))
+    names = [row.name for row in ENGINES] + ["myengine"]
+    for name in names:
+        phase = tmp_path / f"{name}.phase"
+        phase.write_bytes(b"".join(w.encode() + b"\0" for w in (name, "", "", str(missing), "-m", "x.serve")))
         result = CliRunner().invoke(main, ["preflight", "--warn-only", "--phase-file", str(phase)])
-        said[engine] = [line.split(" or set ", 1)[1] for line in result.output.splitlines()
-                        if f"engine interpreter {missing} does not exist" in line]
-    assert said == {"sglang": ["SGLANG_PYTHON (or ENGINE_PYTHON)"], "vllm-dspark": ["DSPARK_PYTHON (or ENGINE_PYTHON)"],
-                    "vllm-xpu": ["XPU_PYTHON (or ENGINE_PYTHON)"], "vllm-cpu": ["VLLM_PYTHON (or ENGINE_PYTHON)"],
+        said[name] = [line.split(" or set ", 1)[1] for line in result.output.splitlines()
+                      if f"engine interpreter {missing} does not exist" in line]
+    assert said == {**{row.name: [f"{row.python_var} (or ENGINE_PYTHON)"] for row in ENGINES},
                     "myengine": ["ENGINE_PYTHON"]}

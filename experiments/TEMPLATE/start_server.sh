@@ -28,23 +28,17 @@ fi
 source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 
 #######################################
-# Fill SERVER_CMD for the phase's engine. bench::sglang_server_cmd and
-# bench::vllm_server_cmd build the common command (launcher, model, TP,
-# host, port, *_EXTRA_ARGS); pass this experiment's own flags as their
-# arguments, e.g. bench::sglang_server_cmd --context-length "${CONTEXT_LEN}".
-# Globals:   PHASE_ENGINE (read), those of the bench::*_server_cmd
-#            functions; SERVER_CMD (written)
-# Returns:   0 ok, 1 missing configuration, 2 unsupported engine
+# Fill SERVER_CMD for the phase's engine: bench::server_cmd prints the one
+# server command of `sskj-results server-cmd` (launcher, model, TP, the
+# settings given to bench::engine_settings in each engine's spelling, this
+# experiment's own flags given as its arguments, host, port, the engine's
+# *_EXTRA_ARGS), e.g.
+#   bench::engine_settings max_model_len="${CONTEXT_LEN:-}" kv_cache_dtype="${KV_CACHE_DTYPE:-}"
+# Globals:   PHASE_ENGINE (read), those of bench::server_cmd; SERVER_CMD (written)
+# Returns:   0 ok, 1 missing configuration or unknown engine
 #######################################
 build_server_cmd() {
-  case "${PHASE_ENGINE}" in
-    sglang) bench::sglang_server_cmd ;;
-    vllm*) bench::vllm_server_cmd ;;
-    *)
-      lib::err "engine ${PHASE_ENGINE} is not supported by this experiment"
-      return 2
-      ;;
-  esac
+  bench::server_cmd
 }
 
 main() {

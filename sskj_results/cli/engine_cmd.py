@@ -6,22 +6,33 @@ from .common import handle_errors
 
 
 @click.command("engine")
-@click.argument("name")
+@click.argument("name", required=False, default="")
 @click.option("--config-from", "command", default=None, metavar="SERVER_COMMAND",
               help="Print instead the config values (JSON) this server command line sets.")
+@click.option("--table", is_flag=True, help="Print instead every row's launch facts as JSON (name, launch_module, "
+              "launch_args, console_script, python_var, dists), e.g. for benchmarks/check_engine_argv.py.")
 @click.option("--flags", "settings", multiple=True, metavar="KEY=VALUE",
               help="Print instead this engine's flags for config settings (tp, kv_cache_dtype, max_num_seqs, "
                    "max_model_len, ...), NUL-separated; an empty VALUE gives no flag. Repeatable.")
 @handle_errors
-def engine(name: str, command: str | None, settings: tuple[str, ...]) -> None:
-    """Print the engine table row of NAME (sglang, vllm, vllm-dspark, vllm-xpu, or a name starting with one).
+def engine(name: str, command: str | None, table: bool, settings: tuple[str, ...]) -> None:
+    """Print the engine table row of NAME (a row name of sskj_results/catalog/engines.py, or a name starting with one).
 
-    One line: FAMILY PYTHON_VAR LAUNCH_MODULE RESET_PATH METRICS(0|1)
+    One line: BACKEND PYTHON_VAR LAUNCH_MODULE RESET_PATH METRICS(0|1)
     HEALTH_PATH SERVER_ENV DIST... (see sskj_results/catalog/engines.py).
+    With --table no NAME is needed.
     """
     import json
 
-    from ..catalog.engines import config_from_server_args, engine as engine_row, shell_row
+    from ..catalog.engines import ENGINES, config_from_server_args, engine as engine_row, shell_row
+
+    if table:
+        click.echo(json.dumps([{"name": e.name, "launch_module": e.launch_module, "launch_args": e.launch_args,
+                                "console_script": e.console_script, "python_var": e.python_var,
+                                "dists": e.dists} for e in ENGINES], indent=1))
+        return
+    if not name:
+        raise click.UsageError("missing argument NAME (or give --table)")
     from ..contract.envfile import parse_assignments
 
     if settings:

@@ -44,6 +44,7 @@ def env(file: str, protect: tuple[str, ...], platform: bool | None) -> None:
     file's ENGINE_STARTUP_VARS are added to SSKJ_STARTUP_VARS
     ("KEY=VALUE" words), which the run records.
     """
+    from ..catalog.engines import python_keys
     from ..contract.envfile import check_platform_keys, parse_env_file
     from ..contract.errors import UsageError
 
@@ -58,7 +59,7 @@ def env(file: str, protect: tuple[str, ...], platform: bool | None) -> None:
     if platform is None:
         platform = os.path.basename(os.path.dirname(path)) == "platforms" and path.endswith(".env")
     if platform:
-        check_platform_keys(result, file, {key for key, _, _ in result.startup})
+        check_platform_keys(result, file, {key for key, _, _ in result.startup}, set(python_keys()))
     if result.startup:
         import shlex
 

@@ -141,7 +141,8 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
     if specs:
         rec.array("BENCH_PHASE_NAMES", [p[0] for p in parsed])
         rec.array("BENCH_PHASE_ENGINES", [p[1] for p in parsed])
-        rec.array("BENCH_PHASE_FAMILIES", [engine(p[1]).family for p in parsed])
+        rec.array("BENCH_PHASE_BACKENDS", [engine(p[1]).client_backends["sglang"] for p in parsed])
+        rec.array("BENCH_PHASE_HEALTH_PATHS", [engine(p[1]).health_path for p in parsed])
         phase_sets = []
         for index, (_, _, settings) in enumerate(parsed, start=1):
             # a value may name the configuration: dspark:vllm-dspark:MODEL_PATH=${DSPARK_MODEL_PATH}
@@ -150,7 +151,8 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
             rec.array(f"BENCH_PHASE_SETS_{index}", expanded)
             phase_sets.append(dict(kv.partition("=")[::2] for kv in expanded))
         if experiment_dir is not None:
-            _export_run_prompts(export, [(p[0], p[1], engine(p[1]).family, sets) for p, sets in zip(parsed, phase_sets)])
+            _export_run_prompts(export, [(p[0], p[1], engine(p[1]).client_backends["sglang"], sets)
+                                         for p, sets in zip(parsed, phase_sets)])
     _write(rec)
 
 

@@ -97,12 +97,14 @@ def startup_variable(name: str) -> bool:
 # --- platform files --------------------------------------------------------------
 
 # key -> (required: "yes" | "docker" (Docker platforms only) | "no", meaning). The one list:
-# add a key here (with its meaning) and docs/PLATFORMS.md, and platform files may use it.
+# add a key here (with its meaning) and docs/PLATFORMS.md, and platform files may use it. Each engine's
+# Python key (SGLANG_PYTHON, ...) is not listed here: it comes from the engine table
+# (catalog/engines.py python_keys), which the caller passes as `engine_keys`.
 PLATFORM_KEYS: dict[str, tuple[str, str]] = {
     "CHIP": ("yes", "chip identifier, recorded as metadata.chip and in raw file names"),
     "ACCELERATOR": ("yes", "accelerator family, recorded as metadata.accelerator"),
     "HARDWARE": ("yes", "e.g. `8x NVIDIA H200 143GB`, or `auto` (described by sskj-results metadata)"),
-    "ENGINE": ("yes", "default engine of the platform (sglang, vllm, vllm-dspark, vllm-xpu, ...)"),
+    "ENGINE": ("yes", "default engine of the platform (a row of the engine table, docs/PLATFORMS.md: Engines)"),
     "DEFAULT_PORT": ("yes", "server port unless PORT is set"),
     "MODEL_ROOT": ("yes", "where models live (inside the container on Docker platforms)"),
     "DOCKER_IMAGE": ("docker", "image of the engine container"),
@@ -111,10 +113,6 @@ PLATFORM_KEYS: dict[str, tuple[str, str]] = {
     "PATCH_ROOT": ("docker", "runtime patches applied inside the container before each start"),
     "RUNTIME": ("no", "`native` (default) or `docker`"),
     "ENV_ROOT": ("no", "directory of the engine/client virtualenvs (default ${SSKJ_ENVS_DIR})"),
-    "SGLANG_PYTHON": ("no", "Python of the SGLang environment"),
-    "VLLM_PYTHON": ("no", "Python of the vLLM environment"),
-    "DSPARK_PYTHON": ("no", "Python of the vLLM-DSpark environment"),
-    "XPU_PYTHON": ("no", "Python of the vLLM-XPU environment"),
     "ENGINE_PYTHON": ("no", "Python of any engine without its own *_PYTHON key"),
     "CLIENT_PYTHON": ("no", "Python with the bench client (sglang.benchmark.serving or sglang.bench_serving)"),
     "CLIENT_IMPL": ("no", "`python` (default) or `rust`: the client's Rust load generator (sglang --rust-client, "
@@ -143,20 +141,24 @@ PLATFORM_KEYS: dict[str, tuple[str, str]] = {
 _DOCKER_KEYS = tuple(k for k, (req, _) in PLATFORM_KEYS.items() if req == "docker")
 
 
-def check_platform_keys(result: "EnvResult", name: str, allowed: AbstractSet[str] = frozenset()) -> None:
+def check_platform_keys(result: "EnvResult", name: str, allowed: AbstractSet[str] = frozenset(),
+                        engine_keys: AbstractSet[str] = frozenset()) -> None:
     """Raise ConfigError with one line per missing required key and per unknown key of a platform file.
 
-    `allowed`: startup variables the file's allow-list admitted (they are known keys too).
+    `allowed`: startup variables the file's allow-list admitted (they are known keys too); `engine_keys`:
+    the optional Python key of each engine (the engine table's, passed by the caller).
     """
     problems: list[str] = []
     keys = dict(result.lines)
+    known = [*PLATFORM_KEYS, *sorted(engine_keys)]
     for key, number in result.lines:
-        if key not in PLATFORM_KEYS and key not in allowed:
-            close = difflib.get_close_matches(key, PLATFORM_KEYS, n=1)
+        if key not in known and key not in allowed:
+            close = difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             problems.append(
                 f"{name}:{number}: unknown platform key {key}{hint}; platform keys are listed in "
-                "docs/PLATFORMS.md (new optional keys: sskj_results/contract/envfile.py PLATFORM_KEYS)"
+                "docs/PLATFORMS.md (new optional keys: sskj_results/contract/envfile.py PLATFORM_KEYS; an engine's "
+                "Python key: its row in sskj_results/catalog/engines.py)"
             )
     docker = result.as_dict().get("RUNTIME", "native") == "docker"
     for key, (required, meaning) in PLATFORM_KEYS.items():

@@ -39,7 +39,7 @@ from .groups import GroupKey, RunGroup, day_of, join_unknown_models
 from .naming import format_rate, name_scenarios
 from .plausible import FLAG
 from .rawsources import RawSource, collect_raw_sources
-from .rawkeys import ENGINE_OF_BACKEND
+from .rawkeys import engine_of
 from .readers import RawRun, ReadOptions
 from .run_dir import (
     UNKNOWN,
@@ -227,7 +227,7 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
         result.warnings.append(f"{label}: the file name says chip {name_chip}; imported under {name_chip}, "
                                f"not under the given chip {platform.chip}")
     # sglang.bench_serving's default names start with the request format (sglang-oai, vllm-chat…): its engine
-    file_engine = engine or (ENGINE_OF_BACKEND.get(hints.engine.lower(), hints.engine) if hints.engine else None)
+    file_engine = engine or ((engine_of(hints.engine) or hints.engine) if hints.engine else None)
     result.file_key = (file_engine or UNKNOWN, model or hints.model, chip)
     for run in outcome.runs:
         for note in run.notes:

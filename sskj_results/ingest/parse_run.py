@@ -270,10 +270,10 @@ def _draft_tokens(results: Results) -> Optional[int]:
     from ..catalog.engines import engine
 
     try:
-        family = engine(results.metadata.engine or results.metadata.backend or "").family
+        row = engine(results.metadata.engine or results.metadata.backend or "")
     except SskjError:
         return None
-    return results.config.spec_tokens if family == "vllm" else None
+    return results.config.spec_tokens if row.spec_tokens_are_draft else None
 
 
 def _client_info(run_dir: Path, stem: str, runs: int, warnings: list[str]) -> Optional[dict[str, Any]]:

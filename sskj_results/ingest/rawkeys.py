@@ -11,6 +11,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..catalog.engines import alias_engine
+
 SGLANG = "sglang-bench-serving"
 VLLM = "vllm-bench-serve"
 
@@ -41,12 +43,20 @@ _COMPLETED = ("completed", "successful_requests", "completed_requests")
 _FAILED = ("failed", "failed_requests")
 _SENT = ("num_prompts", "total_requests")
 _DURATION = ("duration", "benchmark_duration", "duration_s", "benchmark_duration_s")
-# request formats (`backend`) that name the serving engine; generic ones (openai, openai-chat) do not
-ENGINE_OF_BACKEND = {
-    "vllm": "vllm", "vllm-chat": "vllm", "sglang": "sglang", "sglang-native": "sglang", "sglang-oai": "sglang",
-    "sglang-oai-chat": "sglang", "lmdeploy": "lmdeploy", "lmdeploy-chat": "lmdeploy", "trt": "trt",
-    "tensorrt-llm": "trt", "tgi": "tgi", "scalellm": "scalellm", "deepspeed-mii": "deepspeed-mii",
+# request formats (`backend`) and framework names of engines without a row in the engine table
+# (catalog/engines.py, whose rows carry their own names and aliases and are asked first); generic request
+# formats (openai, openai-chat) name no engine
+_OTHER_ENGINES = {
+    "lmdeploy": "lmdeploy", "lmdeploy-chat": "lmdeploy", "tgi": "tgi", "scalellm": "scalellm",
+    "deepspeed-mii": "deepspeed-mii",
 }
+
+
+def engine_of(text: str) -> Optional[str]:
+    """The engine a raw file's request format or framework name means: an engine row's name or alias
+    (catalog/engines.py), else one of the engines without a row; None for a generic or unknown word."""
+    low = text.strip().lower()
+    return alias_engine(low) or _OTHER_ENGINES.get(low)
 
 
 class RunError(ValueError):
@@ -191,9 +201,6 @@ def _array(data: dict[str, Any], key: str, kind: type) -> np.ndarray:
 
 # ---------------------------------------------------------------- the server a run measured, and versions
 
-# how runs name their server in a `framework` key (vLLM's `--metadata framework=…`, wrappers): the engine it is
-FRAMEWORK_ALIASES = {"sgl": "sglang", "sglang": "sglang", "srt": "sglang", "vllm": "vllm", "trtllm": "trt",
-                     "trt-llm": "trt", "tensorrt_llm": "trt"}
 # keys whose text names the server (not the request format): top level, then a nested `metadata` object
 SERVER_KEYS = ("framework", "server_framework", "inference_engine", "serving_engine")
 
@@ -203,8 +210,8 @@ def _text(value: Any) -> Optional[str]:
 
 
 def _engine_name(text: str) -> str:
-    low = text.strip().lower()
-    return FRAMEWORK_ALIASES.get(low) or ENGINE_OF_BACKEND.get(low) or low
+    """How runs name their server in a `framework` key (vLLM's `--metadata framework=…`, wrappers)."""
+    return engine_of(text) or text.strip().lower()
 
 
 def _server_info_entries(info: Any) -> list[tuple[Optional[str], dict[str, Any]]]:

@@ -31,12 +31,12 @@ from .runfacts import _recorded_chip, _started
 from .rawkeys import (
     _COMPLETED,
     client_version,
+    engine_of,
     engine_version,
     server_identity,
     _DURATION,
     _FAILED,
     _SENT,
-    ENGINE_OF_BACKEND,
     VLLM,
     RunError,
     _array,
@@ -528,7 +528,7 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
         request_rate=rate,
         dataset_name=data.get("dataset_name") if isinstance(data.get("dataset_name"), str) else None,
         request_format=backend, model=_model_name(data), details=details, notes=notes,
-        engine=ENGINE_OF_BACKEND.get((backend or "").lower()), lengths_averaged=averaged,
+        engine=engine_of(backend or ""), lengths_averaged=averaged,
     )
     run.started, run.started_precision = _started(data, notes)
     run.server_engine, run.server_engine_source = server_identity(data)

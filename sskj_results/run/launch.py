@@ -1,44 +1,50 @@
 """The server command of a phase, from the engine table and the run's settings (`sskj-results server-cmd`).
 
-The shell's command builders (bench::sglang_server_cmd, bench::vllm_server_cmd,
-bench::vllm_server_base, lib::engine_launcher) ask here and start exactly the
-argv printed. `settings` is the run's environment (platform file, config.env,
-phase settings, the rank under srun): the CLI passes os.environ.
+This is the one server-command builder: the shell (bench::server_cmd,
+bench::server_base, lib::engine_launcher) asks here and starts exactly the
+argv printed; nothing else spells an engine's command. `settings` is the
+run's environment (platform file, config.env, phase settings, the rank under
+srun): the CLI passes os.environ.
 
 Kinds (the words, in order):
   launcher  the prefix that runs the engine's Python: on docker platforms
             `docker exec --env K=V... --env SSKJ_SERVER_TAG=sskj-<PORT>
             CONTAINER_NAME CONTAINER_PYTHON`, natively `env K=V... <python>`
             (or only `<python>` without environment), the python being the
-            engine table's variable (SGLANG_PYTHON, VLLM_PYTHON, ...), else
+            row's `python_var` (SGLANG_PYTHON, VLLM_PYTHON, ...), else
             ENGINE_PYTHON. With DEVICES set the environment starts with
             DEVICES_ENV=DEVICES (default CUDA_VISIBLE_DEVICES).
-  base      launcher (with the engine table's server environment, e.g.
+  base      launcher (with the row's server environment, e.g.
             VLLM_SERVER_DEV_MODE=1, and the K=V given) -m <launch module>
             [launch args] (vLLM: `-m vllm.entrypoints.cli.main serve`, what
-            `vllm serve` runs; the model follows as its positional argument)
-  sglang    launcher -m <module> --model-path MODEL_PATH --tp-size TP
-            --trust-remote-code --enable-metrics FLAG... --host SERVER_HOST --port PORT
-            MULTINODE SGLANG_EXTRA_ARGS
-  vllm      base MODEL_PATH (vllm-cpu: --model MODEL_PATH) --trust-remote-code
-            --tensor-parallel-size TP FLAG... --host SERVER_HOST --port PORT
-            MULTINODE VLLM_EXTRA_ARGS
-MULTINODE (NNODES > 1, docs/CLUSTER.md): SGLang `--nnodes N --node-rank R
---dist-init-addr HEAD:PORT`; vLLM `--nnodes N --node-rank R --master-addr
-HEAD --master-port PORT`, plus `--headless` on ranks > 0. *_EXTRA_ARGS are
-split on blanks (first line only).
+            `vllm serve` runs)
+  server    base, then the row's `head` (model as its positional argument or
+            flag, TP, fixed flags such as --trust-remote-code, the flags that
+            turn /metrics on), the settings' flags, FLAG..., the config-file
+            option when a setting lives in the engine's config file, --host
+            SERVER_HOST --port PORT, MULTINODE, <row's extra_args_var>
+MULTINODE (NNODES > 1, docs/CLUSTER.md) by the row's style: `dist-init`
+`--nnodes N --node-rank R --dist-init-addr HEAD:PORT`; `master-addr`
+`--nnodes N --node-rank R --master-addr HEAD --master-port PORT`, plus
+`--headless` on ranks > 0; an engine without a style runs on one node only.
+*_EXTRA_ARGS are split on blanks (first line only). Settings that live in the
+engine's config file are written, as JSON (which YAML readers read), to
+ENGINE_CONFIG_DIR/<PHASE_NAME>.<engine>.yaml (the run loop sets it to
+results/<RUN_ID>/engine_configs/; unset, such a setting is an error).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Mapping
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 from ..catalog.clients import IMPLS
-from ..catalog.engines import engine
+from ..catalog.engines import Engine, engine
 from ..contract.errors import ConfigError, UsageError
 
-KINDS = ("launcher", "base", "sglang", "vllm")
+KINDS = ("launcher", "base", "server")
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -75,16 +81,19 @@ def launcher(name: str, env: list[str], settings: Mapping[str, str]) -> list[str
     return ["env", *env, python] if env else [python]
 
 
-def multinode_args(family: str, settings: Mapping[str, str]) -> list[str]:
-    """The engine's multi-node flags of this rank; none on one node."""
+def multinode_args(name: str, settings: Mapping[str, str]) -> list[str]:
+    """Engine NAME's multi-node flags of this rank; none on one node (an error for a single-node engine)."""
     nnodes = _get(settings, "NNODES") or "1"
     if not (nnodes.isascii() and nnodes.isdigit() and int(nnodes) > 1):
         return []
+    style = engine(name).multinode
+    if not style:
+        raise ConfigError(f"NNODES={nnodes}: engine {name} runs on a single node only (catalog/engines.py)")
     rank, addr = _get(settings, "NODE_RANK"), _get(settings, "DIST_INIT_ADDR")
     if not (rank.isascii() and rank.isdigit() and re.fullmatch(r".+:[0-9]+", addr, re.S)):
         raise ConfigError(f"NNODES={nnodes}: NODE_RANK and DIST_INIT_ADDR (host:port) must be set "
                           "(they are, under srun, by multinode_rank.sh)")
-    if family == "sglang":
+    if style == "dist-init":
         return ["--nnodes", nnodes, "--node-rank", rank, "--dist-init-addr", addr]
     host, _, port = addr.rpartition(":")
     return ["--nnodes", nnodes, "--node-rank", rank, "--master-addr", host, "--master-port", port] + \
@@ -95,27 +104,55 @@ def _extra(settings: Mapping[str, str], key: str) -> list[str]:
     return (_get(settings, key).split("\n", 1)[0]).split()
 
 
-def server_cmd(name: str, kind: str, words: list[str], settings: Mapping[str, str]) -> list[str]:
-    """The argv of KIND for engine NAME: WORDS are K=V environment (launcher, base) or the experiment's flags."""
+def _head(row: Engine, settings: Mapping[str, str]) -> list[str]:
+    words: list[str] = []
+    for word in row.head:
+        if word == "{model}":
+            words += [row.model_flag, settings["MODEL_PATH"]] if row.model_flag else [settings["MODEL_PATH"]]
+        elif word == "{tp}":
+            words += [row.flags["tp"][0], settings["TP"]]
+        elif word == "{metrics}":
+            words += list(row.metrics_flags)
+        else:
+            words.append(word)
+    return words
+
+
+def config_file(row: Engine, content: dict[str, Any], settings: Mapping[str, str]) -> list[str]:
+    """Write the engine's config file (settings that live there) and return the option naming it; [] when none."""
+    if not content:
+        return []
+    from ..contract.io import atomic_write_text
+
+    if not _get(settings, "ENGINE_CONFIG_DIR"):
+        raise ConfigError(f"engine {row.name} keeps {', '.join(sorted(row.file_keys))} in a config file: set "
+                          "ENGINE_CONFIG_DIR to the directory to write it to (the run loop does)")
+    path = Path(settings["ENGINE_CONFIG_DIR"]) / f"{_get(settings, 'PHASE_NAME') or row.name}.{row.name}.yaml"
+    try:
+        atomic_write_text(path, json.dumps(content, indent=2, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write the engine's config file ({exc.strerror}): "
+                          "set ENGINE_CONFIG_DIR to a writable directory") from None
+    return [row.config_file_flags[0], str(path)]
+
+
+def server_cmd(name: str, kind: str, words: list[str], settings: Mapping[str, str],
+               engine_settings: Sequence[tuple[str, str]] = ()) -> list[str]:
+    """The argv of KIND for engine NAME: WORDS are K=V environment (launcher, base) or the experiment's flags
+    (server, after the flags the row spells for ENGINE_SETTINGS, the workflow's (key, value) settings)."""
     if kind not in KINDS:
         raise UsageError(f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    row = engine(name)
+    flags = row.flags_for(list(engine_settings))
     if kind == "launcher":
         return launcher(name, words, settings)
     if kind == "base":
-        row = engine(name)
         return launcher(name, [*row.server_env, *words], settings) + ["-m", row.launch_module, *row.launch_args]
     require(settings, "MODEL_PATH", "TP", "SERVER_HOST", "PORT")
-    tail = ["--host", settings["SERVER_HOST"], "--port", settings["PORT"], *multinode_args(kind, settings)]
-    if kind == "sglang":
-        row = engine(name)
-        return [*launcher(name, [], settings), "-m", row.launch_module, "--model-path", settings["MODEL_PATH"],
-                "--tp-size", settings["TP"], "--trust-remote-code", *row.metrics_flags, *words, *tail,
-                *_extra(settings, "SGLANG_EXTRA_ARGS")]
-    # the serve CLI takes the model as its positional argument (and honours --headless on ranks > 0)
-    row = engine(name)
-    model = [row.model_flag, settings["MODEL_PATH"]] if row.model_flag else [settings["MODEL_PATH"]]
-    return [*server_cmd(name, "base", [], settings), *model, "--trust-remote-code",
-            "--tensor-parallel-size", settings["TP"], *words, *tail, *_extra(settings, "VLLM_EXTRA_ARGS")]
+    conf = config_file(row, row.file_settings(list(engine_settings)), settings)
+    return [*server_cmd(name, "base", [], settings), *_head(row, settings), *flags, *words, *conf,
+            "--host", settings["SERVER_HOST"], "--port", settings["PORT"], *multinode_args(name, settings),
+            *_extra(settings, row.extra_args_var)]
 
 
 # run-wide settings: name -> default when unset or empty (PORT: the platform's DEFAULT_PORT)

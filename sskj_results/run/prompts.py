@@ -180,11 +180,11 @@ class RunPrompts:
 DEFAULT_SPECULATIVE_TEXT = "shakespeare"
 
 
-def phase_prompts(name: str, engine: str, family: str, settings: Mapping[str, str],
+def phase_prompts(name: str, engine: str, backend: str, settings: Mapping[str, str],
                   env: Mapping[str, str]) -> PhasePrompts:
-    """A phase's client backend (its CLIENT_BACKEND, else the run's, else its engine family) and whether it is
-    speculative (a speculative engine, or SPEC_METHOD set for it)."""
-    backend = settings.get("CLIENT_BACKEND") or env.get("CLIENT_BACKEND") or family
+    """A phase's client backend (its CLIENT_BACKEND, else the run's, else its engine row's sglang.bench_serving
+    backend) and whether it is speculative (a speculative engine, or SPEC_METHOD set for it)."""
+    backend = settings.get("CLIENT_BACKEND") or env.get("CLIENT_BACKEND") or backend
     spec = settings.get("SPEC_METHOD", env.get("SPEC_METHOD", ""))
     return PhasePrompts(name, backend, engine.startswith(SPECULATIVE_ENGINES) or bool(spec))
 

@@ -31,7 +31,8 @@ def warmup_argv(settings: Mapping[str, str], repo: Path, input_len: int, request
 
 
 def reset_argv(settings: Mapping[str, str], engine_name: str, out: Path) -> list[str]:
-    """POST to the engine's prefix-cache reset path (sglang /flush_cache, vLLM /reset_prefix_cache), the answer
+    """POST to the engine's prefix-cache reset path (its row's reset_path: sglang /flush_cache, vLLM
+    /reset_prefix_cache; an engine without one gets no reset command), the answer
     (status line, headers, body) into OUT: vLLM refuses with 200 `{"success": false}`, which `curl -f` cannot
     see; parse judges it (ingest/sidecars.py cache_reset)."""
     return ["curl", "-sS", "-i", "-o", str(out), "--max-time", "60", "-X", "POST",
@@ -69,11 +70,12 @@ def scenario_commands(settings: Mapping[str, str], repo: Path, run_dir: Path, en
     requests = int(settings.get("WARMUP_REQUESTS") or 0) if warmup_requests is None else warmup_requests
     metrics = run_dir / "server_metrics" / stem
     after = Path(f"{metrics}.after.prom")
-    has_metrics = engine(engine_name).metrics
+    row = engine(engine_name)
+    has_metrics = row.metrics == "prometheus"
     return ScenarioCommands(
         warmup=warmup_argv(settings, repo, input_len, requests) if requests > 0 else [],
-        reset=reset_argv(settings, engine_name, Path(f"{metrics}.reset.http")),
-        reset_out=f"{metrics}.reset.http",
+        reset=reset_argv(settings, engine_name, Path(f"{metrics}.reset.http")) if row.reset_path else [],
+        reset_out=f"{metrics}.reset.http" if row.reset_path else "",
         metrics_before=metrics_argv(settings, Path(f"{metrics}.before.prom")) if has_metrics else [],
         client=client,
         metrics_after=metrics_argv(settings, after) if has_metrics else [],

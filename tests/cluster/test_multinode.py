@@ -19,7 +19,7 @@ EXPERIMENT_DIR="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
 source {lib}
 
 build_server_cmd() {{
-  bench::sglang_server_cmd
+  bench::server_cmd
 }}
 
 main() {{

@@ -190,3 +190,38 @@ def contract_problems(calls: list[list[str]]) -> list[str]:
         except click.ClickException as exc:
             problems.append(f"{exc.format_message()}: {argv}")
     return problems
+
+
+def engine_settings(cmd: list[str]) -> dict[str, list[str]]:
+    """Every setting key -> the values a server command gives it, read with its engine row's spellings
+    (catalog/engines.py): its flags, its JSON options and the config file it names. Tests read commands
+    through the rows and keep no copy of an engine's spellings."""
+    from sskj_results.catalog.engines import SETTING_KEYS, engine_argv
+
+    found = engine_argv(cmd)
+    assert found is not None, f"no engine launch point in {cmd}"
+    row, own = found
+
+    def given(flags: tuple[str, ...]) -> list[str]:
+        out = []
+        for i, word in enumerate(own):
+            name, eq, value = word.partition("=")
+            if name in flags:
+                out.append(value if eq else own[i + 1])
+        return out
+
+    files = given(row.config_file_flags)
+    content = json.loads(Path(files[-1]).read_text()) if files else {}
+    values: dict[str, list[str]] = {}
+    for key in SETTING_KEYS:
+        values[key] = given(row.flags.get(key, ()))
+        for option, keys in row.json_options.items():
+            for text in given((option,)):
+                if key in keys and keys[key] in json.loads(text):
+                    values[key].append(str(json.loads(text)[keys[key]]))
+        node = content
+        for part in row.file_keys.get(key, "").split(".") if key in row.file_keys else ():
+            node = node.get(part) if isinstance(node, dict) else None
+        if key in row.file_keys and node is not None:
+            values[key].append(str(node))
+    return values

@@ -5,12 +5,13 @@ phase's results.json config agrees with that phase's own server command."""
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 
 import pytest
-from shellkit import REPO, load_json, needs_results, run_script
+from shellkit import REPO, engine_settings, load_json, needs_results, run_script
+
+from sskj_results.catalog.engines import DERIVED_KEYS
 
 pytestmark = [pytest.mark.shell, needs_results]
 
@@ -19,37 +20,12 @@ PLATFORMS = {"cpu": ["cpu"], "p800": ["kunlun_p800"], "h200": ["nvidia_h200", "n
 EXPERIMENTS = sorted(p.parent for p in REPO.glob("experiments/*/*/run_bench.sh") if p.parent.parent.name in PLATFORMS)
 CASES = [(exp, plat) for exp in EXPERIMENTS for plat in PLATFORMS[exp.parent.name]]
 
-# Spellings of each config key on any engine's command line, written here
-# independently of sskj_results/catalog/engines.py.
-SPELLINGS = {
-    "tp": ("--tp", "--tp-size", "--tensor-parallel-size"),
-    "kv_cache_dtype": ("--kv-cache-dtype",),
-    "max_num_seqs": ("--max-num-seqs", "--max-running-requests"),
-    "max_model_len": ("--max-model-len", "--context-length"),
-    "spec_method": ("--spec-method", "--speculative-algorithm"),
-    "spec_tokens": ("--spec-tokens", "--speculative-num-draft-tokens"),
-    "spec_model": ("--spec-model", "--speculative-draft-model-path"),
-}
-SPEC_JSON = {"spec_method": "method", "spec_tokens": "num_speculative_tokens", "spec_model": "model"}
-
-
-def given(words: list[str], flags: tuple[str, ...]) -> list[str]:
-    out = []
-    for i, word in enumerate(words):
-        name, eq, value = word.partition("=")
-        if name in flags:
-            out.append(value if eq else words[i + 1])
-    return out
-
-
 def check_config(config: dict, where: str) -> None:
-    words = shlex.split(config["server_args"])
-    spec_json = given(words, ("--speculative-config",))
-    spec = json.loads(spec_json[-1]) if spec_json else {}
-    for key, flags in SPELLINGS.items():
-        values = given(words, flags)
-        if key in SPEC_JSON and SPEC_JSON[key] in spec:
-            values.append(str(spec[SPEC_JSON[key]]))
+    """Every recorded setting is what the phase's command gives in its engine's spellings (the engine row):
+    a flag, a JSON option of the row or the config file the command names; null when it gives none."""
+    given = engine_settings(shlex.split(config["server_args"]))
+    for key in DERIVED_KEYS:
+        values = given[key]
         if config.get(key) is None:
             assert not values, f"{where}: config.{key} is null but the server command gives {values}"
         else:

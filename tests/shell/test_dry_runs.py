@@ -12,8 +12,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from shellkit import REPO, load_json, needs_results, run_script
+from shellkit import REPO, engine_settings, load_json, needs_results, run_script
 
+from sskj_results.catalog.engines import ENGINES
 from sskj_results.run.setup_envs import STAMP_NAME
 
 pytestmark = pytest.mark.shell
@@ -241,17 +242,14 @@ def test_nnodes_without_an_allocation_stops_before_anything_starts(tmp_path, bas
 GPU_PLATFORM_OF = {"h20": "nvidia_h20", "h200": "nvidia_h200", "p800": "kunlun_p800", "pro6000": "nvidia_rtx6000d"}
 GPU_EXPERIMENTS = sorted(p.parent for p in (REPO / "experiments").glob("*/*/run_bench.sh")
                          if p.parent.parent.name in GPU_PLATFORM_OF)
-# config key -> the engine's own options for it (SGLang, vLLM), as the test reads a command independently
-OWN_FLAGS = {"tp": ("--tp-size", "--tensor-parallel-size"), "kv_cache_dtype": ("--kv-cache-dtype",),
-             "max_num_seqs": ("--max-running-requests", "--max-num-seqs"),
-             "max_model_len": ("--context-length", "--max-model-len"),
-             "spec_method": ("--spec-method", "--speculative-algorithm"),
-             "spec_tokens": ("--spec-tokens", "--speculative-num-draft-tokens")}
+# the config keys every phase records from its engine's own argv (read through the engine rows)
+OWN_KEYS = ("tp", "kv_cache_dtype", "max_num_seqs", "max_model_len", "spec_method", "spec_tokens")
 
 
 def _own(cmd: list[str], key: str):
     """The value a command gives for a config key (int where the record is a count), None when it gives none."""
-    value = next((flag(cmd, name) for name in OWN_FLAGS[key] if name in cmd), None)
+    values = engine_settings(cmd)[key]
+    value = values[-1] if values else None
     return int(value) if value is not None and value.isdigit() else value
 
 
@@ -267,6 +265,12 @@ def test_every_phase_records_the_settings_of_its_engines_own_argv(tmp_path, base
                       CONCURRENCIES="1", SHAPES="1000x256")
     env.pop("ENGINE_PYTHON", None)
     proc = run_script(exp / "run_bench.sh", env, cwd=REPO)
+    single = [row.name for row in ENGINES if not row.multinode and f"engine {row.name} runs on a single node only"
+              in proc.stderr]
+    if nodes == "2" and single:  # an engine whose row has no multi-node style: refused before anything starts
+        assert proc.returncode == 1, proc.stderr
+        assert not list((tmp_path / "r").glob("**/results.json"))
+        return
     assert proc.returncode == 0, proc.stderr
     runs = sorted((tmp_path / "r").glob("phase*/results.json")) or [tmp_path / "r" / "results.json"]
     platform = platform_values(GPU_PLATFORM_OF[exp.parent.name])
@@ -280,7 +284,7 @@ def test_every_phase_records_the_settings_of_its_engines_own_argv(tmp_path, base
         # every key as the engine's argv gives it, and every phase gives each engine setting (the spec ones
         # where the phase speculates: DSpark): none is left to the engine's default unrecorded
         spec = meta["engine"] == "vllm-dspark"
-        for key in OWN_FLAGS:
+        for key in OWN_KEYS:
             assert config[key] == _own(cmd, key), (path, key)
             assert config[key] is not None or (key.startswith("spec_") and not spec), (path, key)
         assert isinstance(config["tp"], int) and isinstance(config["max_num_seqs"], int), path

@@ -17,6 +17,7 @@ from shellkit import (
     FAKES,
     REPO,
     SSKJ_RESULTS,
+    engine_settings,
     free_port,
     load_json,
     needs_results,
@@ -24,11 +25,39 @@ from shellkit import (
     run_script,
 )
 
+from sskj_results.catalog.engines import engine as engine_row, engine_argv
+
 pytestmark = pytest.mark.shell
 
 H200_VS = REPO / "experiments" / "h200" / "dsv4_h200_sglang_vs_vllm"
 P800 = REPO / "experiments" / "p800" / "dsv4_p800_sglang"
 P800_VS = REPO / "experiments" / "p800" / "dsv4_p800_sglang_vs_vllm"
+
+
+def own_argv(name: str, given: list[tuple[str, str]], model: str = "/data/models/DeepSeek-V4-Flash",
+             tp: str = "8") -> list[str]:
+    """Engine NAME's own words (after its launch point) for these settings, as its row spells them, with the
+    experiments' host and port: what a dry run must print for the phase."""
+    from sskj_results.catalog.engines import engine, engine_argv
+    from sskj_results.run.launch import server_cmd
+
+    argv = server_cmd(name, "server", [], {"MODEL_PATH": model, "TP": tp, "SERVER_HOST": "127.0.0.1",
+                                           "PORT": "30000", engine(name).python_var: "python"}, given)
+    return engine_argv(argv)[1]
+
+
+def split_server(cmd: list[str]) -> tuple[list[str], list[str]]:
+    """A server command as (launcher and launch point, the engine's own words)."""
+    from sskj_results.catalog.engines import engine_argv
+
+    own = engine_argv(cmd)[1]
+    return cmd[:len(cmd) - len(own)], own
+
+
+def setting(cmd: list[str], key: str) -> str | None:
+    """The last value a server command gives setting KEY (its engine row's spellings), None when none."""
+    values = engine_settings(cmd)[key]
+    return values[-1] if values else None
 
 
 def command_lines(stdout: str) -> list[list[str]]:
@@ -57,18 +86,12 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
     proc = run_script(H200_VS / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
     cmds = command_lines(proc.stdout)
-    servers = [c for c in cmds if "sglang.launch_server" in c or "vllm.entrypoints.cli.main" in c]
-    assert servers == [
-        # the same KV-cache dtype, maximum of running requests and context on both engines, each in its own spelling
-        [f"{REPO}/envs/sglang/bin/python", "-m", "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash",
-         "--tp-size", "8", "--trust-remote-code", "--enable-metrics", "--kv-cache-dtype", "fp8_e4m3",
-         "--max-running-requests", "1024", "--context-length", "33792",
-         "--host", "127.0.0.1", "--port", "30000"],
-        ["env", "VLLM_SERVER_DEV_MODE=1", f"{REPO}/envs/vllm/bin/python", "-m", "vllm.entrypoints.cli.main",
-         "serve", "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
-         "--kv-cache-dtype", "fp8", "--max-num-seqs", "1024", "--max-model-len", "33792",
-         "--host", "127.0.0.1", "--port", "30000"],
-    ]
+    servers = [c for c in cmds if engine_argv(c)]
+    # the same KV-cache dtype, maximum of running requests and context on both engines, each in its own spelling
+    given = [("kv_cache_dtype", "fp8"), ("max_num_seqs", "1024"), ("max_model_len", "33792")]
+    assert [split_server(c)[1] for c in servers] == [own_argv("sglang", given), own_argv("vllm", given)]
+    assert servers[0][0] == f"{REPO}/envs/sglang/bin/python"
+    assert servers[1][:3] == ["env", *engine_row("vllm").server_env, f"{REPO}/envs/vllm/bin/python"]
     # paste-ready: the client as it runs; the watch by `sskj-results run-client` (the engine's pid and log,
     # known only once it runs) is said in one comment line per phase
     clients = [c for c in cmds if "sglang.bench_serving" in c]
@@ -125,16 +148,11 @@ def test_dry_run_p800_runs_vllm_kunlun_as_the_second_phase(tmp_path, base_env, t
     cmds = command_lines(proc.stdout)
     inside = ["--env", "SSKJ_SERVER_TAG=sskj-30000", "sskj_p800_sglang", "python3", "-m"]
     servers = [c for c in cmds if c[:2] == ["docker", "exec"] and "--port" in c]
-    assert servers == [
-        ["docker", "exec", *inside, "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash",
-         "--tp-size", "8", "--trust-remote-code", "--enable-metrics", "--kv-cache-dtype", "auto",
-         "--max-running-requests", "64", "--context-length", "5120", "--mem-fraction-static", "0.85",
-         "--host", "127.0.0.1", "--port", "30000"],
-        ["docker", "exec", "--env", "VLLM_SERVER_DEV_MODE=1", *inside, "vllm.entrypoints.cli.main", "serve",
-         "/data/models/DeepSeek-V4-Flash", "--trust-remote-code", "--tensor-parallel-size", "8",
-         "--kv-cache-dtype", "auto", "--max-num-seqs", "64", "--max-model-len", "5120",
-         "--gpu-memory-utilization", "0.85", "--host", "127.0.0.1", "--port", "30000"],
-    ]
+    # the same settings, the memory share too, in each engine's spelling
+    given = [("kv_cache_dtype", "auto"), ("max_num_seqs", "64"), ("max_model_len", "5120"), ("mem_fraction", "0.85")]
+    assert [split_server(c)[1] for c in servers] == [own_argv("sglang", given), own_argv("vllm-xpu", given)]
+    assert servers[0][:len(inside) + 2] == ["docker", "exec", *inside]
+    assert servers[1][:len(inside) + 4] == ["docker", "exec", "--env", engine_row("vllm-xpu").server_env[0], *inside]
     second = cmds.index(servers[1])
     clients = [c for c in cmds if "sglang.bench_serving" in c]
     assert len(clients) == 20  # 10 scenarios x 2 phases
@@ -178,12 +196,9 @@ def test_dry_run_p800_prints_docker_launch_and_records_patches(tmp_path, base_en
     proc = run_script(P800 / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
     cmds = command_lines(proc.stdout)
-    launch = [
-        "docker", "exec", "--env", "SSKJ_SERVER_TAG=sskj-30000", "sskj_p800_sglang", "python3",
-        "-m", "sglang.launch_server", "--model-path", "/data/models/DeepSeek-V4-Flash", "--tp-size", "8",
-        "--trust-remote-code", "--enable-metrics", "--kv-cache-dtype", "auto", "--max-running-requests", "64",
-        "--context-length", "5120", "--mem-fraction-static", "0.85", "--host", "127.0.0.1", "--port", "30000",
-    ]
+    given = [("kv_cache_dtype", "auto"), ("max_num_seqs", "64"), ("max_model_len", "5120"), ("mem_fraction", "0.85")]
+    launch = ["docker", "exec", "--env", "SSKJ_SERVER_TAG=sskj-30000", "sskj_p800_sglang", "python3",
+              "-m", engine_row("sglang").launch_module, *own_argv("sglang", given)]
     assert launch in cmds
     assert ["docker", "cp", str(patches / "0001-fix.patch"), "sskj_p800_sglang:/tmp/sskj_patches/0001-fix.patch"] in cmds
     # Patches come before the server.
@@ -211,7 +226,7 @@ def test_dry_run_p800_prints_docker_launch_and_records_patches(tmp_path, base_en
     calls = (tmp_path / "docker_calls.log").read_text().splitlines() if (tmp_path / "docker_calls.log").exists() else []
     # DRY_RUN started nothing (the preflight only looked: inspect, module and model lookups)
     assert calls and not [c for c in calls if c.startswith(("docker run", "docker start", "docker cp"))
-                          or "-m sglang.launch_server" in c]
+                          or f"-m {engine_row('sglang').launch_module}" in c]
 
 
 def _fake_site(tmp_path: Path) -> Path:
@@ -395,20 +410,20 @@ def test_dry_run_dspark_phases_record_their_spec_tokens(tmp_path, base_env, tag)
     env.pop("ENGINE_PYTHON")
     proc = run_script(REPO / "experiments" / "h200" / "dsv4_h200_dspark" / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
-    launches = [c for c in command_lines(proc.stdout) if "vllm.entrypoints.cli.main" in c]
-    assert [options(c)["--spec-tokens"] for c in launches] == ["5", "3", "1"]
-    assert all(options(c)["--spec-method"] == "dspark" for c in launches)
+    launches = [c for c in command_lines(proc.stdout) if engine_row("vllm-dspark").launch_module in c]
+    assert [setting(c, "spec_tokens") for c in launches] == ["5", "3", "1"]
+    assert all(setting(c, "spec_method") == "dspark" for c in launches)
     assert all(c[2] == f"{REPO}/envs/vllm-dspark/bin/python" for c in launches)
-    # the team's DSpark (seed 001/002): the DSpark checkpoint served, --spec-model naming that same checkpoint
+    # the team's DSpark (seed 001/002): the DSpark checkpoint served, the draft model naming that same checkpoint
     dspark = "/data/models/DeepSeek-V4-Flash-DSpark"
-    assert all(c[c.index("serve") + 1] == dspark and options(c)["--spec-model"] == dspark for c in launches)
+    assert all(split_server(c)[1][0] == dspark and setting(c, "spec_model") == dspark for c in launches)
     assert all("--no-disable-hybrid-kv-cache-manager" in c for c in launches)
     for index, tokens in ((1, 5), (2, 3), (3, 1)):
         results = load_json(tmp_path / "r" / f"phase{index}_dspark_t{tokens}" / "results.json")
         assert results["config"]["spec_tokens"] == tokens
         assert results["config"]["spec_method"] == "dspark"
         assert results["metadata"]["engine"] == "vllm-dspark"
-        assert f"--spec-tokens {tokens}" in results["config"][f"phase{index}_server_args"]
+        assert setting(shlex.split(results["config"][f"phase{index}_server_args"]), "spec_tokens") == str(tokens)
 
 
 @needs_results
@@ -429,16 +444,18 @@ def test_long_context_runs_the_21_seed_scenarios_and_the_full_matrix_on_request(
     proc = run_script(exp / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
     assert sum(line.startswith("# scenario ") for line in proc.stdout.splitlines()) == 3
-    servers = [c for c in command_lines(proc.stdout) if "sglang.launch_server" in c or "vllm.entrypoints.cli.main" in c]
-    sglang, vllm, dspark = (options(c) for c in servers)
-    assert (sglang["--context-length"], sglang["--kv-cache-dtype"], sglang["--max-running-requests"]) == ("270336", "fp8_e4m3", "64")
-    for opts in (vllm, dspark):
-        assert (opts["--max-model-len"], opts["--kv-cache-dtype"], opts["--max-num-seqs"]) == ("270336", "fp8", "64")
-    assert dspark["--spec-method"] == "dspark" and "--spec-method" not in vllm
+    servers = [c for c in command_lines(proc.stdout) if engine_argv(c)]
+    rows = [engine_row(name) for name in ("sglang", "vllm", "vllm-dspark")]
+    for row, cmd in zip(rows, servers):
+        assert (setting(cmd, "max_model_len"), setting(cmd, "kv_cache_dtype"), setting(cmd, "max_num_seqs")) == \
+            ("270336", row.spelled("kv_cache_dtype", "fp8"), "64"), row.name
+    sglang, vllm, dspark = servers
+    assert setting(dspark, "spec_method") == "dspark" and setting(vllm, "spec_method") is None
     # the DSpark phase serves the DSpark checkpoint with seed 001's flags; the others the base model
-    models = [c[c.index("serve") + 1] if "serve" in c else options(c)["--model-path"] for c in servers]
+    models = [split_server(c)[1][split_server(c)[1].index(row.model_flag) + 1] if row.model_flag
+              else split_server(c)[1][0] for row, c in zip(rows, servers)]
     assert models == ["/data/models/DeepSeek-V4-Flash"] * 2 + ["/data/models/DeepSeek-V4-Flash-DSpark"]
-    assert (dspark["--spec-tokens"], dspark["--spec-model"]) == ("5", models[2])
+    assert (setting(dspark, "spec_tokens"), setting(dspark, "spec_model")) == ("5", models[2])
     assert "--no-disable-hybrid-kv-cache-manager" in servers[2] and "--no-disable-hybrid-kv-cache-manager" not in servers[1]
     assert "is too small for" not in proc.stderr  # every phase's context holds the grid with its margin
 
@@ -466,19 +483,19 @@ def test_devices_limit_the_server_set_tp_and_are_recorded(tmp_path, base_env, ta
     env.pop("ENGINE_PYTHON")
     proc = run_script(H200_VS / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
-    servers = [c for c in command_lines(proc.stdout) if "sglang.launch_server" in c or "vllm.entrypoints.cli.main" in c]
-    assert servers[0][:2] == ["env", "CUDA_VISIBLE_DEVICES=4,5,6,7"] and options(servers[0])["--tp-size"] == "4"
-    assert servers[1][:3] == ["env", "CUDA_VISIBLE_DEVICES=4,5,6,7", "VLLM_SERVER_DEV_MODE=1"]
-    assert options(servers[1])["--tensor-parallel-size"] == "4"
+    servers = [c for c in command_lines(proc.stdout) if engine_argv(c)]
+    assert servers[0][:2] == ["env", "CUDA_VISIBLE_DEVICES=4,5,6,7"] and setting(servers[0], "tp") == "4"
+    assert servers[1][:3] == ["env", "CUDA_VISIBLE_DEVICES=4,5,6,7", *engine_row("vllm").server_env]
+    assert setting(servers[1], "tp") == "4"
     meta = load_json(tmp_path / "r" / "phase1_sglang" / "results.json")["metadata"]
     assert meta["devices"] == "CUDA_VISIBLE_DEVICES=4,5,6,7"
     # TP= wins over the device count; Docker platforms pass the platform's variable to docker exec
     p800 = run_script(P800 / "run_bench.sh", dict(env, PLATFORM="kunlun_p800", DEVICES="0,1", TP="1",
                                                     RESULT_ROOT=str(tmp_path / "p")))
     assert p800.returncode == 0, p800.stderr
-    launch = next(c for c in command_lines(p800.stdout) if "sglang.launch_server" in c)
+    launch = next(c for c in command_lines(p800.stdout) if engine_row("sglang").launch_module in c)
     assert launch[:6] == ["docker", "exec", "--env", "XPU_VISIBLE_DEVICES=0,1", "--env", "SSKJ_SERVER_TAG=sskj-30000"]
-    assert options(launch)["--tp-size"] == "1"
+    assert setting(launch, "tp") == "1"
     assert load_json(tmp_path / "p" / "results.json")["metadata"]["devices"] == "XPU_VISIBLE_DEVICES=0,1"
 
 

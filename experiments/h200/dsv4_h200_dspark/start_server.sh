@@ -25,24 +25,20 @@ fi
 source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 
 #######################################
-# Fill SERVER_CMD for a vLLM-DSpark phase: the common command of
-# bench::vllm_server_cmd plus this experiment's flags.
-# Globals:   PHASE_ENGINE KV_CACHE_DTYPE MAX_MODEL_LEN MAX_NUM_SEQS
-#            SPEC_METHOD SPEC_TOKENS SPEC_MODEL_PATH (optional) (read), those of
-#            bench::vllm_server_cmd; SERVER_CMD (written)
-# Returns:   0 ok, 1 missing configuration, 2 unsupported engine
+# Fill SERVER_CMD for the phase: the one server command of `sskj-results
+# server-cmd` (bench::server_cmd) with seed 001/002's engine settings
+# (SPEC_MODEL_PATH empty: no draft model option).
+# Globals:   PHASE_ENGINE KV_CACHE_DTYPE MAX_MODEL_LEN MAX_NUM_SEQS SPEC_METHOD
+#            SPEC_TOKENS SPEC_MODEL_PATH (read), those of bench::server_cmd;
+#            SERVER_CMD (written)
+# Returns:   0 ok, 1 missing configuration or unknown engine
 #######################################
 build_server_cmd() {
-  if [[ "${PHASE_ENGINE}" != "vllm-dspark" ]]; then
-    lib::err "engine ${PHASE_ENGINE} is not part of this experiment (vllm-dspark)"
-    return 2
-  fi
   lib::require_env SPEC_METHOD SPEC_TOKENS || return 1
-  # seed 001/002's flags; SPEC_MODEL_PATH empty: no --spec-model
-  bench::engine_flags kv_cache_dtype="${KV_CACHE_DTYPE}" max_model_len="${MAX_MODEL_LEN}" \
+  bench::engine_settings kv_cache_dtype="${KV_CACHE_DTYPE}" max_model_len="${MAX_MODEL_LEN}" \
     max_num_seqs="${MAX_NUM_SEQS}" spec_method="${SPEC_METHOD}" spec_model="${SPEC_MODEL_PATH:-}" \
-    spec_tokens="${SPEC_TOKENS}" || return 1
-  bench::vllm_server_cmd "${BENCH_FLAGS[@]}"
+    spec_tokens="${SPEC_TOKENS}"
+  bench::server_cmd
 }
 
 main() {

@@ -24,9 +24,10 @@ fi
 source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 
 main() {
-  # the DSpark phase serves the DSpark checkpoint (config.env DSPARK_MODEL_PATH)
+  # the DSpark phase serves the DSpark checkpoint (config.env DSPARK_MODEL_PATH) with its
+  # speculative method and own flags (DSPARK_EXTRA_ARGS)
   # shellcheck disable=SC2016  # expanded from the configuration by sskj-results config
-  local -a phases=(sglang vllm 'dspark:vllm-dspark:MODEL_PATH=${DSPARK_MODEL_PATH}')
+  local -a phases=(sglang vllm 'dspark:vllm-dspark:MODEL_PATH=${DSPARK_MODEL_PATH}:SPEC_METHOD=dspark:PHASE_SERVER_ARGS=${DSPARK_EXTRA_ARGS}')
   bench::run_experiment "${EXPERIMENT_DIR}" "${phases[@]}"
 }
 

@@ -25,30 +25,23 @@ fi
 source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 
 #######################################
-# Fill SERVER_CMD for the phase's engine: the common command of
-# bench::sglang_server_cmd / bench::vllm_server_cmd plus this experiment's
-# flags (DSpark: the speculative-decoding ones too).
-# Globals:   PHASE_ENGINE CONTEXT_LEN KV_CACHE_DTYPE MAX_NUM_SEQS
-#            SPEC_TOKENS SPEC_MODEL_PATH DSPARK_EXTRA_ARGS (read), those of the
-#            bench::*_server_cmd functions; SERVER_CMD (written)
-# Returns:   0 ok, 1 missing configuration, 2 unsupported engine
+# Fill SERVER_CMD for the phase: the one server command of `sskj-results
+# server-cmd` (bench::server_cmd) with the same engine settings in each
+# engine's spelling; a phase's own speculative settings (SPEC_METHOD empty:
+# none) and server flags (PHASE_SERVER_ARGS, split on blanks) come from its
+# phase spec in run_bench.sh.
+# Globals:   PHASE_ENGINE KV_CACHE_DTYPE CONTEXT_LEN MAX_NUM_SEQS SPEC_METHOD
+#            SPEC_MODEL_PATH SPEC_TOKENS PHASE_SERVER_ARGS (read), those of
+#            bench::server_cmd; SERVER_CMD (written)
+# Returns:   0 ok, 1 missing configuration or unknown engine
 #######################################
 build_server_cmd() {
-  local -a settings=(kv_cache_dtype="${KV_CACHE_DTYPE}" max_model_len="${CONTEXT_LEN}" max_num_seqs="${MAX_NUM_SEQS}")
-  local -a extra=()
-  if [[ "${PHASE_ENGINE}" == "vllm-dspark" ]]; then
-    settings+=(spec_method=dspark spec_model="${SPEC_MODEL_PATH:-}" spec_tokens="${SPEC_TOKENS}")
-    read -r -a extra <<<"${DSPARK_EXTRA_ARGS:-}"
-  fi
-  bench::engine_flags "${settings[@]}" || return 1
-  case "${PHASE_ENGINE}" in
-    sglang) bench::sglang_server_cmd "${BENCH_FLAGS[@]}" ;;
-    vllm | vllm-dspark) bench::vllm_server_cmd "${BENCH_FLAGS[@]}" "${extra[@]}" ;;
-    *)
-      lib::err "engine ${PHASE_ENGINE} is not part of this experiment (sglang, vllm, vllm-dspark)"
-      return 2
-      ;;
-  esac
+  local -a flags=()
+  read -r -a flags <<<"${PHASE_SERVER_ARGS:-}"
+  bench::engine_settings kv_cache_dtype="${KV_CACHE_DTYPE}" max_model_len="${CONTEXT_LEN}" \
+    max_num_seqs="${MAX_NUM_SEQS}" spec_method="${SPEC_METHOD:-}" spec_model="${SPEC_MODEL_PATH:-}" \
+    spec_tokens="${SPEC_TOKENS:-}"
+  bench::server_cmd "${flags[@]}"
 }
 
 main() {

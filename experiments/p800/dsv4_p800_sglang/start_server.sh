@@ -26,21 +26,18 @@ fi
 source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 
 #######################################
-# Fill SERVER_CMD for the SGLang phase (runs inside the container): the
-# common command of bench::sglang_server_cmd plus this experiment's flags.
+# Fill SERVER_CMD for the phase (runs inside the container): the one server
+# command of `sskj-results server-cmd` (bench::server_cmd) with this
+# experiment's engine settings (mem_fraction: SGLang's --mem-fraction-static).
 # Globals:   PHASE_ENGINE KV_CACHE_DTYPE MAX_NUM_SEQS CONTEXT_LEN
-#            MEM_FRACTION_STATIC (read), those of bench::sglang_server_cmd;
+#            MEM_FRACTION_STATIC (read), those of bench::server_cmd;
 #            SERVER_CMD (written)
-# Returns:   0 ok, 1 missing configuration, 2 unsupported engine
+# Returns:   0 ok, 1 missing configuration or unknown engine
 #######################################
 build_server_cmd() {
-  if [[ "${PHASE_ENGINE}" != "sglang" ]]; then
-    lib::err "engine ${PHASE_ENGINE} is not part of this experiment (sglang)"
-    return 2
-  fi
-  bench::engine_flags kv_cache_dtype="${KV_CACHE_DTYPE}" max_num_seqs="${MAX_NUM_SEQS}" \
-    max_model_len="${CONTEXT_LEN}" || return 1
-  bench::sglang_server_cmd --mem-fraction-static "${MEM_FRACTION_STATIC}" "${BENCH_FLAGS[@]}"
+  bench::engine_settings kv_cache_dtype="${KV_CACHE_DTYPE}" max_num_seqs="${MAX_NUM_SEQS}" \
+    max_model_len="${CONTEXT_LEN}" mem_fraction="${MEM_FRACTION_STATIC}"
+  bench::server_cmd
 }
 
 main() {

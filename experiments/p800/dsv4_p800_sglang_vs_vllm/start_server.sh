@@ -28,25 +28,19 @@ fi
 source "${REPO_ROOT}/scripts/common/adaptive_bench_lib.sh"
 
 #######################################
-# Fill SERVER_CMD for a phase (runs inside the container): the common
-# command of bench::sglang_server_cmd / bench::vllm_server_cmd, the same
-# engine settings in each engine's spelling, and each engine's memory share.
-# Globals:   PHASE_ENGINE KV_CACHE_DTYPE MAX_NUM_SEQS CONTEXT_LEN
-#            MEM_FRACTION_STATIC GPU_MEMORY_UTILIZATION (read), those of
-#            bench::*_server_cmd; SERVER_CMD (written)
-# Returns:   0 ok, 1 missing configuration, 2 unsupported engine
+# Fill SERVER_CMD for a phase (runs inside the container): the one server
+# command of `sskj-results server-cmd` (bench::server_cmd) with the same
+# engine settings in each engine's spelling, the memory share included
+# (mem_fraction: SGLang's --mem-fraction-static, vLLM-Kunlun's
+# --gpu-memory-utilization).
+# Globals:   PHASE_ENGINE KV_CACHE_DTYPE MAX_NUM_SEQS CONTEXT_LEN MEM_FRACTION
+#            (read), those of bench::server_cmd; SERVER_CMD (written)
+# Returns:   0 ok, 1 missing configuration or unknown engine
 #######################################
 build_server_cmd() {
-  bench::engine_flags kv_cache_dtype="${KV_CACHE_DTYPE}" max_num_seqs="${MAX_NUM_SEQS}" \
-    max_model_len="${CONTEXT_LEN:-}" || return 1
-  case "${PHASE_ENGINE}" in
-    sglang) bench::sglang_server_cmd --mem-fraction-static "${MEM_FRACTION_STATIC}" "${BENCH_FLAGS[@]}" ;;
-    vllm-xpu) bench::vllm_server_cmd --gpu-memory-utilization "${GPU_MEMORY_UTILIZATION}" "${BENCH_FLAGS[@]}" ;;
-    *)
-      lib::err "engine ${PHASE_ENGINE} is not part of this experiment (sglang, vllm-xpu)"
-      return 2
-      ;;
-  esac
+  bench::engine_settings kv_cache_dtype="${KV_CACHE_DTYPE}" max_num_seqs="${MAX_NUM_SEQS}" \
+    max_model_len="${CONTEXT_LEN:-}" mem_fraction="${MEM_FRACTION}"
+  bench::server_cmd
 }
 
 main() {

@@ -14,24 +14,17 @@ export PLATFORM="${PLATFORM:-nvidia_rtx6000d}"
 source "${EXPERIMENT_DIR}/../../../scripts/common/adaptive_bench_lib.sh"
 
 #######################################
-# Fill SERVER_CMD for the phase's engine: the common command of
-# bench::sglang_server_cmd / bench::vllm_server_cmd plus this experiment's
-# flags.
+# Fill SERVER_CMD for the phase's engine: the one server command of
+# `sskj-results server-cmd` (bench::server_cmd) with this experiment's
+# engine settings, each spelled by the engine's row.
 # Globals:   PHASE_ENGINE KV_CACHE_DTYPE MAX_NUM_SEQS CONTEXT_LEN (read), those of
-#            the bench::*_server_cmd functions; SERVER_CMD (written)
-# Returns:   0 ok, 1 missing configuration, 2 unsupported engine
+#            bench::server_cmd; SERVER_CMD (written)
+# Returns:   0 ok, 1 missing configuration or unknown engine
 #######################################
 build_server_cmd() {
-  bench::engine_flags kv_cache_dtype="${KV_CACHE_DTYPE}" max_num_seqs="${MAX_NUM_SEQS}" \
-    max_model_len="${CONTEXT_LEN:-}" || return 1
-  case "${PHASE_ENGINE}" in
-    sglang) bench::sglang_server_cmd "${BENCH_FLAGS[@]}" ;;
-    vllm) bench::vllm_server_cmd "${BENCH_FLAGS[@]}" ;;
-    *)
-      lib::err "engine ${PHASE_ENGINE} is not part of this experiment (sglang, vllm)"
-      return 2
-      ;;
-  esac
+  bench::engine_settings kv_cache_dtype="${KV_CACHE_DTYPE}" max_num_seqs="${MAX_NUM_SEQS}" \
+    max_model_len="${CONTEXT_LEN:-}"
+  bench::server_cmd
 }
 
 main() {
