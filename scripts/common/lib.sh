@@ -608,18 +608,26 @@ lib::start_server() {
 #######################################
 # Poll GET <base_url>/health until it answers, the timeout passes, or the
 # server process dies (then fail at once); on failure the log tail is
-# printed (`sskj-results wait-health`).
-# Arguments: $1 base url; $2 server pid; $3 timeout seconds; $4 server log
+# printed (`sskj-results wait-health`). With a port, healthy also means
+# that every socket listening there belongs to the server's process tree
+# (or carries the tag): another holder fails in one line naming the port
+# and the holder, also when the server died because it could not bind.
+# Arguments: $1 base url; $2 server pid; $3 timeout seconds; $4 server log;
+#            $5 port (optional); $6 SSKJ_SERVER_TAG of a container (optional)
 # Outputs:   progress and log tail on stderr
-# Returns:   0 healthy, 1 died or timed out, 2 misuse
+# Returns:   0 healthy, 1 died, timed out or not our engine, 2 misuse
 #######################################
 lib::wait_for_health() {
-  if (($# != 4)); then
-    lib::err "usage: lib::wait_for_health BASE_URL PID TIMEOUT_S LOG"
+  if (($# < 4 || $# > 6)); then
+    lib::err "usage: lib::wait_for_health BASE_URL PID TIMEOUT_S LOG [PORT [TAG]]"
     return 2
   fi
+  local -a owner=()
+  [[ -z "${5:-}" ]] || owner+=(--port "$5")
+  [[ -z "${6:-}" ]] || owner+=(--tag "$6")
   lib::info "waiting for $1/health (timeout $3s)"
-  lib::results wait-health "$1/health" --pid "$2" --timeout "$3" --log "$4" --tail "${LOG_TAIL_LINES:-40}"
+  lib::results wait-health "$1/health" --pid "$2" --timeout "$3" --log "$4" --tail "${LOG_TAIL_LINES:-40}" \
+    "${owner[@]}"
 }
 
 #######################################
