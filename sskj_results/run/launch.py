@@ -135,7 +135,7 @@ def run_settings(settings: Mapping[str, str]) -> tuple[dict[str, str], list[str]
     """
     out = {"PORT": _get(settings, "PORT") or _get(settings, "DEFAULT_PORT")}
     out.update((key, _get(settings, key) or default) for key, default in RUN_DEFAULTS)
-    if out["PORT"] == "auto":  # a free port from the platform's default on (docs/LIVE_RUNS.md)
+    if out["PORT"] == "auto":  # a free port from the platform's default on (BENCHMARK_WORKFLOW.md)
         from .ownership import free_port
 
         base = _get(settings, "DEFAULT_PORT")

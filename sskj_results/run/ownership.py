@@ -1,4 +1,4 @@
-"""Is what answers on the port the engine this run started? (`sskj-results engine-owner`; docs/LIVE_RUNS.md)
+"""Is what answers on the port the engine this run started? (`sskj-results engine-owner`; BENCHMARK_WORKFLOW.md, "Our engine or nothing")
 
 A health answer proves that *an* engine listens, not that it is ours: a
 second engine bound with SO_REUSEPORT (vLLM's API server sets it) shares the
