@@ -134,10 +134,26 @@ def test_a_speculative_phase_without_acceptance_fails_the_acceptance_check_and_s
     scenario = run_with(tmp_path, [1.0] * 8, spec=("ngram", 3))
     found = check(scenario, "acceptance")
     assert found.ok is False and found.value is None
-    assert found.message == ("speculative phase (ngram) without an acceptance length: neither the client nor the "
-                             "server's /metrics (server_metrics/) reported one; nothing shows that the engine "
-                             "measured decoded speculatively")
+    stem = Case().stem
+    assert found.message == (f"speculative phase (ngram) without an acceptance length: the client reported none, and "
+                             f"server_metrics/{stem}.*.prom hold no speculative counters that moved over the scenario "
+                             "(vllm:spec_decode_*, sglang:spec_verify_calls_total); nothing shows that the measured "
+                             "engine decoded speculatively")
     assert grade(scenario.validity) == "qualified" and mark(scenario.validity) == "⚠ acceptance"
+
+
+def test_a_speculative_phase_without_server_metrics_says_which_files_are_missing(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    scenario = run_with(tmp_path, [1.0] * 8, spec=("ngram", 3))
+    stem = Case().stem
+    for side in ("before", "after"):
+        (run / "server_metrics" / f"{stem}.{side}.prom").unlink()
+    parse_run_dir(run, validity=ValidityThresholds(max_bursty_share=0.3))  # new thresholds: every scenario judged again
+    (scenario,) = load_run(run).scenarios
+    assert check(scenario, "acceptance").message == (
+        f"speculative phase (ngram) without an acceptance length: the client reported none, and "
+        f"server_metrics/{stem}.before.prom and server_metrics/{stem}.after.prom are missing; nothing shows that "
+        "the measured engine decoded speculatively")
 
 
 def test_a_plain_phase_passes_the_acceptance_check() -> None:

@@ -281,7 +281,7 @@ def acceptance(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
                       f"speculative phase{method} without an acceptance length: "
                       + ev.why("acceptance", "neither the client nor the server's /metrics (server_metrics/) "
                                "reported one")
-                      + "; nothing shows that the engine measured decoded speculatively")
+                      + "; nothing shows that the measured engine decoded speculatively")
     return _check("acceptance", True, ev.accept_length, None,
                   f"speculative phase{method}: acceptance length {ev.accept_length:.2f}")
 

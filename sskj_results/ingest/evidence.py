@@ -147,6 +147,8 @@ def evidence(run: RawRun, run_dir: Optional[Path] = None, stem: Optional[str] = 
             cpu, wall, why = read_client_stats(stats)
             if why:
                 reasons.append(("client_cpu", why))
+    if spec is not None and spec.speculative and spec.accept_length is None:
+        reasons.append(("acceptance", _why_no_acceptance(run_dir, stem, runs_in_file)))
     return Evidence(
         concurrency=run.concurrency, output_len=run.output_len, success=run.success, failed=run.failed,
         num_prompts=run.num_prompts, rate_limited=run.request_rate is not None, duration_s=run.duration_s,
@@ -158,6 +160,21 @@ def evidence(run: RawRun, run_dir: Optional[Path] = None, stem: Optional[str] = 
         draft_tokens=spec.draft_tokens if spec else None, accept_length=spec.accept_length if spec else None,
         unknown_reasons=tuple(reasons),
     )
+
+
+def _why_no_acceptance(run_dir: Optional[Path], stem: Optional[str], runs_in_file: int) -> str:
+    """Why a speculative scenario has no acceptance length: the raw file reported none, and the side files."""
+    base = "the client reported none"
+    if run_dir is None:
+        return base + " (imported from raw files only: no server_metrics/)"
+    if runs_in_file != 1:
+        return base + f"; {runs_in_file} runs in one raw file: its server_metrics/ describe none of them"
+    files = [run_dir / "server_metrics" / f"{stem}.{side}.prom" for side in ("before", "after")]
+    missing = [f"server_metrics/{f.name}" for f in files if not f.is_file()]
+    if missing:
+        return base + f", and {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing"
+    return (base + f", and server_metrics/{stem}.*.prom hold no speculative counters that moved over the scenario "
+            "(vllm:spec_decode_*, sglang:spec_verify_calls_total)")
 
 
 def judge_run(run: RawRun, run_dir: Optional[Path] = None, stem: Optional[str] = None, runs_in_file: int = 1,
