@@ -181,3 +181,17 @@ def test_engine_owner_without_a_pid_names_the_holder(engines: Engines) -> None:
     result = CliRunner().invoke(main, ["engine-owner", "--port", str(port)])
     assert result.exit_code == 1
     assert result.output == f"error: port {port} is held by pid {engine.pid} ({sys.executable} {FAKE} --port {port})\n"
+
+
+def test_port_auto_takes_the_first_free_port_from_the_platform_default() -> None:
+    from sskj_results.run.launch import run_settings
+
+    start = free_port()
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", start))
+        held.listen()
+        values, problems = run_settings({"PORT": "auto", "DEFAULT_PORT": str(start), "MODEL_PATH": "m"})
+    assert problems == []
+    assert start < int(values["PORT"]) < start + 200
+    values, _ = run_settings({"PORT": "18123", "DEFAULT_PORT": str(start), "MODEL_PATH": "m"})
+    assert values["PORT"] == "18123"  # a number is taken as it is
