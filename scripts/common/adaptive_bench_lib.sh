@@ -783,7 +783,7 @@ bench::run_experiment() {
   for spec in "${specs[@]}"; do
     i=$((i + 1))
     if ! bench::run_phase "${i}" "${spec}"; then
-      lib::is_dry_run || bench::print_summary "" "${run_dirs[@]}" || true
+      lib::is_dry_run || bench::print_summary "" "${run_dirs[@]}" "${BENCH_RUN_DIR}" || true
       lib::err "phase ${spec} failed. After fixing the cause, resume with:"
       printf '%s\n' "$(bench::resume_command)" >&2
       return 1
