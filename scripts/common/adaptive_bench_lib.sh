@@ -687,6 +687,7 @@ bench::on_exit() {
 # per phase, those qualified or disqualified with their checks, what to look
 # at. With STRICT=1 a disqualified point fails it.
 # Arguments: $1 the comparison.md or ""; $2.. the phases' run directories
+#            (those without results.json, empty or repeated ones skipped)
 # Globals:   STRICT (read)
 # Outputs:   the summary on stderr
 # Returns:   0, 1 when STRICT=1 and a point is disqualified (or no summary)
@@ -696,7 +697,8 @@ bench::print_summary() {
   shift
   local -a args=(run-summary) dirs=()
   for d in "$@"; do
-    [[ ! -f "${d}/results.json" ]] || dirs+=("${d}")
+    [[ -n "${d}" && -f "${d}/results.json" && " ${dirs[*]} " != *" ${d} "* ]] || continue
+    dirs+=("${d}")
   done
   ((${#dirs[@]} > 0)) || return 0
   [[ -z "${comparison}" ]] || args+=(--comparison "${comparison}")
@@ -783,7 +785,7 @@ bench::run_experiment() {
   for spec in "${specs[@]}"; do
     i=$((i + 1))
     if ! bench::run_phase "${i}" "${spec}"; then
-      lib::is_dry_run || bench::print_summary "" "${run_dirs[@]}" "${BENCH_RUN_DIR}" || true
+      lib::is_dry_run || bench::print_summary "" "${run_dirs[@]}" "${BENCH_RUN_DIR:-}" || true
       lib::err "phase ${spec} failed. After fixing the cause, resume with:"
       printf '%s\n' "$(bench::resume_command)" >&2
       return 1
