@@ -33,7 +33,7 @@ def summarize(run_dirs: Sequence[Path], comparison: Path | None = None) -> Summa
     counts: Counter[str] = Counter()
     checks: dict[str, Counter[str]] = {"qualified": Counter(), "disqualified": Counter()}
     listed: list[str] = []
-    phases, skipped = [], 0
+    phases, skipped, flagged = [], 0, []
     for run_dir in run_dirs:
         results = load_run(run_dir)
         phases.append(f"{run_dir.name} {len(results.scenarios)}")
@@ -42,6 +42,8 @@ def summarize(run_dirs: Sequence[Path], comparison: Path | None = None) -> Summa
             qualifying, disqualifying = breaches(sc.validity, results.validity_thresholds)
             g = grade_of(sc.validity, qualifying, disqualifying) or "unknown"
             counts[g] += 1
+            if g in ("qualified", "disqualified") and run_dir not in flagged:
+                flagged.append(run_dir)
             if g == "disqualified":
                 checks[g].update(disqualifying)
                 listed.append(f"  {DISQUALIFIED_MARK} {run_dir.name} {sc.name}: {', '.join(disqualifying)}"
@@ -63,8 +65,8 @@ def summarize(run_dirs: Sequence[Path], comparison: Path | None = None) -> Summa
     out.lines += listed[:MAX_LISTED]
     if len(listed) > MAX_LISTED:
         out.lines.append(f"  ... and {len(listed) - MAX_LISTED} more")
-    look = [str(d / "report.md") for d in run_dirs if counts["qualified"] + counts["disqualified"]]
-    if comparison is not None and comparison.is_file():
+    look = [str(d / "report.md") for d in flagged]
+    if look and comparison is not None and comparison.is_file():
         look.insert(0, str(comparison))
     if look:
         out.lines.append(f"  look at: {', '.join(look)} (Validity: each failed check, its message, how to change it)")
