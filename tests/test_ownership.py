@@ -48,8 +48,10 @@ class Engines:
         self.tmp = tmp
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, port: int, *extra: str, wrapper: bool = False) -> subprocess.Popen[bytes]:
+    def start(self, port: int, *extra: str, wrapper: bool = False, mark: str = "") -> subprocess.Popen[bytes]:
         argv = [sys.executable, str(FAKE), "--port", str(port), *extra]
+        if mark:
+            argv = ["env", f"SSKJ_ENGINE_MARK={mark}", *argv]
         if wrapper:  # a launcher that stays the parent (as `docker exec`, `env`, a shell script)
             argv = ["bash", "-c", '"$@"; exit $?', "launcher", *argv]
         log = (self.tmp / f"engine{len(self.procs)}.log").open("ab")
@@ -195,3 +197,23 @@ def test_port_auto_takes_the_first_free_port_from_the_platform_default() -> None
     assert start < int(values["PORT"]) < start + 200
     values, _ = run_settings({"PORT": "18123", "DEFAULT_PORT": str(start), "MODEL_PATH": "m"})
     assert values["PORT"] == "18123"  # a number is taken as it is
+
+
+def test_a_rank_outside_the_tree_with_the_runs_mark_is_ours_another_marks_is_not(engines: Engines) -> None:
+    # srun starts a multi-node engine's ranks outside the launcher's tree; they inherit its SSKJ_ENGINE_MARK
+    port = free_port()
+    mark = f"port={port};orch=1;run=/r1"
+    launcher = subprocess.Popen(["env", f"SSKJ_ENGINE_MARK={mark}", "sleep", "60"], start_new_session=True)
+    try:
+        rank = engines.start(port, "--reuse-port", mark=mark)
+        healthy(port)
+        assert check(port, launcher.pid).ok is True
+        other = engines.start(port, "--reuse-port", mark=f"port={port};orch=2;run=/r2")
+        deadline = time.monotonic() + 20
+        while len(listeners(port)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        found = check(port, launcher.pid)
+        assert found.ok is False and list(found.holders) == [other.pid] and rank.pid not in found.holders
+    finally:
+        launcher.kill()
+        launcher.wait()

@@ -10,9 +10,12 @@ run loop checks the sockets themselves, from /proc:
    state 0A) by inode;
 2. the sockets of the engine's processes: the process the loop started, its
    process group (it leads one: ``setsid``) and every descendant
-   (``/proc/<pid>/fd`` -> ``socket:[inode]``); on docker platforms also every
-   visible process that carries the run's tag ``SSKJ_SERVER_TAG`` in its
-   environment (``docker exec --env``);
+   (``/proc/<pid>/fd`` -> ``socket:[inode]``); when a listener is not theirs,
+   also every visible process that carries the run's identity in its
+   environment: the engine process's own ``SSKJ_ENGINE_MARK`` (port,
+   orchestrator, run directory: the ranks `srun` starts outside the tree
+   inherit it) or, on docker platforms, ``SSKJ_SERVER_TAG`` (``docker exec
+   --env``; per port);
 3. a listener outside that set belongs to someone else: the check fails and
    names the holder (pid and command when this user may read its
    ``/proc/<pid>/fd``, else the socket's uid).
@@ -101,9 +104,9 @@ def engine_tree(pid: int, proc: Path = PROC) -> set[int]:
     return tree
 
 
-def tagged(tag: str, proc: Path = PROC) -> set[int]:
-    """Visible processes whose environment carries SSKJ_SERVER_TAG=<tag> (readable environments only)."""
-    want = f"SSKJ_SERVER_TAG={tag}".encode()
+def marked(words: Iterable[bytes], proc: Path = PROC) -> set[int]:
+    """Visible processes whose environment holds one of `words` (`NAME=VALUE`; readable environments only)."""
+    want = set(words)
     found = set()
     for entry in os.listdir(proc):
         if not entry.isdigit():
@@ -112,9 +115,18 @@ def tagged(tag: str, proc: Path = PROC) -> set[int]:
             env = (proc / entry / "environ").read_bytes()
         except OSError:
             continue
-        if want in env.split(b"\0"):
+        if want.intersection(env.split(b"\0")):
             found.add(int(entry))
     return found
+
+
+def engine_mark(pid: int, proc: Path = PROC) -> Optional[bytes]:
+    """The `SSKJ_ENGINE_MARK=...` word of the engine process's environment (the run's identity), if readable."""
+    try:
+        env = (proc / str(pid) / "environ").read_bytes()
+    except OSError:
+        return None
+    return next((w for w in env.split(b"\0") if w.startswith(b"SSKJ_ENGINE_MARK=")), None)
 
 
 def socket_inodes(pids: Iterable[int], proc: Path = PROC) -> dict[int, int]:
@@ -165,10 +177,17 @@ def check(port: int, engine_pid: Optional[int], tag: Optional[str] = None, proc:
                                    "its own): ownership cannot be proven from the host")
         return Ownership(False, f"port {port}: nothing listens there, but the engine (pid {engine_pid}) should")
     ours = engine_tree(engine_pid, proc) if engine_pid is not None else set()
-    if tag:
-        ours |= tagged(tag, proc)
     mine = socket_inodes(ours, proc)
     strangers = [lst for lst in found if lst.inode not in mine]
+    identities = [f"SSKJ_SERVER_TAG={tag}".encode()] if tag else []
+    mark = engine_mark(engine_pid, proc) if engine_pid is not None else None
+    if mark is not None:
+        identities.append(mark)
+    if strangers and identities:  # the run's identity: ranks started by srun, a server inside a container
+        kin = marked(identities, proc) - ours
+        ours |= kin
+        mine.update(socket_inodes(kin, proc))
+        strangers = [lst for lst in found if lst.inode not in mine]
     if not strangers:
         return Ownership(True, f"port {port}: every listener ({len(found)}) belongs to the engine (pid {engine_pid})")
     others = socket_inodes((int(e) for e in os.listdir(proc) if e.isdigit() and int(e) not in ours), proc)
