@@ -20,9 +20,9 @@ run loop checks the sockets themselves, from /proc:
    names the holder (pid and command when this user may read its
    ``/proc/<pid>/fd``, else the socket's uid).
 
-What cannot be proven is said, never guessed: a server inside a container
-with its own network namespace (the host sees docker-proxy or nothing) gives
-``ok`` None with the reason. Reads /proc only: no process is started.
+What cannot be proven is said, never guessed: a server on another host
+(`SERVER_HOST`) or inside a container with its own network namespace (the
+host sees docker-proxy or nothing) gives ``ok`` None with the reason. Reads /proc only: no process is started.
 """
 
 from __future__ import annotations
@@ -171,11 +171,9 @@ def check(port: int, engine_pid: Optional[int], tag: Optional[str] = None, proc:
     found = listeners(port, proc)
     if engine_pid is None and not found:
         return Ownership(True, f"port {port}: free")
-    if not found:
-        if tag:
-            return Ownership(None, f"port {port}: no listener in this network namespace (the engine's container has "
-                                   "its own): ownership cannot be proven from the host")
-        return Ownership(False, f"port {port}: nothing listens there, but the engine (pid {engine_pid}) should")
+    if not found:  # the engine on another host (SERVER_HOST, a remote head node) or in a container's namespace
+        return Ownership(None, f"port {port}: nothing listens on it in this host's network namespace (an engine "
+                               "on another host or in a container's own network): ownership cannot be proven here")
     ours = engine_tree(engine_pid, proc) if engine_pid is not None else set()
     mine = socket_inodes(ours, proc)
     strangers = [lst for lst in found if lst.inode not in mine]
@@ -199,9 +197,10 @@ def check(port: int, engine_pid: Optional[int], tag: Optional[str] = None, proc:
             unseen.append(lst)
         else:
             holders[pid] = command_of(pid, proc)
-    if tag and not holders and all(lst.uid == os.getuid() or os.getuid() == 0 for lst in unseen):
-        return Ownership(None, f"port {port}: {len(unseen)} listener(s) of no visible process (docker-proxy or a "
-                               "container's own namespace): ownership cannot be proven from the host")
+    if tag and not holders:  # a container's processes this user may not inspect (root's, another namespace)
+        return Ownership(None, f"port {port}: {len(unseen)} listener(s) of processes this user cannot inspect "
+                               "(the engine's container runs them as another user or in its own namespace): "
+                               "ownership cannot be proven from the host")
     named = [f"pid {pid} ({cmd})" for pid, cmd in sorted(holders.items())]
     named += [f"a process of user {_user(lst.uid)} this user cannot inspect (socket inode {lst.inode})"
               for lst in unseen]
