@@ -6,11 +6,12 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from shellkit import free_port, port_listening, run_script
+from shellkit import FAKES, free_port, port_listening, run_script
 
 pytestmark = [pytest.mark.shell, pytest.mark.slow]  # real runs of the loop with fake engines: 30-90 s
 
@@ -110,3 +111,37 @@ def test_strict_makes_disqualified_points_a_failed_run_and_the_summary_names_the
     proc = run_script(exp / "run_bench.sh", strict)
     assert proc.returncode == 1
     assert "error: STRICT=1: 2 disqualified point(s)" in proc.stderr
+
+
+def test_an_engine_that_joins_the_port_during_a_scenario_stops_the_phase_and_the_scenario_is_not_kept(
+        tmp_path, base_env, make_experiment, tag):
+    port = free_port()
+    exp = experiment(make_experiment, tmp_path, "joined", "vllm", "16x64")
+    calls = tmp_path / "joined_client_calls.log"
+    env = env_of(base_env, tmp_path, "joined", PORT=str(port), FAKE_SERVER_ARGS="--reuse-port --latency-ms 40",
+                 CONCURRENCIES="1")
+    run = subprocess.Popen(["bash", str(exp / "run_bench.sh")], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    intruder = None
+    try:
+        deadline = time.monotonic() + 90
+        while not calls.exists():  # the first scenario's client has started (4 requests of 64 tokens: 10 s)
+            assert run.poll() is None and time.monotonic() < deadline, run.stderr.read() if run.stderr else ""
+            time.sleep(0.1)
+        intruder = subprocess.Popen([sys.executable, str(FAKES / "fake_openai_server.py"), "--port", str(port),
+                                     "--reuse-port"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    start_new_session=True)
+        _, err = run.communicate(timeout=180)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGTERM)
+            run.communicate(timeout=60)
+        if intruder is not None:
+            intruder.kill()
+            intruder.wait()
+    assert run.returncode == 1
+    assert (f"[ERROR] after the client of cpu_vllm_0102_1_16_64: port {port} is held by pid {intruder.pid} "
+            f"({sys.executable} {FAKES / 'fake_openai_server.py'} --port {port} --reuse-port), not by the engine this "
+            "run started (pid ") in err
+    assert "c1_i16_o64 not recorded, phase stopped" in err
+    assert not list((tmp_path / "joined" / "results" / "raw_outputs").iterdir())  # nothing measured is kept
