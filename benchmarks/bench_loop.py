@@ -13,9 +13,11 @@ server) and the fake `sglang.bench_serving` of tests/fakes/pymods, whose client 
 `sskj-results run-client` in client_stats/<stem>.json: what remains is the loop's own time (planning,
 records, parse, cache reset, /metrics, warmup). The grid runs from the phase's first step to the end of
 the last run-client (the wrapper logs each start's begin and end); the phase's end (parse, report,
-report.html, validate), paid once per phase, is given apart and amortised over the scenarios. Targets (issue: a fast run loop): at most 2 starts per
+report.html, validate), paid once per phase, is given apart and amortised over the scenarios. The
+ownership check of the engine's port (run/ownership.py: twice per scenario in run-client) is also timed
+alone against the fake engine. Targets (issue: a fast run loop): at most 2 starts per
 scenario + 5 per phase, a dry run of any shipped experiment within 5 s, harness overhead within 1 s
-per scenario. docs/PERFORMANCE.md has the latest figures.
+per scenario, ownership checks within 0.1 s per scenario. docs/PERFORMANCE.md has the latest figures.
 """
 
 from __future__ import annotations
@@ -174,6 +176,37 @@ def real_run(work: Path, scenarios: int) -> dict[str, object]:
             "overhead_with_phase_end_s": round((grid - client + phase_end) / n, 3)}
 
 
+def ownership_cost(reps: int = 30) -> dict[str, object]:
+    """Wall time of one ownership check (sskj_results.run.ownership.check, as run-client makes it before and after
+    every client and wait-health once per phase) against the fake engine, in this process: median and max."""
+    sys.path.insert(0, str(REPO))
+    from sskj_results.run.ownership import check
+
+    port = free_port()
+    engine = subprocess.Popen([sys.executable, str(FAKES / "fake_openai_server.py"), "--port", str(port),
+                               "--reuse-port"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not check(port, engine.pid).ok:
+            if time.monotonic() > deadline:
+                sys.exit("ownership benchmark: the fake engine never listened")
+            time.sleep(0.1)
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            found = check(port, engine.pid)
+            times.append(time.perf_counter() - start)
+            assert found.ok is True, found.message
+    finally:
+        engine.kill()
+        engine.wait()
+    processes = sum(1 for e in os.listdir("/proc") if e.isdigit())
+    median = statistics.median(times)
+    return {"check_median_s": round(median, 4), "check_max_s": round(max(times), 4),
+            "per_scenario_s": round(2 * median, 4), "processes": processes}
+
+
 def free_port() -> int:
     import socket
 
@@ -212,6 +245,10 @@ def main() -> None:
               f"phase end {real['phase_end_s']} s, with it {real['overhead_with_phase_end_s']} s per scenario = "
               f"{real['with_phase_end_over_python_pass']} x python -c pass")
         print(f"  starts by command: {real['by_command']}")
+        own = ownership_cost()
+        out["ownership"] = own
+        print(f"ownership check: median {own['check_median_s']} s, max {own['check_max_s']} s over "
+              f"{own['processes']} processes; 2 per scenario = {own['per_scenario_s']} s (target 0.1 s)")
     print(f"python -c pass: {base:.4f} s")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")

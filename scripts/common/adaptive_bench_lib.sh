@@ -299,14 +299,17 @@ bench::ensure_container() {
 }
 
 #######################################
-# Start the phase's server and wait until healthy (port must be free).
+# Start the phase's server and wait until healthy (port must be free; the
+# listeners of the port must then be the server's: lib::wait_for_health).
 # Globals:   BENCH_SERVER_CMD BENCH_RUN_DIR PORT SERVER_HOST HEALTH_TIMEOUT_S
 #            RUNTIME CONTAINER_NAME PHASE_NAME (read); LIB_SERVER_* (written)
 # Returns:   0 healthy, 1 failure (server stopped again)
 #######################################
 bench::start_phase_server() {
   if ! lib::wait_port_free "${PORT}" "${PORT_FREE_TIMEOUT_S:-30}"; then
-    lib::err "port ${PORT} is in use: stop whatever listens there or set PORT"
+    local holder
+    holder="$(lib::results engine-owner --port "${PORT}" 2>&1)" || true
+    lib::err "${holder#error: } (after ${PORT_FREE_TIMEOUT_S:-30}s): stop it, or set PORT (PORT=auto: a free one)"
     return 1
   fi
   # shellcheck disable=SC2034  # read by lib::stop_server
@@ -337,7 +340,7 @@ bench::start_phase_server() {
     "${LIB_SERVER_PID}" >"${BENCH_RUN_DIR}/engine.pid"
   # shellcheck disable=SC2153  # LIB_SERVER_LOG is set by lib::start_server
   if ! lib::wait_for_health "http://${SERVER_HOST}:${PORT}" "${LIB_SERVER_PID}" "${HEALTH_TIMEOUT_S}" "${LIB_SERVER_LOG}" \
-    "${BENCH_PHASE_HEALTH_PATHS[${PHASE_INDEX:-1} - 1]:-/health}"; then
+    "${BENCH_PHASE_HEALTH_PATHS[${PHASE_INDEX:-1} - 1]:-/health}" "${PORT}" "${LIB_SERVER_TAG}"; then
     lib::stop_server
     return 1
   fi
@@ -403,7 +406,8 @@ bench::step() {
 #            BENCH_RAW BENCH_RESET_OUT BENCH_*_CMD BENCH_*_SHOWN BENCH_SUPERVISE_ARGS
 #            BENCH_SESSION_FILE BENCH_NEXT_RECORDS LIB_SERVER_* (read)
 # Returns:   0 ok; 1 client failed while the server is fine (not recorded,
-#            rerun on resume); 3 server died or reported out-of-memory
+#            rerun on resume); 3 server died or reported out-of-memory;
+#            4 another process holds the engine's port (not recorded)
 #######################################
 bench::run_scenario() {
   local name="c${BENCH_C}_i${BENCH_IN}_o${BENCH_OUT}" rc=0
@@ -429,7 +433,8 @@ bench::run_scenario() {
   fi
   bench::save_metrics "${BENCH_METRICS_BEFORE_CMD[@]}"
   local -a supervise=("${SSKJ_RESULTS_CMD[@]}" run-client "${BENCH_SUPERVISE_ARGS[@]}"
-    --server-pid "${LIB_SERVER_PID}" --server-log "${LIB_SERVER_LOG}" --log-offset "${offset}")
+    --server-pid "${LIB_SERVER_PID}" --server-log "${LIB_SERVER_LOG}" --log-offset "${offset}" --port "${PORT}")
+  [[ -z "${LIB_SERVER_TAG:-}" ]] || supervise+=(--tag "${LIB_SERVER_TAG}")
   lib::start_accel_sampler "${BENCH_RUN_DIR}/gpu_logs/${BENCH_STEM}"
   supervise+=(--session "${BENCH_SESSION_FILE}" --records-out "${BENCH_NEXT_RECORDS}")
   [[ -z "${LIB_SAMPLER_PID:-}" ]] || supervise+=(--sampler-pid "${LIB_SAMPLER_PID}")
@@ -440,6 +445,8 @@ bench::run_scenario() {
   if ((rc == 3)); then
     tail -n 1 "${client_log}" >&2 2>/dev/null || true
     lib::err "server failure during ${name}; log ${LIB_SERVER_LOG}"
+  elif ((rc == 4)); then
+    lib::err "$(tail -n 1 "${client_log}" 2>/dev/null | sed 's/^error: //'); ${name} not recorded, phase stopped"
   elif ((rc != 0)); then
     lib::err "bench client failed for ${name} (exit ${rc}); last lines of ${client_log}:"
     tail -n 15 "${client_log}" >&2 || true
@@ -470,8 +477,8 @@ bench::save_metrics() {
 # returns none. After a server failure the server is stopped (and
 # restarted for the next scenario).
 # Globals:   BENCH_RUN_DIR BENCH_SESSION RESUME (read); BENCH_STATUS (written)
-# Returns:   0 done (failures recorded), 1 server could not (re)start or
-#            the step failed
+# Returns:   0 done (failures recorded), 1 server could not (re)start,
+#            the step failed or the port is not our engine's
 #######################################
 bench::run_grid() {
   local rc
@@ -501,6 +508,7 @@ bench::run_grid() {
     case "${rc}" in
       0) ;;
       3) bench::stop_phase_server ;;
+      4) return 1 ;;
       *) BENCH_STATUS=1 ;;
     esac
   done
@@ -678,13 +686,39 @@ bench::on_exit() {
 }
 
 #######################################
+# Print the end-of-run summary (`sskj-results run-summary`): points measured
+# per phase, those qualified or disqualified with their checks, what to look
+# at. With STRICT=1 a disqualified point fails it.
+# Arguments: $1 the comparison.md or ""; $2.. the phases' run directories
+#            (those without results.json, empty or repeated ones skipped)
+# Globals:   STRICT (read)
+# Outputs:   the summary on stderr
+# Returns:   0, 1 when STRICT=1 and a point is disqualified (or no summary)
+#######################################
+bench::print_summary() {
+  local comparison="$1" d
+  shift
+  local -a args=(run-summary) dirs=()
+  for d in "$@"; do
+    [[ -n "${d}" && -f "${d}/results.json" && " ${dirs[*]} " != *" ${d} "* ]] || continue
+    dirs+=("${d}")
+  done
+  ((${#dirs[@]} > 0)) || return 0
+  [[ -z "${comparison}" ]] || args+=(--comparison "${comparison}")
+  [[ "${STRICT:-0}" != "1" ]] || args+=(--strict)
+  lib::results "${args[@]}" "${dirs[@]}"
+}
+
+#######################################
 # Run an experiment: configuration, grid, every phase, comparison, summary.
 # Arguments: $1 experiment directory; $2.. phase specs (see file header)
 # Globals:   RUN_ID RESULT_ROOT RESUME DRY_RUN SLO_SEARCH COMPARE_BASELINE
-#            COMPARE_TITLE COMPARE_MATRIX
+#            COMPARE_TITLE COMPARE_MATRIX STRICT
 #            (read); BENCH_* (written)
-# Outputs:   progress on stderr; commands on stdout with DRY_RUN=1
-# Returns:   0 all ok, 1 failure, 2 misuse; 130/143 after SIGINT/SIGTERM
+# Outputs:   progress and the end-of-run summary on stderr; commands on
+#            stdout with DRY_RUN=1
+# Returns:   0 all ok, 1 failure (or STRICT=1 and a disqualified point),
+#            2 misuse; 130/143 after SIGINT/SIGTERM
 #######################################
 bench::run_experiment() {
   if (($# < 2)); then
@@ -754,6 +788,7 @@ bench::run_experiment() {
   for spec in "${specs[@]}"; do
     i=$((i + 1))
     if ! bench::run_phase "${i}" "${spec}"; then
+      lib::is_dry_run || bench::print_summary "" "${run_dirs[@]}" "${BENCH_RUN_DIR:-}" || true
       lib::err "phase ${spec} failed. After fixing the cause, resume with:"
       printf '%s\n' "$(bench::resume_command)" >&2
       return 1
@@ -791,9 +826,13 @@ bench::run_experiment() {
       lib::info "comparison: ${BENCH_RESULT_ROOT}/comparison.md (and comparison.html)"
     fi
   fi
+  local strict_ok=1 comparison=""
+  ((BENCH_PHASE_COUNT == 1)) || comparison="${BENCH_RESULT_ROOT}/comparison.md"
+  lib::is_dry_run || bench::print_summary "${comparison}" "${run_dirs[@]}" || strict_ok=0
   if ((BENCH_STATUS != 0)); then
     lib::err "the run finished with errors (see above); resume with: $(bench::resume_command)"
     return 1
   fi
+  ((strict_ok == 1)) || return 1
   return 0
 }

@@ -608,20 +608,28 @@ lib::start_server() {
 #######################################
 # Poll GET <base_url><health path> until it answers, the timeout passes, or
 # the server process dies (then fail at once); on failure the log tail is
-# printed (`sskj-results wait-health`).
+# printed (`sskj-results wait-health`). With a port, healthy also means
+# that every socket listening there belongs to the server's process tree
+# (or carries the tag): another holder fails in one line naming the port
+# and the holder, also when the server died because it could not bind.
 # Arguments: $1 base url; $2 server pid; $3 timeout seconds; $4 server log;
-#            $5 health path (the engine row's health_path; default /health)
+#            $5 health path (the engine row's health_path; empty: /health);
+#            $6 port (optional); $7 SSKJ_SERVER_TAG of a container (optional)
 # Outputs:   progress and log tail on stderr
-# Returns:   0 healthy, 1 died or timed out, 2 misuse
+# Returns:   0 healthy, 1 died, timed out or not our engine, 2 misuse
 #######################################
 lib::wait_for_health() {
-  if (($# != 4 && $# != 5)); then
-    lib::err "usage: lib::wait_for_health BASE_URL PID TIMEOUT_S LOG [HEALTH_PATH]"
+  if (($# < 4 || $# > 7)); then
+    lib::err "usage: lib::wait_for_health BASE_URL PID TIMEOUT_S LOG [HEALTH_PATH [PORT [TAG]]]"
     return 2
   fi
   local url="$1${5:-/health}"
+  local -a owner=()
+  [[ -z "${6:-}" ]] || owner+=(--port "$6")
+  [[ -z "${7:-}" ]] || owner+=(--tag "$7")
   lib::info "waiting for ${url} (timeout $3s)"
-  lib::results wait-health "${url}" --pid "$2" --timeout "$3" --log "$4" --tail "${LOG_TAIL_LINES:-40}"
+  lib::results wait-health "${url}" --pid "$2" --timeout "$3" --log "$4" --tail "${LOG_TAIL_LINES:-40}" \
+    "${owner[@]}"
 }
 
 #######################################

@@ -8,8 +8,11 @@ Two questions, two grades (docs/VALIDITY.md):
   **qualifies** the point: its numbers describe what was measured (a burst,
   a run with a failure), and an A/B verdict on two such points stands, with
   the qualification beside it.
+  A speculative phase with no acceptance length qualifies its points too:
+  the numbers stand, but nothing shows the engine decoded speculatively.
 * *Is this measurement broken?* Client bottleneck, outputs cut short,
-  client/server token mismatch, zero-token successes, many failures
+  client/server token mismatch, zero-token successes, many failures, a
+  stream that arrived in bursts (TPOT and ITL timed chunks, not tokens)
   **disqualify** the point: no verdict is made on it.
 
 The grades are read from a validity block as recorded (the checks' `ok` and
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Optional, Sequence
 
 from ..contract.errors import UsageError
 from ..contract.validity_models import Validity, ValidityCheck, ValidityThresholds
-from .validity import DEFAULT_THRESHOLDS
+from .validity import DEFAULT_THRESHOLDS, unreliable
 
 if TYPE_CHECKING:  # a planned grid is graded without loading the results models
     from ..contract.models import Scenario
@@ -72,6 +75,12 @@ RULES: dict[str, Rule] = {
                        "split the load over two client processes, or move the client to another core or machine"),
     "completeness": Rule("qualifying", "max_failed_share",
                          "fix the failures' cause (report.md, Failed requests: the first error)"),
+    "streaming_granularity": Rule("disqualifying", "max_bursty_share",
+                                  "a stream the client sees token by token: no buffering proxy between client and "
+                                  "engine, the engine's per-token streaming (docs/VALIDITY.md)"),
+    "acceptance": Rule("qualifying", "",
+                       "record the engine's acceptance: its /metrics before and after each scenario "
+                       "(server_metrics/), or a client that reports it; check that speculation was on"),
 }
 
 
@@ -143,6 +152,8 @@ def mark_of(g: Optional[str], qualifying: Sequence[str], disqualifying: Sequence
 
 
 def _limit(name: str, t: ValidityThresholds, scenario: Scenario) -> Optional[float]:
+    if not RULES[name].field:
+        return None  # a check without a threshold (acceptance) is what it was
     if name == "achieved_concurrency":
         return t.min_concurrency_fraction * scenario.concurrency if scenario.concurrency is not None else None
     return float(getattr(t, RULES[name].field))
@@ -183,7 +194,7 @@ def regrade(validity: Optional[Validity], scenario: Scenario, thresholds: Validi
         ok_all = True
     else:
         ok_all = None
-    return Validity(ok=ok_all, checks=checks)
+    return Validity(ok=ok_all, checks=checks, unreliable_metrics=unreliable(checks))
 
 
 # --------------------------------------------------------------------------- thresholds: options and config.env

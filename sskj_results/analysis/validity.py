@@ -15,6 +15,8 @@ inputs were not recorded (or that does not apply to the run) is unknown
 | prompt_token_parity | (client - server) / server prompt tokens | abs <= max_token_mismatch (1 %) |
 | client_cpu | client (user + system CPU) / wall, cores | < max_client_cpu (0.9) |
 | completeness | failed / all requests | <= max_failed_share (0) |
+| streaming_granularity | share of successes whose output tokens / streamed chunks exceed max_tokens_per_chunk (1.5; 1 + draft tokens in a speculative phase) | <= max_bursty_share (0.25) |
+| acceptance | a speculative phase's acceptance length | recorded (not speculative: passes) |
 
 The block is false when any check failed, true when every check passed, and
 null otherwise. How a failed check grades the point (⚠ qualified, ✖
@@ -38,8 +40,10 @@ if TYPE_CHECKING:  # the rules take the caller's arrays; checking a planned grid
 
 CHECK_ORDER: tuple[CheckName, ...] = (
     "prompts_per_slot", "achieved_concurrency", "output_length", "zero_token_successes",
-    "output_token_parity", "prompt_token_parity", "client_cpu", "completeness",
+    "output_token_parity", "prompt_token_parity", "client_cpu", "completeness", "streaming_granularity", "acceptance",
 )
+# the latency metrics a failed check makes unreliable (the others keep their meaning)
+UNRELIABLE_WHEN_FAILED: dict[str, tuple[str, ...]] = {"streaming_granularity": ("tpot_ms", "itl_ms")}
 DEFAULT_THRESHOLDS = ValidityThresholds()
 RANDOM_DATASETS = ("random", "random-ids")
 
@@ -53,7 +57,10 @@ class Evidence:
     * ``fixed_length``: the prompts asked for exactly ``output_len`` tokens each (random dataset, no length range);
     * ``client_*_tokens``: the client's totals over successful requests;
     * ``server_*_tokens``: the change of the server's /metrics token counters over the scenario;
-    * ``client_cpu_s`` / ``client_wall_s``: the client process's user + system CPU time and wall time.
+    * ``client_cpu_s`` / ``client_wall_s``: the client process's user + system CPU time and wall time;
+    * ``tokens_per_chunk``: per successful request with output, its output tokens / the chunks that streamed them;
+    * ``speculative``: the phase decodes speculatively (config.spec_method), with ``spec_method``,
+      ``draft_tokens`` (draft tokens per step) and ``accept_length`` (the scenario's acceptance length).
     """
 
     concurrency: Optional[int]  # None: open loop (a request rate, no concurrency limit)
@@ -72,6 +79,11 @@ class Evidence:
     server_prompt_tokens: Optional[float] = None
     client_cpu_s: Optional[float] = None
     client_wall_s: Optional[float] = None
+    tokens_per_chunk: Optional[np.ndarray] = None
+    speculative: Optional[bool] = None
+    spec_method: Optional[str] = None
+    draft_tokens: Optional[int] = None
+    accept_length: Optional[float] = None
     unknown_reasons: tuple[tuple[str, str], ...] = ()
 
     def why(self, check: str, default: str) -> str:
@@ -224,8 +236,58 @@ def completeness(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
                   f"{ev.failed} of {total} requests failed ({share:.1%}), {'at most' if ok else 'above'} {limit:.1%}")
 
 
+def chunk_limit(ev: Evidence, t: ValidityThresholds) -> float:
+    """Output tokens per streamed chunk a request may show: max_tokens_per_chunk, or 1 + the draft tokens per
+    step of a speculative phase when that is more (a verification step emits up to 1 + k tokens at once)."""
+    if ev.speculative and ev.draft_tokens:
+        return max(t.max_tokens_per_chunk, 1.0 + ev.draft_tokens)
+    return t.max_tokens_per_chunk
+
+
+def streaming_granularity(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    limit = t.max_bursty_share
+    if ev.tokens_per_chunk is None:
+        return _unknown("streaming_granularity", limit,
+                        ev.why("streaming_granularity", "per-request chunk gaps not recorded (run the client with details)"))
+    n = int(ev.tokens_per_chunk.size)
+    if n == 0:
+        return _unknown("streaming_granularity", limit, "no successful request with output tokens")
+    if ev.speculative and not ev.draft_tokens:
+        return _unknown("streaming_granularity", limit,
+                        "speculative phase with an unknown number of draft tokens per step: the tokens a chunk "
+                        "may carry are unknown")
+    per_chunk = chunk_limit(ev, t)
+    bursty = int((ev.tokens_per_chunk > per_chunk).sum())
+    share = bursty / n
+    ok = share <= limit
+    allowed = f"{per_chunk:g} (1 + {ev.draft_tokens} draft tokens)" if per_chunk > t.max_tokens_per_chunk else f"{per_chunk:g}"
+    text = (f"{bursty} of {n} successful requests got more than {allowed} output tokens per streamed chunk "
+            f"({share:.1%}; up to {float(ev.tokens_per_chunk.max()):.1f} per chunk), "
+            f"{'at most' if ok else 'above'} {limit:.1%}")
+    if not ok:
+        text += ": the client timed chunks, not tokens; TPOT and ITL are unreliable (stream buffered by a proxy, " \
+                "or an engine that sends several tokens per chunk)"
+    return _check("streaming_granularity", ok, share, limit, text)
+
+
+def acceptance(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    if ev.speculative is None:
+        return _unknown("acceptance", None, ev.why("acceptance", "whether the phase decodes speculatively is not recorded"))
+    if not ev.speculative:
+        return _check("acceptance", True, None, None, "not speculative: no acceptance length expected")
+    method = f" ({ev.spec_method})" if ev.spec_method else ""
+    if ev.accept_length is None:
+        return _check("acceptance", False, None, None,
+                      f"speculative phase{method} without an acceptance length: "
+                      + ev.why("acceptance", "neither the client nor the server's /metrics (server_metrics/) "
+                               "reported one")
+                      + "; nothing shows that the measured engine decoded speculatively")
+    return _check("acceptance", True, ev.accept_length, None,
+                  f"speculative phase{method}: acceptance length {ev.accept_length:.2f}")
+
+
 CHECKS = (prompts_per_slot, achieved_concurrency, output_length, zero_token_successes,
-          output_token_parity, prompt_token_parity, client_cpu, completeness)
+          output_token_parity, prompt_token_parity, client_cpu, completeness, streaming_granularity, acceptance)
 
 
 def overall(checks: Sequence[ValidityCheck]) -> Optional[bool]:
@@ -241,7 +303,16 @@ def judge(ev: Evidence, thresholds: Optional[ValidityThresholds] = None) -> Vali
     """Every check of one scenario, in CHECK_ORDER."""
     t = thresholds or DEFAULT_THRESHOLDS
     checks = [check(ev, t) for check in CHECKS]
-    return Validity(ok=overall(checks), checks=checks)
+    return Validity(ok=overall(checks), checks=checks, unreliable_metrics=unreliable(checks))
+
+
+def unreliable(checks: Sequence[ValidityCheck]) -> list[str]:
+    """The latency metrics that the failed checks make unreliable, in a fixed order."""
+    found: list[str] = []
+    for c in checks:
+        if c.ok is False:
+            found.extend(m for m in UNRELIABLE_WHEN_FAILED.get(c.name, ()) if m not in found)
+    return found
 
 
 # --------------------------------------------------------------------------- thresholds from the command line

@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "phase": ("next_cmd", "phase", "Split a phase spec NAME[:ENGINE][:KEY=VALUE]... (used by the shell)."),
     "patches": ("patches_cmd", "patches", "List a platform's runtime patches, or record those applied (used by the shell)."),
     "wait-health": ("run_client_cmd", "wait_health", "Wait until a server answers its health check (used by the shell)."),
+    "engine-owner": ("run_client_cmd", "engine_owner", "Check that every listener on a port is the engine a run started."),
+    "run-summary": ("run_client_cmd", "run_summary", "The end of a run: points measured, qualified, disqualified (used by the shell)."),
     "server-cmd": ("server_cmd", "server_cmd", "One phase's server command (or launcher), NUL-separated (used by the shell)."),
     "platform": ("platform_cmd", "platform", "Detect the platform, find its file, check its keys (used by platform.sh)."),
     "run-settings": ("run_settings_cmd", "run_settings", "The run-wide settings with their defaults, checked (used by the shell)."),
@@ -58,7 +60,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 PLUMBING = frozenset({
     "slo-next", "slurm-plan", "slurm-compare", "slurm-nodes", "next", "run-client", "engine", "package-version",
     "phase", "patches", "wait-health", "server-cmd", "platform", "run-settings", "client-cmd", "env", "redact",
-    "setup-envs", "check-names", "runset", "config", "phase-begin", "step", "phase-end",
+    "setup-envs", "check-names", "runset", "config", "phase-begin", "step", "phase-end", "run-summary",
 })
 
 

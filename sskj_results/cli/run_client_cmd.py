@@ -35,19 +35,25 @@ if TYPE_CHECKING:
                    "`sskj-results step --parse`), its records written to --records-out.")
 @click.option("--records-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="With --session: the step's records (its messages as `!` records), written atomically.")
+@click.option("--port", type=click.IntRange(min=1, max=65535), default=None,
+              help="The engine's port: the client runs, and its raw file is kept, only while every socket listening "
+                   "there belongs to --server-pid's process tree (exit 4 otherwise).")
+@click.option("--tag", default=None, help="The run's SSKJ_SERVER_TAG (a server inside a container).")
 @click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED)
 @handle_errors
 def run_client(run_dir: Path, stem: str, concurrency: int, input_len: int, output_len: int, server_pid: Optional[int],
                server_log: Optional[Path], log_offset: int, oom_pattern: Optional[str], client_log: Optional[Path],
                raw: Optional[Path], poll_s: float, sampler_pid: Optional[int], session: Optional[Path],
-               records_out: Optional[Path], argv: tuple[str, ...]) -> None:
+               records_out: Optional[Path], port: Optional[int], tag: Optional[str], argv: tuple[str, ...]) -> None:
     """Run the bench client ARGV (after --) while watching the server.
 
     Exit 0: the client succeeded and wrote its raw file. Exit 1: the client
     failed while the server is fine (nothing recorded; RESUME=1 runs it
     again). Exit 3: the server died or reported out-of-memory; the client was
     stopped within one poll interval and the scenario recorded in
-    skipped_after_oom.csv with the server log excerpt. The client's CPU and
+    skipped_after_oom.csv with the server log excerpt. Exit 4 (with --port):
+    another process holds the engine's port, before or after the client;
+    one line names the port and the holder, nothing is recorded. The client's CPU and
     wall time go to RUN_DIR/client_stats/<stem>.json (BENCHMARK_WORKFLOW.md).
 
     With --session the run loop's next step follows in this process, so a
@@ -57,7 +63,9 @@ def run_client(run_dir: Path, stem: str, concurrency: int, input_len: int, outpu
     the shell makes the step itself). The exit status stays the client's.
     """
     from ..run.specs import GridRow
-    from ..run.supervise import DEFAULT_OOM_PATTERN, EXIT_SERVER_FAILED, run_client as supervise, stop_group
+    from ..contract.errors import EngineOwnershipError
+    from ..run.supervise import (DEFAULT_OOM_PATTERN, EXIT_NOT_OUR_ENGINE, EXIT_SERVER_FAILED, run_client as supervise,
+                                 stop_group)
 
     if (session is None) != (records_out is None):
         raise click.UsageError("--session and --records-out go together")
@@ -70,8 +78,11 @@ def run_client(run_dir: Path, stem: str, concurrency: int, input_len: int, outpu
         status, stats = supervise(
             list(argv), run_dir=run_dir, stem=stem, row=GridRow(concurrency, input_len, output_len),
             server_pid=server_pid, server_log=server_log, log_offset=log_offset, client_log=client_log, raw=raw,
-            oom_pattern=oom_pattern or DEFAULT_OOM_PATTERN, poll_s=poll_s,
+            oom_pattern=oom_pattern or DEFAULT_OOM_PATTERN, poll_s=poll_s, port=port, tag=tag,
         )
+    except EngineOwnershipError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_NOT_OUR_ENGINE)
     finally:
         if sampler_pid is not None:
             stop_group(sampler_pid, 2.0)
@@ -140,12 +151,18 @@ def _next_step(run_dir: Path, stem: str, raw: Optional[Path], row: "GridRow", ar
 @click.option("--log", "log", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Server log: its last --tail lines are printed when the server does not become healthy.")
 @click.option("--tail", type=click.IntRange(min=0), default=40, show_default=True)
+@click.option("--port", type=click.IntRange(min=1, max=65535), default=None,
+              help="The engine's port: healthy only when every socket listening there belongs to --pid's process "
+                   "tree; one line names the holder otherwise (exit 1).")
+@click.option("--tag", default=None, help="The run's SSKJ_SERVER_TAG (a server inside a container).")
 @handle_errors
-def wait_health(url: str, pid: int, timeout_s: float, log: Optional[Path], tail: int) -> None:
-    """Wait until GET URL answers 2xx (exit 0); exit 1 when the server process dies or TIMEOUT passes."""
+def wait_health(url: str, pid: int, timeout_s: float, log: Optional[Path], tail: int, port: Optional[int],
+                tag: Optional[str]) -> None:
+    """Wait until GET URL answers 2xx (exit 0); exit 1 when the server process dies or TIMEOUT passes, or (with
+    --port) when another process holds the port."""
     from ..run.supervise import wait_for_health
 
-    healthy, message = wait_for_health(url, pid, timeout_s)
+    healthy, message = wait_for_health(url, pid, timeout_s, port=port, tag=tag)
     if healthy:
         click.echo(message, err=True)
         return
@@ -154,3 +171,41 @@ def wait_health(url: str, pid: int, timeout_s: float, log: Optional[Path], tail:
     for line in lines:
         click.echo(line, err=True)
     sys.exit(1)
+
+
+@click.command("engine-owner")
+@click.option("--port", type=click.IntRange(min=1, max=65535), required=True, help="The engine's port.")
+@click.option("--pid", type=click.IntRange(min=1), default=None,
+              help="The engine process the run started; without it, name whoever holds the port.")
+@click.option("--tag", default=None, help="The run's SSKJ_SERVER_TAG (a server inside a container).")
+@handle_errors
+def engine_owner(port: int, pid: Optional[int], tag: Optional[str]) -> None:
+    """Tell whether every socket listening on PORT belongs to the engine PID's process tree (exit 0), another
+    process holds one (exit 1, naming it) or it cannot be proven from here (exit 0, said). Without --pid:
+    exit 0 when the port is free, else exit 1 naming its holders."""
+    from ..contract.errors import EngineOwnershipError
+    from ..run.ownership import check
+
+    found = check(port, pid, tag)
+    if found.ok is False:
+        raise EngineOwnershipError(found.message)
+    click.echo(found.message if found.ok else f"warning: {found.message}")
+
+
+@click.command("run-summary")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--comparison", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The run's comparison.md (named first among the files to look at).")
+@click.option("--strict", is_flag=True, help="Exit 1 when a point is disqualified (✖; STRICT=1 of the run loop).")
+@handle_errors
+def run_summary(run_dirs: tuple[Path, ...], comparison: Optional[Path], strict: bool) -> None:
+    """The end of a run: points measured per phase, points qualified or disqualified with their checks, what to
+    look at (stderr). Exit 1 with --strict when a point is disqualified."""
+    from ..run.summary import summarize
+
+    found = summarize(list(run_dirs), comparison)
+    for line in found.lines:
+        click.echo(line, err=True)
+    if strict and found.disqualified:
+        click.echo(f"error: STRICT=1: {found.disqualified} disqualified point(s)", err=True)
+        sys.exit(1)

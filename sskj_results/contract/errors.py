@@ -21,3 +21,7 @@ class ConfigError(SskjError):
 
 class UsageError(SskjError):
     """The command was called wrongly (exit code 2)."""
+
+
+class EngineOwnershipError(SskjError):
+    """What answers on the engine's port is not (only) the engine this run started: names the port and the holder."""

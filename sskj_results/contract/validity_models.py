@@ -13,7 +13,8 @@ from .base import _Model
 
 CheckName = Literal[
     "prompts_per_slot", "achieved_concurrency", "output_length", "zero_token_successes",
-    "output_token_parity", "prompt_token_parity", "client_cpu", "completeness",
+    "output_token_parity", "prompt_token_parity", "client_cpu", "completeness", "streaming_granularity",
+    "acceptance",
 ]
 
 
@@ -49,6 +50,16 @@ class ValidityThresholds(_Model):
     max_failed_share: float = Field(
         default=0.0, ge=0, le=1, description="completeness: failed / all requests at most this share.",
     )
+    max_tokens_per_chunk: float = Field(
+        default=1.5, ge=1,
+        description="streaming_granularity: a request whose output tokens / streamed chunks exceed this (or, in a "
+        "speculative phase, 1 + its draft tokens per step when that is more) arrived in bursts.",
+    )
+    max_bursty_share: float = Field(
+        default=0.25, ge=0, le=1,
+        description="streaming_granularity: at most this share of successful requests may arrive in bursts "
+        "(beyond max_tokens_per_chunk); above it TPOT and ITL measured chunks, not tokens.",
+    )
     max_qualified_failed_share: float = Field(
         default=0.05, ge=0, le=1,
         description="completeness: a failed share above max_failed_share and at most this one qualifies the point "
@@ -76,6 +87,11 @@ class Validity(_Model):
         description="false when any check failed; true when every check passed; null otherwise (some unknown).",
     )
     checks: list[ValidityCheck] = Field(description="Every check, in the order of docs/VALIDITY.md.")
+    unreliable_metrics: list[str] = Field(
+        default_factory=list,
+        description="Latency metrics of the scenario that a failed check says do not describe the engine "
+        "(`tpot_ms`, `itl_ms` when streaming_granularity failed: the client timed chunks, not tokens).",
+    )
 
     @property
     def failing(self) -> list[str]:

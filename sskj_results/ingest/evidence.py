@@ -7,7 +7,8 @@
   server's own token counters over the scenario (``vllm:prompt_tokens_total``,
   ``vllm:generation_tokens_total``; SGLang's ``sglang:`` ones likewise);
 * ``client_stats/<stem>.json``: the client process's CPU and wall time, written
-  by ``sskj-results run-client`` (keys ``user_cpu_s``, ``system_cpu_s``, ``wall_s``).
+  by ``sskj-results run-client`` (keys ``user_cpu_s``, ``system_cpu_s``, ``wall_s``);
+* the phase's speculative setting and the scenario's acceptance (`Speculation`, from the caller).
 
 Side files describe one scenario: a raw file with several runs gets none of them.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -24,9 +26,19 @@ import numpy as np
 from ..analysis.metrics import itl_sums
 from ..contract.models import Validity, ValidityThresholds
 from .rawkeys import SGLANG, VLLM
-from .readers import RawRun
+from .readers import Details, RawRun
 from .sidecars import prometheus_counters
 from ..analysis.validity import RANDOM_DATASETS, Evidence, judge
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """A phase's speculative setting and one scenario's acceptance (what the acceptance and streaming checks read)."""
+
+    speculative: Optional[bool]  # None: unknown (raw files only)
+    method: Optional[str] = None
+    draft_tokens: Optional[int] = None
+    accept_length: Optional[float] = None
 
 PROMPT_COUNTERS = ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total")
 GENERATION_COUNTERS = ("vllm:generation_tokens_total", "sglang:generation_tokens_total")
@@ -85,12 +97,21 @@ def _fixed_length(run: RawRun) -> tuple[Optional[bool], Optional[str]]:
     return None, "the client recorded no random range ratio and the prompt lengths vary"
 
 
+def tokens_per_chunk(details: Details) -> tuple[Optional[np.ndarray], Optional[str]]:
+    """Output tokens / streamed chunks of each successful request with output (the first chunk and one per
+    inter-token gap), or why unknown."""
+    if details.itl_flat.size == 0:
+        return None, "the client recorded no inter-token gaps (no streaming, or no details)"
+    ok = details.success & (details.output_lens > 0)
+    return details.output_lens[ok] / (details.itl_counts[ok] + 1.0), None
+
+
 def evidence(run: RawRun, run_dir: Optional[Path] = None, stem: Optional[str] = None,
-             runs_in_file: int = 1) -> Evidence:
+             runs_in_file: int = 1, spec: Optional[Speculation] = None) -> Evidence:
     """Everything the checks read about one run; side files only under run_dir and for one run per file."""
     reasons: list[tuple[str, str]] = []
     details = run.details
-    latencies = output_lens = None
+    latencies = output_lens = per_chunk = None
     client_out, client_in = run.total_output_tokens, run.total_input_tokens
     if details is not None:
         ok = details.success
@@ -99,6 +120,9 @@ def evidence(run: RawRun, run_dir: Optional[Path] = None, stem: Optional[str] = 
         output_lens = details.output_lens[ok]
         client_out = float(output_lens.sum())
         client_in = float(details.input_lens[ok].sum())
+        per_chunk, why_chunks = tokens_per_chunk(details)
+        if why_chunks:
+            reasons.append(("streaming_granularity", why_chunks))
     fixed, why = _fixed_length(run)
     if why:
         reasons.append(("output_length", why))
@@ -123,17 +147,38 @@ def evidence(run: RawRun, run_dir: Optional[Path] = None, stem: Optional[str] = 
             cpu, wall, why = read_client_stats(stats)
             if why:
                 reasons.append(("client_cpu", why))
+    if spec is not None and spec.speculative and spec.accept_length is None:
+        reasons.append(("acceptance", _why_no_acceptance(run_dir, stem, runs_in_file)))
     return Evidence(
         concurrency=run.concurrency, output_len=run.output_len, success=run.success, failed=run.failed,
         num_prompts=run.num_prompts, rate_limited=run.request_rate is not None, duration_s=run.duration_s,
         latencies_s=latencies, output_lens=output_lens, fixed_length=fixed,
         client_output_tokens=client_out, client_prompt_tokens=client_in,
         server_output_tokens=server_out, server_prompt_tokens=server_in,
-        client_cpu_s=cpu, client_wall_s=wall, unknown_reasons=tuple(reasons),
+        client_cpu_s=cpu, client_wall_s=wall, tokens_per_chunk=per_chunk,
+        speculative=spec.speculative if spec else None, spec_method=spec.method if spec else None,
+        draft_tokens=spec.draft_tokens if spec else None, accept_length=spec.accept_length if spec else None,
+        unknown_reasons=tuple(reasons),
     )
 
 
+def _why_no_acceptance(run_dir: Optional[Path], stem: Optional[str], runs_in_file: int) -> str:
+    """Why a speculative scenario has no acceptance length: the raw file reported none, and the side files."""
+    base = "the client reported none"
+    if run_dir is None:
+        return base + " (imported from raw files only: no server_metrics/)"
+    if runs_in_file != 1:
+        return base + f"; {runs_in_file} runs in one raw file: its server_metrics/ describe none of them"
+    files = [run_dir / "server_metrics" / f"{stem}.{side}.prom" for side in ("before", "after")]
+    missing = [f"server_metrics/{f.name}" for f in files if not f.is_file()]
+    if missing:
+        return base + f", and {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing"
+    return (base + f", and server_metrics/{stem}.*.prom hold no speculative counters that moved over the scenario "
+            "(vllm:spec_decode_*, sglang:spec_verify_calls_total)")
+
+
 def judge_run(run: RawRun, run_dir: Optional[Path] = None, stem: Optional[str] = None, runs_in_file: int = 1,
-              thresholds: Optional[ValidityThresholds] = None) -> Validity:
-    """The validity block of one raw run (parse: with its run directory; import-legacy: without)."""
-    return judge(evidence(run, run_dir, stem, runs_in_file), thresholds)
+              thresholds: Optional[ValidityThresholds] = None, spec: Optional[Speculation] = None) -> Validity:
+    """The validity block of one raw run (parse: with its run directory and the phase's speculative setting;
+    import-legacy: without)."""
+    return judge(evidence(run, run_dir, stem, runs_in_file, spec), thresholds)

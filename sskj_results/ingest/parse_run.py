@@ -14,7 +14,7 @@ from ..contract.errors import RawFormatError, ResultsError, SskjError
 from ..contract.locking import locked, recover_backup
 from ..contract.io import RESULTS_NAME, check_writable, describe_os_error, display_name, load_run, save_run
 from ..contract.models import RawFile, Results, Scenario, SkippedScenario, SloSpec, Source, ValidityThresholds
-from .evidence import judge_run
+from .evidence import Speculation, judge_run
 from .filenames import name_hints
 from .hashing import sha256_files_each
 from .naming import name_scenarios
@@ -192,7 +192,11 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                         scenario.timestamp, scenario.timestamp_precision = when.value, when.precision
                         scenario.timestamp_source = when.source
                     _note_server(run, existing.metadata.engine, label, versions, warnings)
-                    scenario.validity = judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds)
+                    speculation = Speculation(speculative=bool(existing.config.spec_method), method=existing.config.spec_method,
+                                       draft_tokens=scenario.acceptance.draft_length if scenario.acceptance
+                                       and scenario.acceptance.draft_length else existing.config.spec_tokens,
+                                       accept_length=scenario.accept_length)
+                    scenario.validity = judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds, speculation)
                     check_writable(scenario)
                 except Exception as exc:  # noqa: BLE001 - one run's boundary
                     file_problems.append(Problem(label, run.line, unexpected(exc), run.index))

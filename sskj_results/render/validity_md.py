@@ -86,7 +86,8 @@ def _how_to_change(rows: Sequence[Row], doc: Optional[ComparisonDoc]) -> list[st
         verdicts = f"; tests: {refused} refused, {kept} qualified" if tests else ""
         field = RULES[name].field
         limit = passing_limit(name, points)
-        move = f"{how_to_move(field, limit)} makes them pass" if limit is not None else f"the threshold is `{field}`"
+        move = f"{how_to_move(field, limit)} makes them pass" if limit is not None and field else \
+            f"the threshold is `{field}`" if field else "no threshold moves it"
         if name == "completeness" and len(found) > len(qualified):
             shares = [c.value for _, c in found if c.value is not None]
             if shares:

@@ -166,11 +166,17 @@ def run_settings(settings: Mapping[str, str]) -> tuple[dict[str, str], list[str]
     """The run-wide settings with their defaults (environment > config.env > platform file > default), and every problem.
 
     TP: TP=, else one per device of DEVICES= (comma-separated), else the
-    platform's DEFAULT_TP, else 1. The counts must be non-negative integers,
+    platform's DEFAULT_TP, else 1. PORT=auto: the first free port from the
+    platform's DEFAULT_PORT on. The counts must be non-negative integers,
     CLIENT sglang or vllm, MODEL_PATH set.
     """
     out = {"PORT": _get(settings, "PORT") or _get(settings, "DEFAULT_PORT")}
     out.update((key, _get(settings, key) or default) for key, default in RUN_DEFAULTS)
+    if out["PORT"] == "auto":  # a free port from the platform's default on (BENCHMARK_WORKFLOW.md)
+        from .ownership import free_port
+
+        base = _get(settings, "DEFAULT_PORT")
+        out["PORT"] = str(free_port(int(base) if base.isdigit() else 30000, out["SERVER_HOST"]))
     devices = _get(settings, "DEVICES").split("\n", 1)[0]
     devices = devices[:-1] if devices.endswith(",") else devices  # as bash `IFS=, read -a` counts them
     out["TP"] = _get(settings, "TP") or (str(len(devices.split(","))) if devices else "") \

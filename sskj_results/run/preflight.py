@@ -465,9 +465,12 @@ def run_preflight(spec: Spec) -> Outcome:
                 f"orchestrator pid {eng.orchestrator})", "wait for it, stop it, or set PORT"))
         if spec.port is not None and not live and port_in_use(spec.host, spec.port):
             if not (orphans and spec.stop_stale and _wait_port_free(spec.host, spec.port, 10.0)):
+                from .ownership import check
+
+                held = check(spec.port, None)
                 out.problems.append(Problem(
-                    f"port {spec.port} on {spec.host} is in use",
-                    f"stop what listens there (ss -ltnp 'sport = :{spec.port}') or set PORT"))
+                    f"port {spec.port} on {spec.host} is in use" + (f" ({held.message})" if held.ok is False else ""),
+                    f"stop what listens there (ss -ltnp 'sport = :{spec.port}'), or set PORT (PORT=auto: a free one)"))
     return out
 
 

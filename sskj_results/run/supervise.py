@@ -14,6 +14,11 @@ client's resource use goes to a side file, client_stats/<stem>.json:
 
 user/system CPU seconds are the client process's own (and of its waited-for
 children), from wait4(2); server_failure is null, "oom" or "server_died".
+
+With the engine's port, the client runs only when every socket listening
+there belongs to the engine's process tree (`ownership.check`), and its raw
+file is kept only when that still holds after it: otherwise
+`EngineOwnershipError` names the port and the holder.
 """
 
 from __future__ import annotations
@@ -29,13 +34,25 @@ from pathlib import Path
 from types import FrameType
 from typing import Optional
 
-from ..contract.errors import ConfigError
+from ..contract.errors import ConfigError, EngineOwnershipError
 from ..contract.io import atomic_write_text
 from ..contract.times import now_iso
 from .specs import GridRow
 
 DEFAULT_OOM_PATTERN = r"out of memory|OutOfMemoryError|OOM error"
-EXIT_OK, EXIT_CLIENT_FAILED, EXIT_SERVER_FAILED = 0, 1, 3
+EXIT_OK, EXIT_CLIENT_FAILED, EXIT_SERVER_FAILED, EXIT_NOT_OUR_ENGINE = 0, 1, 3, 4
+
+
+def require_owner(port: Optional[int], server_pid: Optional[int], tag: Optional[str], when: str) -> Optional[str]:
+    """Raise EngineOwnershipError when another process holds the engine's port; the reason when it cannot be proven."""
+    if port is None or server_pid is None:
+        return None
+    from .ownership import check
+
+    found = check(port, server_pid, tag)
+    if found.ok is False:
+        raise EngineOwnershipError(f"{when}: {found.message}")
+    return found.message if found.ok is None else None
 
 
 @dataclass
@@ -131,8 +148,12 @@ def _wait_exit(pid: int, timeout_s: float) -> None:
 
 def run_client(argv: list[str], *, run_dir: Path, stem: str, row: GridRow, server_pid: Optional[int],
                server_log: Optional[Path], log_offset: int, client_log: Optional[Path], raw: Optional[Path],
-               oom_pattern: str = DEFAULT_OOM_PATTERN, poll_s: float = 1.0, grace_s: float = 5.0) -> tuple[int, ClientStats]:
-    """Run argv, watch the server, record the outcome; return (exit status for the shell, stats)."""
+               oom_pattern: str = DEFAULT_OOM_PATTERN, poll_s: float = 1.0, grace_s: float = 5.0,
+               port: Optional[int] = None, tag: Optional[str] = None) -> tuple[int, ClientStats]:
+    """Run argv, watch the server, record the outcome; return (exit status for the shell, stats).
+    With port: raises EngineOwnershipError (raw file removed) when another process holds it, before or after."""
+    if server_pid is None or pid_alive(server_pid):
+        require_owner(port, server_pid, tag, f"before the client of {stem}")
     started_at, start = now_iso(), time.monotonic()
     stopped = False
     status: Optional[int] = None
@@ -175,6 +196,13 @@ def run_client(argv: list[str], *, run_dir: Path, stem: str, row: GridRow, serve
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
     alive = server_pid is None or pid_alive(server_pid)
+    if alive:
+        try:
+            require_owner(port, server_pid, tag, f"after the client of {stem}")
+        except EngineOwnershipError:
+            if raw is not None:
+                raw.unlink(missing_ok=True)
+            raise
     reason, excerpt = server_failure(log_since(server_log, log_offset), alive, oom_pattern)
     stats = ClientStats(stem=stem, exit_code=status, wall_s=round(time.monotonic() - start, 3),
                         user_cpu_s=user, system_cpu_s=system, max_rss_kib=rss, stopped_because_server_died=stopped,
@@ -196,19 +224,30 @@ def run_client(argv: list[str], *, run_dir: Path, stem: str, row: GridRow, serve
     return EXIT_OK, stats
 
 
-def wait_for_health(url: str, pid: int, timeout_s: float, interval_s: float = 1.0) -> tuple[bool, str]:
-    """Poll GET url until it answers 2xx, the process dies, or timeout_s passes: (healthy, why not)."""
+def wait_for_health(url: str, pid: int, timeout_s: float, interval_s: float = 1.0, port: Optional[int] = None,
+                    tag: Optional[str] = None) -> tuple[bool, str]:
+    """Poll GET url until it answers 2xx, the process dies, or timeout_s passes: (healthy, why not).
+    With port, healthy also means that every listener on it is the engine's (else EngineOwnershipError)."""
     import urllib.error
     import urllib.request
 
     start = time.monotonic()
     while True:
         if not pid_alive(pid):
-            return False, f"server process {pid} exited before it became healthy"
+            why = f"server process {pid} exited before it became healthy"
+            if port is not None:
+                from .ownership import check
+
+                held = check(port, pid, tag)
+                if held.ok is False and held.holders:
+                    raise EngineOwnershipError(f"{why}: {held.message}")
+            return False, why
         try:
             with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 (a local http URL from the shell)
                 if 200 <= response.status < 300:
-                    return True, f"server healthy after {round(time.monotonic() - start)}s"
+                    unproven = require_owner(port, pid, tag, "at health")
+                    note = f" (engine ownership not proven: {unproven})" if unproven else ""
+                    return True, f"server healthy after {round(time.monotonic() - start)}s{note}"
         except (urllib.error.URLError, OSError, ValueError):
             pass
         if time.monotonic() - start >= timeout_s:

@@ -15,6 +15,10 @@ Failure modes (for fault tests):
   --oom                    print "CUDA out of memory" before such an exit
   --error-status CODE      answer every completion with this HTTP status
   --max-model-len L        400 Bad Request for longer prompts
+  --tokens-per-chunk N     stream N tokens per chunk (a buffered stream; default 1)
+  --reuse-port             bind with SO_REUSEPORT, as vLLM's API server does: a second
+                           engine on the same port then shares it (the kernel splits
+                           the connections)
 
 Every request is logged on stdout (one line), which the run loop keeps in
 logs/<service>_<timestamp>.log.
@@ -149,18 +153,21 @@ def make_app(state: State) -> web.Application:
                 )
             resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
             await resp.prepare(request)
-            for i in range(max_tokens):
+            per = max(1, args.tokens_per_chunk)
+            for i in range(0, max_tokens, per):
                 if i:
-                    await asyncio.sleep(args.latency_ms / 1000.0)
+                    await asyncio.sleep(args.latency_ms * per / 1000.0)
+                n = min(per, max_tokens - i)
                 chunk = {
                     "id": f"cmpl-{state.requests}",
                     "object": "text_completion",
                     "created": created,
                     "model": args.model,
-                    "choices": [{"index": 0, "text": f" t{i}", "logprobs": None, "finish_reason": None}],
+                    "choices": [{"index": 0, "text": "".join(f" t{i + j}" for j in range(n)), "logprobs": None,
+                                 "finish_reason": None}],
                 }
                 await resp.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                state.tokens += 1
+                state.tokens += n
             final = {
                 "id": f"cmpl-{state.requests}",
                 "object": "text_completion",
@@ -204,6 +211,8 @@ def main() -> int:
     parser.add_argument("--max-model-len", type=int, default=None)
     parser.add_argument("--spec-decode", action="store_true", help="expose vllm:spec_decode_* counters")
     parser.add_argument("--refuse-reset", action="store_true", help='answer a cache reset 200 {"success": false}')
+    parser.add_argument("--tokens-per-chunk", type=int, default=1, help="tokens per streamed chunk")
+    parser.add_argument("--reuse-port", action="store_true", help="bind with SO_REUSEPORT (as vLLM's API server)")
     args, unknown = parser.parse_known_args()
     if args.host not in ("127.0.0.1", "localhost"):
         parser.error("the fake server only listens on 127.0.0.1/localhost")
@@ -214,7 +223,8 @@ def main() -> int:
         log(f"exiting at start with status {args.exit_at_start}")
         return args.exit_at_start
     state = State(args)
-    web.run_app(make_app(state), host=args.host, port=args.port, print=None, access_log=None, handle_signals=True)
+    web.run_app(make_app(state), host=args.host, port=args.port, print=None, access_log=None, handle_signals=True,
+                reuse_port=args.reuse_port or None)
     return 0
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
 import socket
 import sys
@@ -167,6 +169,40 @@ def test_wait_for_health_fails_at_once_when_the_server_dies(tmp_path, base_env):
     assert time.monotonic() - start < 15  # not the 120 s timeout
     assert "exited before it became healthy" in proc.stderr
     assert "CUDA out of memory" in proc.stderr
+
+
+def test_an_engine_that_could_not_bind_fails_in_one_line_naming_the_port_and_the_holder(tmp_path, base_env):
+    port = free_port()
+    with socket.socket() as holder:  # a listener that appeared after the port check, before our engine's bind
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        snippet = (
+            _start_fake(port, tmp_path / "logs", "", base_env)
+            + f'lib::wait_for_health http://127.0.0.1:{port} "$LIB_SERVER_PID" 60 "$LIB_SERVER_LOG" /health {port}\n'
+        )
+        proc = bash_lib(snippet, base_env)
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1
+    assert re.fullmatch(rf"error: server process \d+ exited before it became healthy: port {port} is held by pid "
+                        rf"{os.getpid()} \(.*\), not by the engine this run started \(pid \d+\)", errors[0])
+
+
+def test_a_foreign_engine_answering_health_is_not_ours(tmp_path, base_env, tag):
+    port = free_port()
+    foreign = _start_fake(port, tmp_path / "foreign", "", base_env) + "foreign=$LIB_SERVER_PID\n"
+    snippet = (
+        foreign
+        + f'lib::wait_for_health http://127.0.0.1:{port} "$foreign" 30 "$LIB_SERVER_LOG"\n'
+        + "setsid -w sleep 60 & ours=$!\n"  # our engine, still loading: the foreign one answers /health
+        + f'rc=0; lib::wait_for_health http://127.0.0.1:{port} "$ours" 30 "$LIB_SERVER_LOG" {port} || rc=$?\n'
+        + 'echo "foreign=$foreign ours=$ours"; lib::stop_tree "$ours" 1; lib::stop_server; exit "$rc"\n'
+    )
+    proc = bash_lib(snippet, dict(base_env, STOP_GRACE_S="3"))
+    assert proc.returncode == 1
+    pids = dict(word.split("=") for word in proc.stdout.split())
+    assert (f"error: at health: port {port} is held by pid {pids['foreign']} (" in proc.stderr
+            and f"not by the engine this run started (pid {pids['ours']})" in proc.stderr)
 
 
 def test_stop_tree_kills_the_process_group_and_descendants(base_env, tag):

@@ -218,7 +218,7 @@ def test_each_preflight_failure_stops_before_the_engine_starts(tmp_path, base_en
         holder = socket.socket()
         holder.bind(("127.0.0.1", int(env["PORT"])))
         holder.listen(1)
-        extra, message = {}, f"port {env['PORT']} on 127.0.0.1 is in use"
+        extra, message = {}, f"port {env['PORT']} on 127.0.0.1 is in use (port {env['PORT']} is held by pid {os.getpid()} ("
     else:
         extra, message = preflight_case(tmp_path, base_env, name)
     env.update(extra)
