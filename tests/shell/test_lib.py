@@ -195,7 +195,7 @@ def test_a_foreign_engine_answering_health_is_not_ours(tmp_path, base_env, tag):
         foreign
         + f'lib::wait_for_health http://127.0.0.1:{port} "$foreign" 30 "$LIB_SERVER_LOG"\n'
         + "setsid -w sleep 60 & ours=$!\n"  # our engine, still loading: the foreign one answers /health
-        + f'rc=0; lib::wait_for_health http://127.0.0.1:{port} "$ours" 30 "$LIB_SERVER_LOG" {port} || rc=$?\n'
+        + f'rc=0; lib::wait_for_health http://127.0.0.1:{port} "$ours" 30 "$LIB_SERVER_LOG" /health {port} || rc=$?\n'
         + 'echo "foreign=$foreign ours=$ours"; lib::stop_tree "$ours" 1; lib::stop_server; exit "$rc"\n'
     )
     proc = bash_lib(snippet, dict(base_env, STOP_GRACE_S="3"))
