@@ -674,6 +674,25 @@ bench::on_exit() {
 }
 
 #######################################
+# The run ids under an experiment's results/ (for a refused RESUME=1).
+# Arguments: $1 the experiment's results directory
+# Outputs:   the directory names, space-separated, or "none"
+# Returns:   0
+#######################################
+bench::list_runs() {
+  local -a runs=()
+  local d
+  for d in "$1"/*/; do
+    [[ -d "${d}" ]] && runs+=("$(basename "${d}")")
+  done
+  if ((${#runs[@]} == 0)); then
+    printf 'none'
+  else
+    printf '%s' "${runs[*]}"
+  fi
+}
+
+#######################################
 # Run an experiment: configuration, grid, every phase, comparison, summary.
 # Arguments: $1 experiment directory; $2.. phase specs (see file header)
 # Globals:   RUN_ID RESULT_ROOT RESUME DRY_RUN SLO_SEARCH COMPARE_BASELINE
@@ -703,6 +722,12 @@ bench::run_experiment() {
   if [[ "${RESUME:-0}" == "1" && -z "${RUN_ID:-}" ]]; then
     lib::err "RESUME=1 needs RUN_ID=<the run to continue>"
     return 2
+  fi
+  # A run to resume that does not exist is refused before the configuration
+  # and its environment checks (checked again below with the loaded RESULT_ROOT).
+  if [[ "${RESUME:-0}" == "1" && ! -d "${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}}" ]]; then
+    lib::err "RESUME=1: ${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}} does not exist (no run ${RUN_ID} to resume; its runs: $(bench::list_runs "${BENCH_EXPERIMENT_DIR}/results"))"
+    return 1
   fi
   # Configuration, RUN_ID, the phases and every name that becomes a path
   # segment, checked before anything is written.
