@@ -31,6 +31,8 @@ def run(tmp_path: Path) -> Path:
     (run / "raw_outputs").mkdir(parents=True)
     for f in sorted(RAW.glob("vllm_0705_*.jsonl")):
         shutil.copyfile(f, run / "raw_outputs" / f"cpu_{f.name}")
+    (run / "logs").mkdir()
+    (run / "logs" / "plan_20260707_132641_4242.txt").write_text("c2_i128_o32\n", encoding="utf-8")  # the loop's
     assert cli("metadata", str(run), "--no-detect", *META).exit_code == 0
     assert cli("parse", str(run)).exit_code == 0
     return run
@@ -122,12 +124,10 @@ def test_validate_of_an_import_without_report_still_suggests_report(tmp_path: Pa
 
 def test_compare_of_a_missing_directory_names_it(run: Path, tmp_path: Path) -> None:
     result = cli("compare", str(tmp_path / "results" / "nope"))
-    assert result.exit_code == 2
-    assert result.output.splitlines()[-1] == (
-        f"error: {tmp_path / 'results' / 'nope'}: no such run directory or results.json; give the runs to compare "
-        "(run directories, run sets or folders of runs)")
-    result = cli("compare", str(run), str(tmp_path / "typo"))
-    assert result.exit_code == 2 and f"error: {tmp_path / 'typo'}: no such run directory" in result.output
+    assert result.exit_code == 1
+    assert result.output == f"error: {tmp_path / 'results' / 'nope'}: no such run directory\n"
+    result = cli("compare", str(tmp_path / "typo"), str(run))
+    assert result.exit_code == 1 and result.output == f"error: {tmp_path / 'typo'}: no such run directory\n"
 
 
 def test_collect_keeps_the_run_loops_own_record_over_a_later_import_of_its_raw_files(run: Path, tmp_path: Path,

@@ -396,10 +396,11 @@ def _is_dry_run(data: Any) -> bool:
 
 
 def _resume_command(run_dir: Path, data: Any) -> Optional[str]:
-    """The command that resumes a run of the run loop (one that recorded its script and run id), as
-    scripts/common/adaptive_bench_lib.sh's bench::resume_command prints it; None for any other run."""
+    """The command that resumes a run of the run loop (one that recorded its script and run id, with the
+    loop's plan in logs/), as scripts/common/adaptive_bench_lib.sh's bench::resume_command prints it; None
+    for any other run."""
     meta = data.get("metadata") if isinstance(data, dict) else None
-    if not isinstance(meta, dict):
+    if not isinstance(meta, dict) or not any((run_dir / "logs").glob("plan_*.txt")):
         return None
     run_id, script, platform = meta.get("run_id"), meta.get("script"), meta.get("platform")
     if not (isinstance(run_id, str) and run_id and isinstance(script, str) and script):

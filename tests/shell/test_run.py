@@ -36,6 +36,22 @@ def run_env(base_env, tmp_path, **extra) -> dict[str, str]:
     return env
 
 
+def untracked_after(run: Path, clone: Path) -> list[str]:
+    """The files of RUN that `git status` lists in a repository with this repository's .gitignore, the run
+    placed where the run loop writes it (experiments/<platform>/<name>/results/<RUN_ID>/)."""
+    import shutil
+
+    place = clone / "experiments" / "cpu" / "exp_fake" / "results" / run.name
+    shutil.copytree(run, place)
+    shutil.copyfile(Path(__file__).resolve().parents[2] / ".gitignore", clone / ".gitignore")
+    git = ["git", "-C", str(clone)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", ".gitignore"], check=True)
+    out = subprocess.run([*git, "status", "--porcelain", "-uall", "-z"], check=True, capture_output=True, text=True)
+    prefix = f"experiments/cpu/exp_fake/results/{run.name}/"
+    return [line[3:].removeprefix(prefix) for line in out.stdout.split("\0") if line.startswith("??")]
+
+
 def test_single_phase_run_writes_raw_outputs_metrics_and_results(tmp_path, base_env, make_experiment, tag):
     exp = make_experiment(phases="vllm")
     env = run_env(base_env, tmp_path, FAKE_SERVER_ARGS="--spec-decode")
@@ -76,6 +92,9 @@ def test_single_phase_run_writes_raw_outputs_metrics_and_results(tmp_path, base_
     assert client_calls(tmp_path) == [(1, 16, 8), (2, 16, 8)]
     assert "report: " + str(run / "report.md") in proc.stderr
     assert not port_listening(int(env["PORT"]))
+    # what `git status` shows after the run: the artifacts BENCHMARK_WORKFLOW.md rule 7 commits, nothing more
+    assert sorted(untracked_after(run, tmp_path / "clone")) == sorted(
+        ["results.json", "report.md", *(f"plots/{p.name}" for p in (run / "plots").iterdir())])
 
 
 def test_a_refused_cache_reset_is_recorded_as_a_warm_cache(tmp_path, base_env, make_experiment, tag):
