@@ -157,8 +157,10 @@ def rebuild_damaged(run_dir: Path) -> Optional[Rebuilt]:
     slo, slo_kept, _ = _salvage(SloSpec, parts.get("slo"), {}) if isinstance(parts.get("slo"), dict) else (None, [], [])
     validity, validity_kept, _ = (_salvage(ValidityThresholds, parts.get("validity_thresholds"), {})
                                   if isinstance(parts.get("validity_thresholds"), dict) else (None, [], []))
-    recovered = [f"metadata.{k}" for k in meta_kept if k not in from_index + from_names]
-    recovered += [f"config.{k}" for k in config_kept] + (["slo"] if slo_kept else [])
+    own = [k for k in meta_kept if k not in from_index + from_names]
+    recovered = [f"metadata ({len(own)} field(s))"] if own else []
+    recovered += [f"config ({len(config_kept)} field(s))"] if config_kept else []
+    recovered += ["slo"] if slo_kept else []
     recovered += ["validity_thresholds"] if validity_kept else []
     recovered += [f"metadata.{k} (from the run set's index)" for k in from_index]
     recovered += [f"metadata.{k} (from the raw file names)" for k in from_names]
