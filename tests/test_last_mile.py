@@ -73,8 +73,10 @@ def test_an_invalid_results_json_keeps_every_field_that_still_validates(run: Pat
     (run / "results.json").write_text(json.dumps(broken), encoding="utf-8")
     result = cli("parse", str(run))
     assert result.exit_code == 0, result.output
-    assert "unknown now: metadata.timestamp, metadata.timestamp_precision, metadata.timestamp_source (set them" \
-        in result.stderr
+    assert "results.json: damaged (results.json: metadata.timestamp: String should match pattern" in result.stderr
+    assert ("(and 1 more)); rebuilt from raw_outputs/, the damaged file kept as results.json.damaged-" in result.stderr
+            and "recovered: metadata (11 field(s)), config (1 field(s)), slo; unknown now: metadata.timestamp, "
+            "metadata.timestamp_precision, metadata.timestamp_source (set them" in result.stderr)
     rebuilt = json.loads((run / "results.json").read_text(encoding="utf-8"))
     assert rebuilt["scenarios"] == good["scenarios"]
     for key in ("experiment", "run_id", "phase", "git_commit", "model", "script"):

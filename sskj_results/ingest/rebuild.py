@@ -12,6 +12,7 @@ sets it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass, field
@@ -141,6 +142,7 @@ def rebuild_damaged(run_dir: Path) -> Optional[Rebuilt]:
     raws = list_raw_dir(run_dir / "raw_outputs").files
     if not raws:
         return None
+    reason = re.sub(r"; run `sskj-results validate [^`]*`\)$", ")", reason)  # the file is aside by then
     shown = display_name(file)
     if reason.startswith(f"{shown}:"):  # said once, before it: its position in the file (line:column) stays
         reason = RESULTS_NAME + reason[len(shown):]
