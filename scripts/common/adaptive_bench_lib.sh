@@ -260,13 +260,15 @@ _bench::server_cmd() {
 }
 
 #######################################
-# Make sure the platform's container runs (docker platforms): start a
-# stopped one; create a missing one only with AUTO_START_CONTAINER=1.
-# Globals:   CONTAINER_NAME DOCKER_IMAGE DOCKER_RUN_ARGS AUTO_START_CONTAINER
-# Returns:   0 running, 1 not running
+# The command that creates the platform's container (docker platforms):
+# what bench::ensure_container runs and a dry run prints.
+# Globals:   CONTAINER_NAME DOCKER_IMAGE DOCKER_RUN_ARGS (read);
+#            BENCH_CONTAINER_CREATE (written, array)
+# Outputs:   a warning on stderr for a dropped --shm-size
+# Returns:   0
 #######################################
-bench::ensure_container() {
-  local state word
+bench::container_create_cmd() {
+  local word
   local -a given=() run_args=()
   read -r -a given <<<"${DOCKER_RUN_ARGS:-}"
   for word in "${given[@]}"; do
@@ -278,7 +280,19 @@ bench::ensure_container() {
     run_args+=("${word}")
   done
   # --entrypoint: an image's own ENTRYPOINT would take `sleep infinity` as its arguments
-  local -a create=(docker run -d --name "${CONTAINER_NAME}" "${run_args[@]}" --entrypoint sleep "${DOCKER_IMAGE}" infinity)
+  BENCH_CONTAINER_CREATE=(docker run -d --name "${CONTAINER_NAME}" "${run_args[@]}" --entrypoint sleep "${DOCKER_IMAGE}" infinity)
+}
+
+#######################################
+# Make sure the platform's container runs (docker platforms): start a
+# stopped one; create a missing one only with AUTO_START_CONTAINER=1.
+# Globals:   CONTAINER_NAME DOCKER_IMAGE DOCKER_RUN_ARGS AUTO_START_CONTAINER
+# Returns:   0 running, 1 not running
+#######################################
+bench::ensure_container() {
+  local state
+  bench::container_create_cmd
+  local -a create=("${BENCH_CONTAINER_CREATE[@]}")
   state="$(docker inspect -f '{{.State.Running}}' "${CONTAINER_NAME}" 2>/dev/null)" || state="missing"
   case "${state}" in
     true) return 0 ;;
@@ -575,7 +589,7 @@ bench::run_phase() {
   BENCH_CONFIG_ARGS+=("${MULTINODE_RECORD_ARGS[@]}")
   ((BENCH_PHASE_COUNT == 1)) || BENCH_CONFIG_ARGS+=(--config "phase${index}_server_args=${server_line}")
   lib::is_dry_run && BENCH_CONFIG_ARGS+=(--config "dry_run=true")
-  BENCH_PLAN=()
+  BENCH_PLAN=() BENCH_PLAN_BEFORE=()
   local -a begin=(phase-begin "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}")
   BENCH_PATCH_LIST="" BENCH_PATCHES_RECORDED=""
   if [[ "${RUNTIME}" == "docker" && -n "${PATCH_ROOT:-}" ]]; then
@@ -586,9 +600,18 @@ bench::run_phase() {
     return 1
   }
 
-  ! lib::is_dry_run || printf '# phase %s: %s (engine %s) -> %s\n' "${index}" "${PHASE_NAME}" "${PHASE_ENGINE}" "${BENCH_RUN_DIR}"
+  if lib::is_dry_run; then
+    printf '# phase %s: %s (engine %s) -> %s\n' "${index}" "${PHASE_NAME}" "${PHASE_ENGINE}" "${BENCH_RUN_DIR}"
+    lib::quote_words mkdir -p "${BENCH_RUN_DIR}"/{raw_outputs,logs,gpu_logs,server_metrics}
+    printf '\n'
+    lib::print_plan "${BENCH_PLAN_BEFORE[@]}" || return 1
+  fi
   if [[ "${RUNTIME}" == "docker" ]]; then
-    lib::is_dry_run || bench::ensure_container || return 1
+    if lib::is_dry_run; then
+      bench::print_container_step
+    else
+      bench::ensure_container || return 1
+    fi
     local -a patch_args=("${BENCH_RUN_DIR}")
     if [[ -n "${BENCH_PATCHES_RECORDED}" ]]; then
       # phase-begin listed the series (and recorded it where nothing will be applied)
@@ -598,9 +621,17 @@ bench::run_phase() {
     fi
     bash "${_BENCH_LIB_DIR}/apply_patches.sh" "${patch_args[@]}" || return 1
   fi
+  local -a end=(phase-end "${BENCH_RUN_DIR}")
+  if ((BENCH_PHASE_COUNT > 1)); then
+    end+=(--runset "${BENCH_RESULT_ROOT}" ${COMPARE_BASELINE:+--baseline "${COMPARE_BASELINE}"}
+      ${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"})
+  fi
   if lib::is_dry_run; then
-    printf '%s\n' "${server_line}"
+    bench::print_server_start "${server_line}"
     lib::print_plan "${BENCH_PLAN[@]}" || return 1
+    bench::print_server_stop
+    printf '# parse, report, validate (and the run set'"'"'s index)\n'
+    lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" "${end[@]}"
   else
     BENCH_SERVER_UP=0
     local rc=0
@@ -611,17 +642,75 @@ bench::run_phase() {
     if ((rc != 0)); then
       return 1
     fi
-    local -a end=(phase-end "${BENCH_RUN_DIR}")
-    if ((BENCH_PHASE_COUNT > 1)); then
-      end+=(--runset "${BENCH_RESULT_ROOT}" ${COMPARE_BASELINE:+--baseline "${COMPARE_BASELINE}"}
-        ${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"})
-    fi
     lib::results "${end[@]}" >&2 || BENCH_STATUS=1
   fi
   bench::restore_phase_settings
   export CLIENT_BACKEND="${saved_backend}"
   [[ -n "${saved_backend}" ]] || unset CLIENT_BACKEND
   return 0
+}
+
+#######################################
+# Print (DRY_RUN) what bench::ensure_container does, as paste-ready lines.
+# Globals:   CONTAINER_NAME DOCKER_IMAGE DOCKER_RUN_ARGS AUTO_START_CONTAINER (read)
+# Outputs:   a comment and the command on stdout
+# Returns:   0
+#######################################
+bench::print_container_step() {
+  bench::container_create_cmd
+  if [[ "${AUTO_START_CONTAINER:-0}" == "1" ]]; then
+    printf '# the container %s: started when stopped, created when missing (AUTO_START_CONTAINER=1)\n' "${CONTAINER_NAME}"
+  else
+    printf '# the container %s: started when stopped; when missing the run refuses (AUTO_START_CONTAINER=1 creates it, as this line does)\n' \
+      "${CONTAINER_NAME}"
+  fi
+  printf '%s || %s\n' "$(lib::quote_words docker start "${CONTAINER_NAME}")" "$(lib::quote_cmd "${BENCH_CONTAINER_CREATE[@]}")"
+}
+
+#######################################
+# Print (DRY_RUN) how the run starts the phase's engine, as paste-ready
+# lines: in the background in its own process group, its output in a log
+# under logs/, then the health wait (as lib::start_server and
+# lib::wait_for_health do); the shell variables SERVER_LOG and SERVER_PID
+# carry over to bench::print_server_stop's line.
+# Arguments: $1 the server command, quoted (redacted) as recorded
+# Globals:   BENCH_RUN_DIR PHASE_NAME SERVER_HOST PORT HEALTH_TIMEOUT_S
+#            SSKJ_RESULTS_CMD (read)
+# Outputs:   the lines on stdout
+# Returns:   0
+#######################################
+bench::print_server_start() {
+  local line="$1"
+  printf '# the engine, in the background in its own process group (its log in logs/), then its health (at most %ss)\n' \
+    "${HEALTH_TIMEOUT_S}"
+  # shellcheck disable=SC2016  # $(date ...) is for the shell the line is pasted into
+  printf 'SERVER_LOG=%q_$(date +%%Y%%m%%d_%%H%%M%%S).log\n' "${BENCH_RUN_DIR}/logs/${PHASE_NAME}"
+  # shellcheck disable=SC2016  # $SERVER_LOG and $! are for the shell the line is pasted into
+  printf 'setsid %s >>"$SERVER_LOG" 2>&1 </dev/null & SERVER_PID=$!\n' "${line}"
+  # shellcheck disable=SC2016
+  printf '%s --pid "$SERVER_PID" --timeout %q --log "$SERVER_LOG"\n' \
+    "$(lib::quote_words "${SSKJ_RESULTS_CMD[@]}" wait-health "http://${SERVER_HOST}:${PORT}/health")" "${HEALTH_TIMEOUT_S}"
+}
+
+#######################################
+# Print (DRY_RUN) how the run stops the phase's engine (lib::stop_server:
+# TERM to its process group and, on docker, to the processes tagged with
+# the port in the container; KILL after STOP_GRACE_S), as one paste-ready
+# line that runs lib::stop_server itself.
+# Globals:   RUNTIME CONTAINER_NAME PORT STOP_GRACE_S (read)
+# Outputs:   the lines on stdout
+# Returns:   0
+#######################################
+bench::print_server_stop() {
+  local -a vars=("STOP_GRACE_S=${STOP_GRACE_S:-30}")
+  if [[ "${RUNTIME:-native}" == "docker" ]]; then
+    vars+=("LIB_SERVER_CONTAINER=${CONTAINER_NAME}" "LIB_SERVER_TAG=sskj-${PORT}")
+    multinode::enabled && vars+=("LIB_SERVER_NODES=${NNODES}")
+  fi
+  printf '# stop the engine as the run does (TERM, then KILL after %ss)\n' "${STOP_GRACE_S:-30}"
+  # shellcheck disable=SC2016  # $SERVER_PID is for the shell the line is pasted into
+  printf 'LIB_SERVER_PID="$SERVER_PID" %s bash -c '"'"'source "$1" && lib::stop_server'"'"' stop %q\n' \
+    "$(lib::quote_words "${vars[@]}")" "${_BENCH_LIB_DIR}/lib.sh"
 }
 
 #######################################
@@ -665,6 +754,7 @@ bench::on_signal() {
   lib::err "interrupted; completed scenarios are kept in results.json. Resume with:"
   printf '%s\n' "$(bench::resume_command)" >&2
   [[ -z "${BENCH_TMP_DIR:-}" ]] || rm -rf "${BENCH_TMP_DIR}"
+  [[ -z "${BENCH_DRY_REMOVE:-}" ]] || rm -rf -- "${BENCH_DRY_REMOVE}"
   trap - EXIT
   exit "$2"
 }
@@ -682,6 +772,8 @@ bench::on_exit() {
     lib::stop_server
   fi
   [[ -z "${BENCH_TMP_DIR:-}" ]] || rm -rf "${BENCH_TMP_DIR}"
+  # what a dry run made in the experiment's results/ (bench::run_experiment)
+  [[ -z "${BENCH_DRY_REMOVE:-}" ]] || rm -rf -- "${BENCH_DRY_REMOVE}"
   return 0
 }
 
@@ -707,6 +799,25 @@ bench::print_summary() {
   [[ -z "${comparison}" ]] || args+=(--comparison "${comparison}")
   [[ "${STRICT:-0}" != "1" ]] || args+=(--strict)
   lib::results "${args[@]}" "${dirs[@]}"
+}
+
+#######################################
+# The run ids under an experiment's results/ (for a refused RESUME=1).
+# Arguments: $1 the experiment's results directory
+# Outputs:   the directory names, space-separated, or "none"
+# Returns:   0
+#######################################
+bench::list_runs() {
+  local -a runs=()
+  local d
+  for d in "$1"/*/; do
+    [[ -d "${d}" ]] && runs+=("$(basename "${d}")")
+  done
+  if ((${#runs[@]} == 0)); then
+    printf 'none'
+  else
+    printf '%s' "${runs[*]}"
+  fi
 }
 
 #######################################
@@ -742,6 +853,12 @@ bench::run_experiment() {
     lib::err "RESUME=1 needs RUN_ID=<the run to continue>"
     return 2
   fi
+  # A run to resume that does not exist is refused before the configuration
+  # and its environment checks (checked again below with the loaded RESULT_ROOT).
+  if [[ "${RESUME:-0}" == "1" && ! -d "${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}}" ]]; then
+    lib::err "RESUME=1: ${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}} does not exist (no run ${RUN_ID} to resume; its runs: $(bench::list_runs "${BENCH_EXPERIMENT_DIR}/results"))"
+    return 1
+  fi
   # Configuration, RUN_ID, the phases and every name that becomes a path
   # segment, checked before anything is written.
   local rc=0
@@ -749,6 +866,16 @@ bench::run_experiment() {
   ((rc == 0)) || return "${rc}"
   export RESULT_ROOT="${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}}"
   BENCH_RESULT_ROOT="${RESULT_ROOT}"
+  # A dry run leaves nothing in the experiment's results/: the directories it
+  # makes for its records (metadata, plan) go at its exit. RESULT_ROOT=DIR
+  # keeps them in DIR.
+  BENCH_DRY_REMOVE=""
+  if lib::is_dry_run && ((BENCH_RESULT_ROOT_SET == 0)) && [[ ! -e "${BENCH_RESULT_ROOT}" ]]; then
+    BENCH_DRY_REMOVE="${BENCH_RESULT_ROOT}"
+    while [[ ! -e "$(dirname "${BENCH_DRY_REMOVE}")" ]]; do
+      BENCH_DRY_REMOVE="$(dirname "${BENCH_DRY_REMOVE}")"
+    done
+  fi
   local root
   root="$(lib::repo_root)"
   export SCRIPT_PATH="${BENCH_EXPERIMENT_DIR#"${root}"/}/run_bench.sh"
@@ -816,7 +943,9 @@ bench::run_experiment() {
 
   trap - INT TERM
   local d
-  if lib::is_dry_run; then
+  if lib::is_dry_run && [[ -n "${BENCH_DRY_REMOVE}" ]]; then
+    lib::info "dry run: nothing was started, nothing is kept (RESULT_ROOT=DIR keeps the metadata it records in DIR)"
+  elif lib::is_dry_run; then
     lib::info "dry run: nothing was started; metadata written to ${run_dirs[*]/%//results.json}"
   else
     for d in "${run_dirs[@]}"; do

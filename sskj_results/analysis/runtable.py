@@ -385,16 +385,24 @@ class Dropped:
 MEASURED = ("duration_s", "request_throughput", "output_token_throughput")
 
 
+# Run-level columns that record the import itself, not the run: left out when counting what a record knows.
+_BOOKKEEPING = ("imported_at", "imported_from", "tool_version")
+
+
 def drop_doubles(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Dropped]]:
     """One row per raw run: rows of two run directories with the same raw file (name and sha256), the same
     line (and position in it) and the same measured duration and throughputs are the same measurement
-    imported twice (an earlier `unknown_*` import beside a `--platform` one). Kept: the row of a run with a
-    known chip, then of the latest import, then the first found."""
+    recorded twice (an earlier `unknown_*` import beside a `--platform` one, a run loop's own run beside a
+    later import of its raw_outputs/). Kept, in this order: the row of a run with a known chip; then the
+    run's own record (written by the run loop or `parse`, no `imported_at`) over an `import-legacy` one;
+    then the record that knows more run facts (metadata and config values); then the latest import; then
+    the first found (docs/RUNS_TABLE.md)."""
     known = frame["source_sha256"].notna().to_numpy()
     if not known.any():
         return frame, []
     cols = {c: frame[c].tolist() for c in ("source_sha256", "source_file", "source_line", "source_index", "chip",
                                             "imported_at", "run_dir") + MEASURED}
+    facts_of = frame[[c.name for c in _RUN_COLUMNS if c.name not in _BOOKKEEPING]]
 
     def missing(value: Any) -> bool:
         return value is None or value is pd_na()
@@ -403,10 +411,11 @@ def drop_doubles(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Dropped]]:
         return (cols["source_sha256"][i], os.path.basename(str(cols["source_file"][i])), cols["source_line"][i],
                 *(None if missing(cols[c][i]) else cols[c][i] for c in ("source_index",) + MEASURED))
 
-    def rank(i: int) -> tuple[bool, str, int]:
+    def rank(i: int) -> tuple[bool, bool, int, str]:
+        """Smaller is kept, but for the import time: later is kept."""
         chip, when = cols["chip"][i], cols["imported_at"][i]
-        unknown = missing(chip) or chip == "unknown"
-        return (unknown, "" if missing(when) else str(when), -i)
+        facts = int(facts_of.iloc[i].notna().sum())
+        return (missing(chip) or chip == "unknown", not missing(when), -facts, "" if missing(when) else str(when))
 
     best: dict[tuple[Any, ...], int] = {}
     for i in (int(i) for i in known.nonzero()[0]):
@@ -417,8 +426,8 @@ def drop_doubles(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Dropped]]:
             continue
         if cols["run_dir"][i] == cols["run_dir"][j]:
             continue  # one run directory's own rows are never doubles of each other
-        (unknown_i, when_i, _), (unknown_j, when_j, _) = rank(i), rank(j)
-        if (unknown_i, when_j) < (unknown_j, when_i):  # i: known chip first, then the later import
+        (*first_i, when_i), (*first_j, when_j) = rank(i), rank(j)
+        if (first_i, when_j) < (first_j, when_i):  # i ranks first, or ties and is the later import
             best[key] = i
     keep = [True] * len(frame)
     counts: dict[tuple[str, str], int] = {}

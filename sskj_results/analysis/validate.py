@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -405,6 +406,28 @@ def _is_dry_run(data: Any) -> bool:
     return isinstance(config, dict) and config.get("dry_run") is True
 
 
+def _resume_command(run_dir: Path, data: Any) -> Optional[str]:
+    """The command that resumes a run of the run loop (one that recorded its script and run id, with the
+    loop's plan in logs/), as scripts/common/adaptive_bench_lib.sh's bench::resume_command prints it; None
+    for any other run."""
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    if not isinstance(meta, dict) or not any((run_dir / "logs").glob("plan_*.txt")):
+        return None
+    run_id, script, platform = meta.get("run_id"), meta.get("script"), meta.get("platform")
+    if not (isinstance(run_id, str) and run_id and isinstance(script, str) and script):
+        return None
+    root = run_dir.resolve()
+    if meta.get("phase") and root.name.startswith("phase") and root.parent.name == run_id:
+        root = root.parent  # a phase of a multi-phase run: the run is its parent
+    words = ["RESUME=1", f"RUN_ID={run_id}"]
+    if not (root.name == run_id and root.parent.name == "results"
+            and root.parent.parent.name == Path(script).parent.name):
+        words.append(f"RESULT_ROOT={root}")  # not the experiment's own results/<RUN_ID>
+    if isinstance(platform, str) and platform:
+        words.append(f"PLATFORM={platform}")
+    return shlex.join(words + ["bash", script])
+
+
 def _dir_checks(run_dir: Path, data_ok: bool, data: Any = None) -> Iterator[Problem]:
     """The run-directory checklist of BENCHMARK_WORKFLOW.md."""
     label = display_name(run_dir)
@@ -412,7 +435,12 @@ def _dir_checks(run_dir: Path, data_ok: bool, data: Any = None) -> Iterator[Prob
         return  # a dry run writes no report: nothing was measured (said once, by the file's own check)
     reports = [p for p in run_dir.glob("*.md") if p.name.lower() != "readme.md"]
     if not reports:
-        yield Problem(label, "", "no human-readable report (report.md); run `sskj-results report " + label + "`")
+        resume = _resume_command(run_dir, data) if data_ok else None
+        if resume is not None:
+            yield Problem(label, "", "no report.md: the run loop stopped before its end (interrupted or failed); "
+                          f"resume it with `{resume}` (or report what it measured: `sskj-results report {label}`)")
+        else:
+            yield Problem(label, "", "no human-readable report (report.md); run `sskj-results report " + label + "`")
     readme = run_dir / "README.md"
     has_provenance = readme.is_file() or any(_mentions_provenance(p) for p in reports)
     if not has_provenance:

@@ -43,15 +43,22 @@ def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], sl
     Idempotent and atomic: safe to run after every scenario. Unchanged raw
     files (same content hash) are not read again. Side files: server_metrics/
     (accept length), gpu_logs/ (accelerator usage), skipped_after_oom.csv.
+    A damaged results.json (not JSON, or no longer a valid run) is rebuilt
+    from raw_outputs/: the damaged file is kept aside as
+    results.json.damaged-<time>, what of it still validates is carried over.
     Exit 1 when a raw run could not be imported (each one is listed).
     """
     from ..ingest.parse_run import parse_run_dir
+    from ..ingest.rebuild import rebuild_damaged
     from ..contract.io import load_run
     from ..analysis.grades import env_items
     from ..analysis.validity import parse_thresholds
 
     # config.env's VALIDITY_<NAME> keys (the shell exports them), then the command line, over the recorded ones
     validity = (*env_items(os.environ), *validity)
+    rebuilt = rebuild_damaged(run_dir)  # a damaged results.json beside its raw outputs
+    if rebuilt is not None:
+        echo(f"warning: {rebuilt.line()}", err=True)
     recorded = load_run(run_dir).validity_thresholds if validity and (run_dir / "results.json").is_file() else None
     outcome = parse_run_dir(run_dir, _slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), name_format=name_format,
                             validity=parse_thresholds(validity, recorded))

@@ -338,7 +338,8 @@ def _scenario(run_dir: Path, session: Path, prepare: bool = False) -> Optional[t
 def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metadata_args: tuple[str, ...]) -> None:
     """Start a phase (used by the run loop): the engine's and client's versions, the run's metadata and
     config (METADATA_ARGS after --: more `sskj-results metadata` options), and with DRY_RUN=1 the whole
-    plan of the phase (array BENCH_PLAN: every scenario's commands, printed by the shell).
+    plan of the phase (arrays BENCH_PLAN_BEFORE: the metadata and prompt sets, before the engine starts;
+    BENCH_PLAN: every scenario's commands; printed by the shell around the engine's start and stop).
 
     With --patches: PATCH_ROOT/series listed in BENCH_PATCH_LIST (apply_patches.sh's input). Where nothing
     will be applied (a dry run, or an empty series) config.patches is recorded here with the metadata and
@@ -381,7 +382,8 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
     args += ["--config", f"client_backend={client_backend(client, env.get('CLIENT_BACKEND', ''))}",
              "--config", f"prompt_method={method}",
              "--config", f"dataset_name={sent_dataset_name(client, method, env.get('DATASET_NAME') or None)}"]
-    status, out = invoke(["metadata", str(run_dir), *metadata_meta(env, facts), *args], capture=True)
+    metadata_argv = ["metadata", str(run_dir), *metadata_meta(env, facts), *args]
+    status, out = invoke(metadata_argv, capture=True)
     sys.stderr.write(out.decode("utf-8", "surrogateescape"))
     if status != 0:
         sys.exit(1)
@@ -402,6 +404,9 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
     if method == "round-trip-set" and not dry:
         _make_sets(_grid_prompt_sets())
     if dry:
+        items.append(("#", ["# the phase's metadata, as the run records it (a run also records the engine's and "
+                            "client's versions, here unknown)"]))
+        items.append(("$", redact_argv(["sskj-results", *_measured_args(metadata_argv)])))
         items.append(("#", [f"# prompts: {method} (PROMPT_METHOD={env.get('PROMPT_METHOD') or 'auto'}; "
                             "docs/METRICS.md, prompt tokens)"]))
         if env.get("RUN_PROMPT_WHY"):
@@ -410,6 +415,7 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
             items.append(("#", ["# the round-trip sets of the grid, made before the engine starts (kept in "
                                 "PROMPT_SET_DIR, made only when missing):"]))
             items.append(("$", _make_sets_command(_grid_prompt_sets(), missing_only=False)))
+        before, items = items, []  # the plan before the engine starts, then the scenarios with it
         items.append(("#", [f"# each client runs under `{' '.join(['sskj-results', 'run-client'])} {run_dir} --stem STEM "
                             "... --server-pid PID --server-log LOG -- CLIENT` (the engine's pid and log, known "
                             "once it runs): it stops the client when the engine dies and records its CPU use"]))
@@ -419,8 +425,23 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
             for argv in (cmds.warmup, cmds.reset, cmds.metrics_before, cmds.client, cmds.metrics_after):
                 if argv:
                     items.append(("$", redact_argv(argv)))
+        rec.array("BENCH_PLAN_BEFORE", plan_words(before))
     rec.array("BENCH_PLAN", plan_words(items))
     _write(rec)
+
+
+def _measured_args(argv: list[str]) -> list[str]:
+    """The metadata command of a dry run as a measured run gives it: without `--config dry_run=true` and the
+    patches a dry run records as not applied (apply_patches.sh records those it applies)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--config" and i + 1 < len(argv) and argv[i + 1].startswith(("dry_run=", "patches=")):
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
 
 
 @click.command("step")

@@ -79,6 +79,8 @@ def _reparse_one(path: Path, slo: Optional[SloSpec], no_plots: bool, no_html: bo
 
     out = run_reparse(path, slo, plots=not no_plots, html=not no_html)
     for run in out.runs:
+        if run.rebuilt is not None:
+            click.echo(f"warning: {run.rebuilt.line()}", err=True)
         if run.parsed is None:
             shown = ", ".join(run.missing_raw[:3]) + (f" and {len(run.missing_raw) - 3} more" if len(run.missing_raw) > 3 else "")
             click.echo(f"warning: {run.run_dir}: raw files missing ({shown}); results.json kept as it is, "

@@ -215,6 +215,9 @@ def write_comparison(
     matrix name apply unless baseline/options say otherwise.
     """
     options.check()
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing:  # said before counting the runs: `compare <typo>` names the typo
+        raise ResultsError(f"{missing[0]}: no such run directory")
     expanded, sets = expand(paths)
     if len(paths) == 1 and len(sets) == 1:
         run_set = sets[0]

@@ -12,9 +12,10 @@ under the client's Python, on the CPU, before the phase's engine starts
 (`phase-begin`), for every (input length, prompt count) of the grid; a
 scenario the grid did not foresee (SLO search) has its set made by the `step`
 that proposes it. Sets are cached under PROMPT_SET_DIR (default
-RESULT_ROOT/prompt_sets), named by the tokenizer's fingerprint (SHA-256 of its
-files), the text's (real text), length, count, seed and the client's format, so a second phase or run with the same
-tokenizer reuses them. Each scenario's method, set and prompt source (`prompt_source`) are recorded in
+RESULT_ROOT/prompt_sets: per run), named by the tokenizer's fingerprint (SHA-256 of its
+files), the text's (real text), length, count, seed and the client's format, so a second phase or a resumed run
+with the same tokenizer reuses them (other runs too, where PROMPT_SET_DIR is shared). Each scenario's method, set
+and prompt source (`prompt_source`) are recorded in
 prompts/<stem>.json beside its raw output (read by `parse`).
 """
 

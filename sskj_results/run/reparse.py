@@ -6,7 +6,8 @@ What `experiments/<platform>/<name>/parse_results.py` runs (through
 the comparison of its phases into the run-set directory (`compare DIR --out
 DIR`, with the baseline, title and matrix name the index records).
 A run whose recorded raw files are missing (raw_outputs/ is not committed)
-keeps its results.json as it is: only its report is rewritten.
+keeps its results.json as it is: only its report is rewritten. A damaged
+results.json beside raw outputs is rebuilt from them (ingest/rebuild.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Optional, Union
 from ..analysis.compare import CompareOptions
 from ..contract.errors import UsageError
 from ..ingest.parse_run import ParseOutcome, parse_run_dir
+from ..ingest.rebuild import Rebuilt, rebuild_damaged
 from ..contract.io import RESULTS_NAME, load_run
 from ..contract.models import SloSpec
 from ..render.publish import ComparisonOutput, ReportOptions, ReportOutput, write_comparison, write_report
@@ -33,6 +35,7 @@ class RunOutcome:
     parsed: Optional[ParseOutcome]
     report: ReportOutput
     missing_raw: list[str] = field(default_factory=list)
+    rebuilt: Optional[Rebuilt] = None
 
 
 @dataclass
@@ -78,10 +81,11 @@ def reparse(path: PathLike, slo: Optional[SloSpec] = None, plots: bool = True, h
     dirs = phase_paths(directory, run_set) if run_set is not None else [directory]
     out = ReparseOutcome()
     for run_dir in dirs:
+        rebuilt = rebuild_damaged(run_dir)  # a damaged results.json beside its raw outputs
         missing = missing_raw_files(run_dir)
         parsed = None if missing else parse_run_dir(run_dir, slo)
         report = write_report(run_dir, ReportOptions(slo=slo, plots=plots, html=html))
-        out.runs.append(RunOutcome(run_dir, parsed, report, missing))
+        out.runs.append(RunOutcome(run_dir, parsed, report, missing, rebuilt))
     if run_set is not None:
         out.index, run_set = write_run_set(directory)
         if len(run_set.phases) > 1:

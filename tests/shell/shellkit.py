@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -124,6 +125,23 @@ WARMUP_REQUESTS="1"
 STOP_GRACE_S="5"
 HEALTH_TIMEOUT_S="30"
 """
+
+
+# How a dry run's plan starts a phase's engine (adaptive_bench_lib.sh, bench::print_server_start):
+# `setsid <server command> >>"$SERVER_LOG" 2>&1 </dev/null & SERVER_PID=$!`
+SERVER_START = ("setsid ", ' >>"$SERVER_LOG" 2>&1 </dev/null & SERVER_PID=$!')
+
+
+def plan_command_lines(stdout: str) -> list[list[str]]:
+    """The commands of a dry run's plan, as words; the engine's start line as its server command alone."""
+    out = []
+    for line in stdout.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith(SERVER_START[0]) and line.endswith(SERVER_START[1]):
+            line = line[len(SERVER_START[0]):-len(SERVER_START[1])]
+        out.append(shlex.split(line))
+    return out
 
 
 def load_json(path: Path) -> dict:

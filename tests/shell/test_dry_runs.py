@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from shellkit import REPO, engine_settings, load_json, needs_results, run_script
+from shellkit import REPO, engine_settings, load_json, needs_results, plan_command_lines, run_script
 
 from sskj_results.catalog.engines import ENGINES
 from sskj_results.run.setup_envs import STAMP_NAME
@@ -140,7 +140,7 @@ def test_two_node_dry_run_of_the_p800_sglang_experiment_prints_both_ranks(tmp_pa
         assert node == f"node{rank}"
     # the ranks differ only in their node rank
     assert without(ranks[0][3], "--node-rank") == without(ranks[1][3], "--node-rank")
-    srun = next(shlex.split(line) for line in proc.stdout.splitlines() if " srun " in line)
+    srun = next(c for c in plan_command_lines(proc.stdout) if "srun" in c and c[0] != "sskj-results")
     assert srun[srun.index("srun"):srun.index("srun") + 6] == ["srun", "--overlap", "--nodes=2", "--ntasks=2",
                                                                 "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
     assert srun[-4:] == [str(REPO / "scripts/common/multinode_rank.sh"),

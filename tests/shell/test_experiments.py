@@ -21,6 +21,7 @@ from shellkit import (
     free_port,
     load_json,
     needs_results,
+    plan_command_lines,
     port_listening,
     run_script,
 )
@@ -61,7 +62,7 @@ def setting(cmd: list[str], key: str) -> str | None:
 
 
 def command_lines(stdout: str) -> list[list[str]]:
-    return [shlex.split(line) for line in stdout.splitlines() if line and not line.startswith("#")]
+    return plan_command_lines(stdout)
 
 
 def options(cmd: list[str]) -> dict[str, str | None]:
@@ -98,7 +99,27 @@ def test_dry_run_h200_sglang_vs_vllm(tmp_path, base_env, tag):
     assert not [c for c in cmds if "run-client" in c]
     watch = [line for line in proc.stdout.splitlines() if line.startswith("# each client runs under `sskj-results run-client ")]
     assert [line.split()[7] for line in watch] == [str(tmp_path / "r" / "phase1_sglang"), str(tmp_path / "r" / "phase2_vllm")]
-    assert "SERVER_PID" not in proc.stdout and "SERVER_LOG" not in proc.stdout
+    # paste-ready: each phase starts its engine in the background, waits for its health, runs its scenarios,
+    # stops it (lib::stop_server itself) and ends (phase-end): the shell variables are set before their use
+    lines = proc.stdout.splitlines()
+
+    def at(test) -> list[int]:
+        return [i for i, line in enumerate(lines) if test(line)]
+
+    starts = at(lambda line: line.startswith("setsid ") and line.endswith(' >>"$SERVER_LOG" 2>&1 </dev/null & SERVER_PID=$!'))
+    logs = at(lambda line: line.startswith("SERVER_LOG="))
+    waits = at(lambda line: line.endswith(' wait-health http://127.0.0.1:30000/health --pid "$SERVER_PID" --timeout 1800 '
+                                          '--log "$SERVER_LOG"'))
+    stops = at(lambda line: line == f'LIB_SERVER_PID="$SERVER_PID" STOP_GRACE_S=30 bash -c \'source "$1" && '
+                                    f'lib::stop_server\' stop {COMMON}/lib.sh')
+    ends = at(lambda line: line.endswith(f" phase-end {tmp_path}/r/phase1_sglang --runset {tmp_path}/r --baseline sglang")
+              or line.endswith(f" phase-end {tmp_path}/r/phase2_vllm --runset {tmp_path}/r --baseline sglang"))
+    scenarios = at(lambda line: line.startswith("# scenario "))
+    assert len(logs) == len(starts) == len(waits) == len(stops) == len(ends) == 2, proc.stdout[:3000]
+    for phase in (0, 1):
+        own = [i for i in scenarios if (phase == 0) == (i < starts[1])]
+        assert logs[phase] < starts[phase] < waits[phase] < min(own) <= max(own) < stops[phase] < ends[phase]
+    assert lines[logs[0]] == f"SERVER_LOG={tmp_path}/r/phase1_sglang/logs/sglang_$(date +%Y%m%d_%H%M%S).log"
     warmups = [c for c in cmds if c[1].endswith("warmup.py")]
     assert len(clients) == 64 and len(warmups) == 64  # 32 scenarios x 2 phases
     first = clients[0]
@@ -524,3 +545,44 @@ def test_apply_patches_misuse_is_one_usage_line(tmp_path, base_env, args):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1
     assert "usage: apply_patches.sh RUN_DIR [--listing FILE [--recorded]]" in proc.stderr
+
+
+@needs_results
+def test_a_dry_run_with_the_default_results_directory_leaves_nothing_behind(tmp_path, base_env, tag):
+    """The README's command as typed (no RESULT_ROOT): the plan names results/<RUN_ID>/, but nothing of it
+    is left in the experiment (git status stays clean); RESULT_ROOT=DIR keeps the metadata in DIR."""
+    run_id = "20991231-235959"
+    results = H200_VS / "results"
+    existed = results.exists()
+    env = dict(base_env, DRY_RUN="1", PLATFORM="nvidia_h200", RUN_ID=run_id)
+    proc = run_script(H200_VS / "run_bench.sh", env, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert f"# phase 1: sglang (engine sglang) -> {results / run_id / 'phase1_sglang'}" in proc.stdout
+    assert not (results / run_id).exists() and results.exists() == existed
+    assert proc.stderr.splitlines()[-1].endswith(
+        "[INFO] dry run: nothing was started, nothing is kept (RESULT_ROOT=DIR keeps the metadata it records in DIR)")
+
+
+@needs_results
+def test_the_p800_dry_run_shows_the_container_step_before_the_engine(tmp_path, base_env, tag):
+    """The P800 plan runs `docker exec` in the platform's container: it shows the step that makes sure the
+    container runs (start a stopped one; create a missing one, which the run does only with
+    AUTO_START_CONTAINER=1), and the dry run itself starts or creates no container."""
+    env = dict(base_env, DRY_RUN="1", PLATFORM="kunlun_p800", RUN_ID="20260708-120000", RESULT_ROOT=str(tmp_path / "r"))
+    proc = run_script(P800 / "run_bench.sh", env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    step = lines.index("docker start sskj_p800_sglang || docker run -d --name sskj_p800_sglang --privileged "
+                       "--net=host --ipc=host -v /data:/data --entrypoint sleep sglang-kunlun-p800:latest infinity")
+    assert lines[step - 1] == ("# the container sskj_p800_sglang: started when stopped; when missing the run refuses "
+                               "(AUTO_START_CONTAINER=1 creates it, as this line does)")
+    engine = next(i for i, line in enumerate(lines) if line.startswith("setsid docker exec "))
+    first_exec = next(i for i, line in enumerate(lines) if "docker exec" in line)
+    assert step < engine == first_exec
+    assert lines[-2:] == ["# parse, report, validate (and the run set's index)",
+                          f"{base_env['SSKJ_RESULTS_BIN']} phase-end {tmp_path / 'r'}"]
+    stop = next(line for line in lines if line.startswith('LIB_SERVER_PID="$SERVER_PID" '))
+    assert stop == ('LIB_SERVER_PID="$SERVER_PID" STOP_GRACE_S=30 LIB_SERVER_CONTAINER=sskj_p800_sglang '
+                    f"LIB_SERVER_TAG=sskj-30000 bash -c 'source \"$1\" && lib::stop_server' stop {COMMON}/lib.sh")
+    calls = Path(env["FAKE_DOCKER_LOG"]).read_text().splitlines() if Path(env["FAKE_DOCKER_LOG"]).exists() else []
+    assert not [c for c in calls if c.startswith(("docker start", "docker run", "docker create"))]  # only looked

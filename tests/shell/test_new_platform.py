@@ -6,14 +6,13 @@ symlink), each dry-run; and a clone whose environments live elsewhere (SSKJ_ENVS
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from shellkit import REPO, free_port, load_json, needs_results
+from shellkit import REPO, free_port, load_json, needs_results, plan_command_lines
 
 pytestmark = [pytest.mark.shell, needs_results]
 
@@ -50,7 +49,7 @@ def dry_run(script: Path, env: dict[str, str], cwd: Path) -> subprocess.Complete
 
 
 def commands(stdout: str) -> list[list[str]]:
-    return [shlex.split(line) for line in stdout.splitlines() if line and not line.startswith("#")]
+    return plan_command_lines(stdout)
 
 
 def check_my_chip_dry_run(proc: subprocess.CompletedProcess, results: Path, experiment: str, envs: str) -> None:

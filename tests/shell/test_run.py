@@ -36,6 +36,22 @@ def run_env(base_env, tmp_path, **extra) -> dict[str, str]:
     return env
 
 
+def untracked_after(run: Path, clone: Path) -> list[str]:
+    """The files of RUN that `git status` lists in a repository with this repository's .gitignore, the run
+    placed where the run loop writes it (experiments/<platform>/<name>/results/<RUN_ID>/)."""
+    import shutil
+
+    place = clone / "experiments" / "cpu" / "exp_fake" / "results" / run.name
+    shutil.copytree(run, place)
+    shutil.copyfile(Path(__file__).resolve().parents[2] / ".gitignore", clone / ".gitignore")
+    git = ["git", "-C", str(clone)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", ".gitignore"], check=True)
+    out = subprocess.run([*git, "status", "--porcelain", "-uall", "-z"], check=True, capture_output=True, text=True)
+    prefix = f"experiments/cpu/exp_fake/results/{run.name}/"
+    return [line[3:].removeprefix(prefix) for line in out.stdout.split("\0") if line.startswith("??")]
+
+
 def test_single_phase_run_writes_raw_outputs_metrics_and_results(tmp_path, base_env, make_experiment, tag):
     exp = make_experiment(phases="vllm")
     env = run_env(base_env, tmp_path, FAKE_SERVER_ARGS="--spec-decode")
@@ -76,6 +92,9 @@ def test_single_phase_run_writes_raw_outputs_metrics_and_results(tmp_path, base_
     assert client_calls(tmp_path) == [(1, 16, 8), (2, 16, 8)]
     assert "report: " + str(run / "report.md") in proc.stderr
     assert not port_listening(int(env["PORT"]))
+    # what `git status` shows after the run: the artifacts BENCHMARK_WORKFLOW.md rule 7 commits, nothing more
+    assert sorted(untracked_after(run, tmp_path / "clone")) == sorted(
+        ["results.json", "report.md", *(f"plots/{p.name}" for p in (run / "plots").iterdir())])
 
 
 def test_a_refused_cache_reset_is_recorded_as_a_warm_cache(tmp_path, base_env, make_experiment, tag):
@@ -301,6 +320,24 @@ def test_resume_without_run_id_is_misuse(tmp_path, base_env, make_experiment, ta
     assert proc.returncode == 2 and "RESUME=1 needs RUN_ID" in proc.stderr
 
 
+def test_resume_of_an_unknown_run_id_is_refused_before_any_setup(tmp_path, base_env, make_experiment, tag):
+    """RESUME=1 with a RUN_ID that names no run: refused at once, naming the runs there are, before the
+    configuration, preflight and environment checks (no sskj-results call at all)."""
+    from shellkit import recorded_calls
+
+    exp = make_experiment()
+    (exp / "results" / "20250101-000000").mkdir(parents=True)
+    env = run_env(base_env, tmp_path, RESUME="1", RUN_ID="20250102-999999")
+    env.pop("RESULT_ROOT")
+    proc = run_script(exp / "run_bench.sh", env)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1].endswith(
+        f"[ERROR] RESUME=1: {exp}/results/20250102-999999 does not exist (no run 20250102-999999 to resume; its "
+        "runs: 20250101-000000)")
+    assert recorded_calls(tmp_path.parent / f"{tmp_path.name}.sskj_results_calls.bin") == []
+    assert not (exp / "results" / "20250102-999999").exists()
+
+
 @pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 def test_resume_does_not_rerun_recorded_failures(tmp_path, base_env, make_experiment, tag):
     exp = make_experiment(phases="vllm", config=OOM_CONFIG.replace('SHAPES="16x8 32x4"', 'SHAPES="16x8"'))
@@ -351,3 +388,28 @@ def test_nvidia_platform_samples_the_gpu_per_scenario(tmp_path, base_env, make_e
     results = load_json(run / "results.json")
     assert results["metadata"]["hardware"] == "8x NVIDIA H20 140GB"  # HARDWARE="auto": asked by sskj-results metadata
     assert results["metadata"]["driver_version"] == "570.00.01"
+
+
+def test_a_dry_runs_plan_pasted_into_bash_runs_the_phase(tmp_path, base_env, make_experiment, tag):
+    """README: DRY_RUN=1 prints every command, paste-ready. Pasted as printed, the plan makes the run's
+    directories and metadata, starts the engine and waits for its health, runs the scenarios, stops the
+    engine and records them (phase-end): the same scenarios as the run loop's."""
+    exp = make_experiment(phases="vllm")
+    env = run_env(base_env, tmp_path, DRY_RUN="1")
+    dry = run_script(exp / "run_bench.sh", env)
+    assert dry.returncode == 0, dry.stderr
+    run = Path(env["RESULT_ROOT"])
+    import shutil
+
+    shutil.rmtree(run)  # what the dry run recorded (RESULT_ROOT given): the pasted plan writes its own
+    pasted = subprocess.run(["bash", "-euo", "pipefail", "-c", dry.stdout], env=dict(env, DRY_RUN="0"),
+                            capture_output=True, text=True, timeout=180, start_new_session=True)
+    assert pasted.returncode == 0, pasted.stderr[-3000:]
+    results = load_json(run / "results.json")
+    assert [s["name"] for s in results["scenarios"]] == ["c1_i16_o8", "c2_i16_o8"]
+    assert results["metadata"]["run_id"] == "20250102-030405" and "dry_run" not in results["config"]
+    assert (run / "report.md").is_file()
+    assert client_calls(tmp_path) == [(1, 16, 8), (2, 16, 8)]
+    assert not port_listening(int(env["PORT"]))
+    (log,) = (run / "logs").glob("vllm_*.log")
+    assert log.read_text().count("POST /reset_prefix_cache") == 2

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-from shellkit import DEFAULT_CONFIG, REPO, free_port, load_json, needs_results, port_listening, run_script
+from shellkit import (DEFAULT_CONFIG, FAKES, REPO, free_port, load_json, needs_results, plan_command_lines, port_listening,
+                      run_script)
 
 pytestmark = [pytest.mark.shell, needs_results]
 
@@ -67,7 +68,7 @@ def test_no_secret_in_any_printed_command_log_or_file(tmp_path, base_env, make_e
     assert words[words.index("--api-key") + 1] == "<redacted>"
     assert "--env=HF_TOKEN=<redacted>" in words and "HUGGING_FACE_HUB_TOKEN=<redacted>" in words
     if dry:
-        printed = [shlex.split(line) for line in proc.stdout.splitlines() if "fake_openai_server" in line]
+        printed = [c for c in plan_command_lines(proc.stdout) if str(FAKES / "fake_openai_server.py") in c]
         assert printed and "--hf_token=<redacted>" in printed[0]
     else:
         logs = "".join(p.read_text() for p in (run / "logs").glob("vllm_*.log"))
