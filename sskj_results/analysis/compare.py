@@ -33,6 +33,7 @@ from ..contract.metrics import PER_REPEAT_COMPARED, PER_REQUEST_COMPARED, metric
 from ..contract.errors import UsageError
 from ..contract.models import Scenario, SloSpec, Validity, ValidityThresholds
 from .grades import SHARED_CHECKS, Severity, failed, regrade
+from .speccompare import draft_bounds, itl_note
 from .rundata import RunData, graded, reference_slo, run_labels, same_thresholds, scenario_status, table_row
 from .validity import CHECK_ORDER, DEFAULT_THRESHOLDS, parse_thresholds
 
@@ -402,7 +403,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
                     for r, p in zip(rows, points)]
         scenarios.append(ScenarioComparison(
             name=group.name, concurrency=group.key[0] or None, input_len=group.key[1], output_len=group.key[2],
-            rows=rows, tests=tests_by_group.get(gi, []),
+            rows=rows, tests=tests_by_group.get(gi, []), draft_bounds=draft_bounds(runs, labels, group.members),
         ))
 
     infos = []
@@ -428,7 +429,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
             family_size=sum(o.p_raw is not None for o in decided),
             validity=list(options.validity), strict=options.strict,
         ),
-        scenarios=scenarios, unmatched=unmatched,
+        scenarios=scenarios, unmatched=unmatched, itl_not_comparable=itl_note(runs, labels),
     )
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Optional, Sequence
 
 from ..contract.errors import UsageError
 from ..contract.validity_models import Validity, ValidityCheck, ValidityThresholds
+from .plausibility import ACCEPT_FLOOR
 from .validity import DEFAULT_THRESHOLDS
 
 if TYPE_CHECKING:  # a planned grid is graded without loading the results models
@@ -72,6 +73,12 @@ RULES: dict[str, Rule] = {
                        "split the load over two client processes, or move the client to another core or machine"),
     "completeness": Rule("qualifying", "max_failed_share",
                          "fix the failures' cause (report.md, Failed requests: the first error)"),
+    "acceptance_bound": Rule("disqualifying", "max_accept_length_excess",
+                             "record the draft tokens per step the engine really used (config spec_tokens) and "
+                             "an acceptance measured over the scenario (server_metrics/), not a lifetime average"),
+    "repetitive_outputs": Rule("qualifying", "max_repetitive_share",
+                               "real-text prompts (PROMPT_METHOD, docs/METRICS.md) and a real model; look at the "
+                               "generated texts"),
 }
 
 
@@ -145,6 +152,9 @@ def mark_of(g: Optional[str], qualifying: Sequence[str], disqualifying: Sequence
 def _limit(name: str, t: ValidityThresholds, scenario: Scenario) -> Optional[float]:
     if name == "achieved_concurrency":
         return t.min_concurrency_fraction * scenario.concurrency if scenario.concurrency is not None else None
+    if name == "acceptance_bound":
+        draft = scenario.acceptance.draft_length if scenario.acceptance is not None else None
+        return (1.0 + draft) * (1.0 + t.max_accept_length_excess) if draft else None
     return float(getattr(t, RULES[name].field))
 
 
@@ -155,6 +165,8 @@ def _passes(name: str, value: float, limit: float) -> bool:
         return abs(value) <= limit
     if name == "client_cpu":
         return value < limit
+    if name == "acceptance_bound":  # limit = (1 + k)(1 + excess); below 1 no step can be
+        return ACCEPT_FLOOR <= value <= limit
     return value <= limit
 
 
@@ -227,7 +239,7 @@ Point = tuple[ValidityCheck, Optional[int]]  # a failed check and the point's co
 def passing_limit(name: str, points: Sequence[Point]) -> Optional[float]:
     """The threshold at which every listed failed point of check `name` would pass (None when unknown)."""
     values = [c.value for c, _ in points if c.value is not None]
-    if not values:
+    if not values or name == "acceptance_bound":  # an impossible value: no threshold should make it pass
         return None
     if name == "prompts_per_slot":
         return math.floor(min(values) * 100) / 100

@@ -15,6 +15,7 @@ inputs were not recorded (or that does not apply to the run) is unknown
 | prompt_token_parity | (client - server) / server prompt tokens | abs <= max_token_mismatch (1 %) |
 | client_cpu | client (user + system CPU) / wall, cores | < max_client_cpu (0.9) |
 | completeness | failed / all requests | <= max_failed_share (0) |
+| acceptance_bound, repetitive_outputs | see plausibility.py | |
 
 The block is false when any check failed, true when every check passed, and
 null otherwise. How a failed check grades the point (⚠ qualified, ✖
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # the rules take the caller's arrays; checking a planned grid
 CHECK_ORDER: tuple[CheckName, ...] = (
     "prompts_per_slot", "achieved_concurrency", "output_length", "zero_token_successes",
     "output_token_parity", "prompt_token_parity", "client_cpu", "completeness",
+    "acceptance_bound", "repetitive_outputs",  # analysis/plausibility.py, after the others
 )
 DEFAULT_THRESHOLDS = ValidityThresholds()
 RANDOM_DATASETS = ("random", "random-ids")

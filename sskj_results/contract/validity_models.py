@@ -14,6 +14,8 @@ from .base import _Model
 CheckName = Literal[
     "prompts_per_slot", "achieved_concurrency", "output_length", "zero_token_successes",
     "output_token_parity", "prompt_token_parity", "client_cpu", "completeness",
+    # plausibility of speculative decoding and of the outputs (analysis/plausibility.py)
+    "acceptance_bound", "repetitive_outputs",
 ]
 
 
@@ -48,6 +50,20 @@ class ValidityThresholds(_Model):
     )
     max_failed_share: float = Field(
         default=0.0, ge=0, le=1, description="completeness: failed / all requests at most this share.",
+    )
+    max_accept_length_excess: float = Field(
+        default=0.02, ge=0,
+        description="acceptance_bound: the acceptance length may exceed 1 + draft tokens by this fraction (counters "
+        "that count a request's first, prefill token among the decoded ones); below 1 it may not.",
+    )
+    max_repeated_ngram_share: float = Field(
+        default=0.5, ge=0, le=1,
+        description="repetitive_outputs: an output whose repeated word 4-grams (1 - distinct / all) exceed this "
+        "share is repetitive (in public Qwen3.5-27B outputs 8 % exceed 0.5).",
+    )
+    max_repetitive_share: float = Field(
+        default=0.25, ge=0, le=1,
+        description="repetitive_outputs: at most this share of a point's saved outputs may be repetitive.",
     )
     max_qualified_failed_share: float = Field(
         default=0.05, ge=0, le=1,

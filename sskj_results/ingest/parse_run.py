@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import __version__
+from ..analysis.plausibility import draft_tokens_of, judge_plausibility, mark_synthetic, synthetic_acceptance
 from ..analysis.slo import resolve_slo, slo_status
 from ..contract.metrics import METRICS
 from ..contract.clientinfo import Acceptance
-from ..contract.errors import RawFormatError, ResultsError, SskjError
+from ..contract.errors import RawFormatError, ResultsError
 from ..contract.locking import locked, recover_backup
 from ..contract.io import RESULTS_NAME, check_writable, describe_os_error, display_name, load_run, save_run
 from ..contract.models import RawFile, Results, Scenario, SkippedScenario, SloSpec, Source, ValidityThresholds
@@ -18,7 +19,7 @@ from .evidence import judge_run
 from .filenames import name_hints
 from .hashing import sha256_files_each
 from .naming import name_scenarios
-from .clientprint import best_acceptance, client_of_run, read_client_info
+from .clientprint import best_acceptance, client_of_run, draft_length, read_client_info
 from .rawsources import list_raw_dir
 from .scenario import RAW_REQUESTS_CAP, Problem, _bulk, _skip_entry, build_scenario, read_raw_file, run_time, unexpected
 from .sidecars import (
@@ -112,6 +113,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
     read = reused = 0
     versions: dict[str, set[str]] = {"engine_version": set(), "client_version": set()}
     draft_tokens = _draft_tokens(existing)
+    synthetic = synthetic_acceptance(existing.config.server_args)
 
     def keep_recorded(label: str, reason: str) -> None:
         """parse never forgets a measured scenario: a raw file imported before that is now
@@ -180,6 +182,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                                                                      format=run.format),
                                               cap=cap)
                     best_acceptance(scenario, accept, draft_tokens)
+                    scenario.acceptance = mark_synthetic(scenario.acceptance, synthetic)
                     client_of_run(scenario, info, existing.metadata.client, existing.metadata.client_version)
                     scenario.accelerator_usage = gpu
                     scenario.prefix_cache_reset = reset
@@ -189,7 +192,9 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                         scenario.timestamp, scenario.timestamp_precision = when.value, when.precision
                         scenario.timestamp_source = when.source
                     _note_server(run, existing.metadata.engine, label, versions, warnings)
-                    scenario.validity = judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds)
+                    scenario.validity = judge_plausibility(
+                        judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds), run.generated_texts,
+                        scenario.accept_length, draft_length(scenario, draft_tokens), thresholds)
                     check_writable(scenario)
                 except Exception as exc:  # noqa: BLE001 - one run's boundary
                     file_problems.append(Problem(label, run.line, unexpected(exc), run.index))
@@ -262,15 +267,8 @@ def _rejudged(scenario: Scenario, spec: SloSpec, same_slo: bool) -> Scenario:
 
 
 def _draft_tokens(results: Results) -> Optional[int]:
-    """config.spec_tokens as a draft length: vLLM's num_speculative_tokens (SGLang's draft tokens count the
-    verified root token too, so its draft length comes from the run's server_info instead)."""
-    from ..catalog.engines import engine
-
-    try:
-        family = engine(results.metadata.engine or results.metadata.backend or "").family
-    except SskjError:
-        return None
-    return results.config.spec_tokens if family == "vllm" else None
+    """config.spec_tokens as a draft length (clientprint.draft_tokens_of)."""
+    return draft_tokens_of(results.metadata.engine or results.metadata.backend, results.config.spec_tokens)
 
 
 def _client_info(run_dir: Path, stem: str, runs: int, warnings: list[str]) -> Optional[dict[str, Any]]:
