@@ -5,7 +5,7 @@ Two checks join a scenario's validity block after the others (`with_checks`):
 | check | value | passes when |
 |---|---|---|
 | acceptance_bound | the scenario's acceptance length | 1 <= value <= (1 + draft tokens) x (1 + max_accept_length_excess (0.02)) |
-| repetitive_outputs | share of saved outputs whose repeated 4-grams exceed max_repeated_ngram_share (0.5) | <= max_repetitive_share (0.25) |
+| repetitive_outputs | share of saved outputs whose repeated word 4-grams exceed max_repeated_ngram_share (0.5); outputs under 11 words count as not repetitive | <= max_repetitive_share (0.25) |
 
 A verification step emits the target's own token plus at most k accepted
 draft tokens, so an acceptance length outside [1, 1 + k] was not measured on
@@ -66,18 +66,19 @@ def repetitive_outputs(texts: Optional[Sequence[str]], t: ValidityThresholds) ->
         return ValidityCheck(name="repetitive_outputs", ok=None, value=None, threshold=limit,
                              message="the client saved no generated texts (run it with details: "
                              "sglang `--output-details`, vllm `--save-detailed`)")
+    if not texts:
+        return ValidityCheck(name="repetitive_outputs", ok=None, value=None, threshold=limit,
+                             message="no saved output (no successful request)")
+    # an output too short to measure counts as not repetitive: it cannot degenerate far
     shares = repetition_shares(texts)
-    if not shares:  # nothing long enough to degenerate: a drafter gains little from a few words
-        return ValidityCheck(name="repetitive_outputs", ok=True, value=None, threshold=limit,
-                             message=f"no saved output has {NGRAM + MIN_NGRAMS - 1} words or more "
-                             f"({len(texts)} saved): too short to repeat")
     per_output = t.max_repeated_ngram_share
     repetitive = sum(1 for s in shares if s > per_output)
-    share = repetitive / len(shares)
+    share = repetitive / len(texts)
     ok = share <= limit
-    text = (f"{repetitive} of {len(shares)} saved outputs repeat more than {per_output:.0%} of their word "
-            f"{NGRAM}-grams ({share:.1%}; mean repeated share {sum(shares) / len(shares):.0%}), "
-            f"{'at most' if ok else 'above'} {limit:.0%}")
+    mean = f"; mean repeated share {sum(shares) / len(shares):.0%}" if shares else ""
+    text = (f"{repetitive} of {len(texts)} saved outputs repeat more than {per_output:.0%} of their word "
+            f"{NGRAM}-grams ({share:.1%}; {len(shares)} long enough to judge, {NGRAM + MIN_NGRAMS - 1} words or "
+            f"more{mean}), {'at most' if ok else 'above'} {limit:.0%}")
     if not ok:
         text += (": degenerate outputs, which a drafter predicts easily (random prompts? a tiny model?); "
                  "speculative speedups measured on them do not carry over to real text")
