@@ -261,3 +261,30 @@ def test_report_shows_per_position_rates_and_marks_synthetic_acceptance(tmp_path
     assert "3.35 (synthetic)" in section
     assert "| c2_i128_o32 |   0.800 |   0.600 |   0.450 |   0.300 |   0.200 |" in section
     assert "pos  1 | ################################ " in section  # the figure: 0.8 x 40 characters
+
+
+# --------------------------------------------------------------------------- sampling temperature
+
+
+def test_the_clients_temperature_with_extra_arguments_over_the_default() -> None:
+    from sskj_results.catalog.clients import client_temperature
+
+    assert client_temperature("vllm", "") == 0.0  # client_command passes --temperature 0
+    assert client_temperature("vllm", "--temperature 0.6 --top-p 0.95") == 0.6
+    assert client_temperature("vllm", "--temperature=1") == 1.0
+    assert client_temperature("sglang", "") == 0.0  # its request bodies say 0.0
+    assert client_temperature("sglang", "--extra-request-body '{\"temperature\": 1.0, \"top_p\": 0.9}'") == 1.0
+    assert client_temperature("sglang", "--extra-request-body '{not json'") is None
+
+
+def test_the_run_loops_client_record_carries_the_temperature_into_the_scenario(tmp_path: Path) -> None:
+    from sskj_results.ingest.clientprint import recorded_fingerprint
+    from sskj_results.run.client_info import write_client_info
+
+    path = write_client_info(tmp_path, "c2_i128_o32", client="vllm", module="", impl="python", version="0.11",
+                             seed="0", warmup_requests="0", extra="--temperature 0.7")
+    record = json.loads(path.read_text())
+    assert record["temperature"] == 0.7
+    assert recorded_fingerprint(record).temperature == 0.7
+    with pytest.raises(ValueError, match="temperature must be a number"):
+        recorded_fingerprint({**record, "temperature": "hot"})

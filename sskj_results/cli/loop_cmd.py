@@ -469,7 +469,8 @@ def _record_client(run_dir: Path, stem: str) -> None:
     env = os.environ
     write_client_info(run_dir, stem, client=env.get("CLIENT") or "sglang", module=env.get("BENCH_CLIENT_MODULE", ""),
                       impl=env.get("CLIENT_IMPL") or "python", version=env.get("BENCH_CLIENT_VERSION", ""),
-                      seed=env.get("SEED") or "1", warmup_requests=env.get("CLIENT_WARMUP_REQUESTS", "0"))
+                      seed=env.get("SEED") or "1", warmup_requests=env.get("CLIENT_WARMUP_REQUESTS", "0"),
+                      extra=env.get("CLIENT_EXTRA_ARGS", ""))
 
 
 def warn(message: str) -> None:

@@ -90,10 +90,15 @@ def recorded_fingerprint(record: dict[str, Any]) -> ClientFingerprint:
     if impl not in ("python", "rust"):
         raise ValueError(f"implementation must be python or rust, got {impl!r}")
     version = record.get("version") if isinstance(record.get("version"), str) and record.get("version") else None
+    temperature = record.get("temperature")
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+                                    or not math.isfinite(temperature) or temperature < 0):
+        raise ValueError(f"temperature must be a number of at least 0, got {temperature!r}")
     return ClientFingerprint(
         module=module, version=version, implementation=impl, implementation_source="command",
         seed=whole("seed"), seed_default=row.seed_default if row else None, warmup_requests=whole("warmup_requests"),
         warmup_policy=row.warmup_policy if row else None, source="run",  # type: ignore[arg-type]
+        temperature=float(temperature) if temperature is not None else None,
     )
 
 

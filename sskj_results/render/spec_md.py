@@ -3,7 +3,7 @@ docs/VALIDITY.md).
 
 report.md: the run's method and draft tokens, the settings that made its
 acceptance synthetic, and per scenario its acceptance with source,
-weighting, scope, reliability, the plausibility checks and the acceptance
+weighting, scope, reliability, the client's sampling temperature, the plausibility checks and the acceptance
 rate of each draft position (a table, and a text figure of the rates that
 report.html shows too). comparison.md: why ITL is not compared, and each
 speculative run's TPOT speedup against the draft bound.
@@ -52,6 +52,7 @@ def _acceptance_rows(scenarios: Sequence[Scenario], synthetic: bool) -> list[lis
             a.scope if a is not None else "-",
             str(a.draft_length) if a is not None and a.draft_length else UNKNOWN,
             _yes_no(a.reliable) if a is not None else "-",
+            f"{s.client.temperature:g}" if s.client is not None and s.client.temperature is not None else UNKNOWN,
             _check_cell(s, "acceptance_bound"), _check_cell(s, "repetitive_outputs"),
         ])
     return rows
@@ -101,10 +102,10 @@ def report_section(run: RunData) -> list[str]:
     lines += ["- Acceptance length: 1 + accepted draft tokens / drafting steps (docs/METRICS.md); bounds and "
               "repetition checks: docs/VALIDITY.md.", ""]
     lines += github_table(
-        ["Scenario", "Accept length", "Source", "Weighting", "Scope", "Draft tokens", "Reliable",
+        ["Scenario", "Accept length", "Source", "Weighting", "Scope", "Draft tokens", "Reliable", "Temperature",
          *PLAUSIBILITY_CHECKS],
         _acceptance_rows(scenarios, bool(synthetic)),
-        ["left", "right", "left", "left", "left", "right", "left", "left", "left"]) + [""]
+        ["left", "right", "left", "left", "left", "right", "left", "right", "left", "left"]) + [""]
     notes = [s for s in scenarios if s.acceptance is not None and s.acceptance.note]
     for s in notes:
         assert s.acceptance is not None
