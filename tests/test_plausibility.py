@@ -261,6 +261,10 @@ def test_report_shows_per_position_rates_and_marks_synthetic_acceptance(tmp_path
     assert "3.35 (synthetic)" in section
     assert "| c2_i128_o32 |   0.800 |   0.600 |   0.450 |   0.300 |   0.200 |" in section
     assert "pos  1 | ################################ " in section  # the figure: 0.8 x 40 characters
+    html = CliRunner().invoke(main, ["report", str(run_dir), "--html", "--no-plots"])
+    assert html.exit_code == 0, html.output
+    page = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "Speculative decoding" in page and "pos  1 | ################################ " in page
 
 
 # --------------------------------------------------------------------------- sampling temperature
