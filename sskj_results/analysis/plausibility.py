@@ -26,6 +26,7 @@ from typing import Iterable, Optional, Sequence
 
 from ..contract.clientinfo import Acceptance
 from ..contract.validity_models import Validity, ValidityCheck, ValidityThresholds
+from .validity import overall
 
 NGRAM = 4
 # an output is measured when it has at least this many n-grams (NGRAM + MIN_NGRAMS - 1 words)
@@ -114,12 +115,7 @@ def with_checks(validity: Optional[Validity], checks: Sequence[ValidityCheck]) -
     names = {c.name for c in checks}
     kept = [c for c in validity.checks if c.name not in names] if validity is not None else []
     every = [*kept, *checks]
-    if any(c.ok is False for c in every):
-        ok: Optional[bool] = False
-    elif every and all(c.ok is True for c in every):
-        ok = True
-    else:
-        ok = None
+    ok = overall(every)
     if validity is None:
         return Validity(ok=ok, checks=every)
     return validity.model_copy(update={"ok": ok, "checks": every})
