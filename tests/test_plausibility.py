@@ -292,3 +292,24 @@ def test_the_run_loops_client_record_carries_the_temperature_into_the_scenario(t
     assert recorded_fingerprint(record).temperature == 0.7
     with pytest.raises(ValueError, match="temperature must be a number"):
         recorded_fingerprint({**record, "temperature": "hot"})
+
+
+def test_parse_marks_points_of_a_phase_whose_environment_set_synthetic_acceptance(tmp_path: Path) -> None:
+    from sskj_results.analysis.plausibility import acceptance_env
+    from sskj_results.ingest.metadata import write_metadata
+    from sskj_results.ingest.parse_run import parse_run_dir
+
+    assert acceptance_env({"SGLANG_SIMULATE_ACC_LEN": "3", "PATH": "/bin"}) == "SGLANG_SIMULATE_ACC_LEN=3"
+    assert acceptance_env({"SGLANG_SIMULATE_ACC_LEN": " "}) == ""
+    run = tmp_path / "run"
+    write_metadata(run, {"experiment": "spec", "model": "tiny", "engine": "vllm-dspark", "chip": "cpu", "run_id": "r1"},
+                   {"server_args": "vllm serve tiny --spec-method dspark --spec-tokens 5",
+                    "acceptance_env": acceptance_env({"SGLANG_SIMULATE_ACC_LEN": "3"})}, detect=False)
+    (run / "raw_outputs").mkdir()
+    (run / "raw_outputs" / "c2_i128_o32.json").write_text(json.dumps(_vllm_spec_raw([0.9, 0.8, 0.7, 0.6, 0.5])))
+    assert not parse_run_dir(run).problems
+    (scenario,) = load_run(run).scenarios
+    assert scenario.acceptance is not None and scenario.acceptance.reliable is False
+    assert scenario.acceptance.note == ("synthetic acceptance: SGLANG_SIMULATE_ACC_LEN=3 (server command or "
+                                        "environment) set it; it describes the setting, not the drafter")
+    assert scenario.acceptance.draft_length == 5

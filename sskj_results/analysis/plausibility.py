@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from ..contract.clientinfo import Acceptance
 from ..contract.validity_models import Validity, ValidityCheck, ValidityThresholds
@@ -188,12 +188,30 @@ def synthetic_acceptance(command: Optional[str]) -> list[str]:
     return found
 
 
+def synthetic_settings(config: Any) -> list[str]:
+    """The synthetic-acceptance settings a run's config records: in its server command, and the engine
+    environment variables the run loop recorded as `acceptance_env` (a phase's exported settings)."""
+    found = synthetic_acceptance(getattr(config, "server_args", None))
+    extra = getattr(config, "model_extra", None) or {}
+    recorded = extra.get("acceptance_env")
+    for word in recorded.split() if isinstance(recorded, str) else []:
+        if word.partition("=")[0] in SYNTHETIC_ENV and word not in found:
+            found.append(word)
+    return found
+
+
+def acceptance_env(environ: Mapping[str, str]) -> str:
+    """`NAME=VALUE` words of the synthetic-acceptance variables set in an environment (the run loop records them
+    as config `acceptance_env`: an engine started from it inherits them); "" when none is set."""
+    return " ".join(f"{name}={environ[name].strip()}" for name in SYNTHETIC_ENV if environ.get(name, "").strip())
+
+
 def mark_synthetic(acceptance: Optional[Acceptance], settings: Sequence[str]) -> Optional[Acceptance]:
     """The acceptance marked unreliable when the server's settings made it synthetic (unchanged otherwise)."""
     if acceptance is None or not settings:
         return acceptance
-    note = (f"synthetic acceptance: {', '.join(settings)} in the server command set it; it describes the setting, "
-            "not the drafter")
+    note = (f"synthetic acceptance: {', '.join(settings)} (server command or environment) set it; it describes "
+            "the setting, not the drafter")
     return acceptance.model_copy(update={"reliable": False, "note": note})
 
 

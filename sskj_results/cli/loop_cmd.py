@@ -379,6 +379,10 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
     args += ["--config", f"client_backend={client_backend(client, env.get('CLIENT_BACKEND', ''))}",
              "--config", f"prompt_method={method}",
              "--config", f"dataset_name={sent_dataset_name(client, method, env.get('DATASET_NAME') or None)}"]
+    from ..analysis.plausibility import acceptance_env
+
+    if acceptance_env(env):  # settings that make acceptance synthetic, inherited by the engine
+        args += ["--config", f"acceptance_env={acceptance_env(env)}"]
     status, out = invoke(["metadata", str(run_dir), *metadata_meta(env, facts), *args], capture=True)
     sys.stderr.write(out.decode("utf-8", "surrogateescape"))
     if status != 0:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import __version__
-from ..analysis.plausibility import draft_tokens_of, judge_plausibility, mark_synthetic, synthetic_acceptance
+from ..analysis.plausibility import draft_tokens_of, judge_plausibility, mark_synthetic, synthetic_settings
 from ..analysis.slo import resolve_slo, slo_status
 from ..contract.metrics import METRICS
 from ..contract.clientinfo import Acceptance
@@ -113,7 +113,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
     read = reused = 0
     versions: dict[str, set[str]] = {"engine_version": set(), "client_version": set()}
     draft_tokens = _draft_tokens(existing)
-    synthetic = synthetic_acceptance(existing.config.server_args)
+    synthetic = synthetic_settings(existing.config)
 
     def keep_recorded(label: str, reason: str) -> None:
         """parse never forgets a measured scenario: a raw file imported before that is now

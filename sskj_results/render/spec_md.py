@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..analysis.configdiff import is_speculative
-from ..analysis.plausibility import PLAUSIBILITY_CHECKS, synthetic_acceptance
+from ..analysis.plausibility import PLAUSIBILITY_CHECKS, synthetic_settings
 from ..analysis.rundata import RunData
 from ..contract.comparison_models import ComparisonDoc
 from ..contract.escape import md_code, md_fence, md_text
@@ -92,12 +92,12 @@ def report_section(run: RunData) -> list[str]:
     if not is_speculative(run) and all(s.acceptance is None for s in scenarios):
         return []
     config = run.results.config
-    synthetic = synthetic_acceptance(config.server_args)
+    synthetic = synthetic_settings(config)
     lines = ["## Speculative decoding", "",
              f"- Method: {md_code(config.spec_method) if config.spec_method else 'not recorded'}; draft tokens per "
              f"step: {config.spec_tokens if config.spec_tokens else 'not recorded'} (config.spec_tokens)."]
     if synthetic:
-        lines.append(f"- ⚠ **Synthetic acceptance**: {', '.join(md_code(s) for s in synthetic)} in the server command: "
+        lines.append(f"- ⚠ **Synthetic acceptance**: {', '.join(md_code(s) for s in synthetic)} in the server's command or environment: "
                      "acceptance was a setting, not measured; its speedups do not describe the drafter.")
     lines += ["- Acceptance length: 1 + accepted draft tokens / drafting steps (docs/METRICS.md); bounds and "
               "repetition checks: docs/VALIDITY.md.", ""]
