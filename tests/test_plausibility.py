@@ -196,6 +196,9 @@ def test_a_speculative_vs_plain_compare_has_no_itl_verdict_and_says_why() -> Non
     assert "vllm: plain decoding; vllm-dspark: dspark, 5 speculative tokens" in doc.itl_not_comparable
     assert not any(t.metric == "itl_ms" for s in doc.scenarios for t in s.tests)
     assert any(t.metric == "tpot_ms" for s in doc.scenarios for t in s.tests)  # TPOT stays
+    caveats = {s.name: t.reason for s in doc.scenarios for t in s.tests if t.metric == "tpot_ms"}
+    assert "beyond the draft bound: 7.08x > 6x (docs/VALIDITY.md)" in (caveats["c2_i131072_o256"] or "")
+    assert not any("draft bound" in (r or "") for name, r in caveats.items() if name != "c2_i131072_o256")
     section = section_text(render_comparison(doc), "speculative")
     assert "ITL is not comparable between these runs" in section and "compare TPOT instead" in section
 

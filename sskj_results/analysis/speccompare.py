@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..catalog.engines import engine as engine_row
-from ..contract.comparison_models import DraftBound
+from ..contract.comparison_models import DraftBound, StatTest
 from ..contract.errors import SskjError
 from .configdiff import is_speculative
 from .plausibility import draft_tokens_of, tpot_bound
@@ -63,6 +63,20 @@ def draft_bounds(runs: Sequence[RunData], labels: Sequence[str],
             if bound is not None:
                 out.append(DraftBound(run=labels[si], plain=labels[pi], speedup=bound.speedup, bound=bound.bound,
                                       draft_tokens=bound.draft_tokens, ok=bound.ok, message=bound.message))
+    return out
+
+
+def with_bound_caveats(tests: list[StatTest], bounds: Sequence[DraftBound], baseline: str) -> list[StatTest]:
+    """The TPOT tests of a pair beyond the draft bound, with the bound as their caveat (`reason`): the verdict
+    stands for what was measured, which speculative decoding alone cannot explain."""
+    beyond = {frozenset((b.run, b.plain)): b for b in bounds if not b.ok}
+    out = []
+    for t in tests:
+        bound = beyond.get(frozenset((t.run, baseline))) if t.metric == "tpot_ms" else None
+        if bound is not None:
+            caveat = f"beyond the draft bound: {bound.speedup:.2f}x > {bound.bound:g}x (docs/VALIDITY.md)"
+            t = t.model_copy(update={"reason": f"{t.reason}; {caveat}" if t.reason else caveat})
+        out.append(t)
     return out
 
 
