@@ -257,7 +257,7 @@ def test_report_shows_per_position_rates_and_marks_synthetic_acceptance(tmp_path
     assert "SGLANG_SIMULATE_ACC_LEN=3" in (scenario.acceptance.note or "")
     assert scenario.accept_length == pytest.approx(1 + 2.35)
     bound = next(c for c in scenario.validity.checks if c.name == "acceptance_bound")
-    assert bound.ok is True and bound.threshold == pytest.approx(6 * 1.02)
+    assert bound.ok is True and bound.threshold == pytest.approx(6 * 32 / 31)  # 32-token outputs: n / (n - 1)
     report = (run_dir / "report.md").read_text(encoding="utf-8")
     section = section_text(report, "speculative")
     assert "Synthetic acceptance" in section and "`SGLANG_SIMULATE_ACC_LEN=3`" in section
@@ -316,3 +316,11 @@ def test_parse_marks_points_of_a_phase_whose_environment_set_synthetic_acceptanc
     assert scenario.acceptance.note == ("synthetic acceptance: SGLANG_SIMULATE_ACC_LEN=3 (server command or "
                                         "environment) set it; it describes the setting, not the drafter")
     assert scenario.acceptance.draft_length == 5
+
+
+def test_short_outputs_allow_the_prefill_token_in_the_count() -> None:
+    # SGLang's completion tokens / verification calls: 16 tokens with k = 3 accepted in full are 1 + 15 decoded
+    # in 4 calls (16 / 4 = 4 = 1 + k); with 13 tokens, 1 + 12 in 3 calls: 13 / 3 = 4.33, above 1 + k by 1 / 12
+    assert acceptance_bound(13 / 3, 3, T, output_len=13).ok is True
+    assert acceptance_bound(13 / 3, 3, T).ok is False
+    assert acceptance_bound(4.5, 3, T, output_len=13).ok is False

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Optional, Sequence
 
 from ..contract.errors import UsageError
 from ..contract.validity_models import Validity, ValidityCheck, ValidityThresholds
-from .plausibility import ACCEPT_FLOOR
+from .plausibility import ACCEPT_FLOOR, accept_limit
 from .validity import DEFAULT_THRESHOLDS
 
 if TYPE_CHECKING:  # a planned grid is graded without loading the results models
@@ -154,7 +154,7 @@ def _limit(name: str, t: ValidityThresholds, scenario: Scenario) -> Optional[flo
         return t.min_concurrency_fraction * scenario.concurrency if scenario.concurrency is not None else None
     if name == "acceptance_bound":
         draft = scenario.acceptance.draft_length if scenario.acceptance is not None else None
-        return (1.0 + draft) * (1.0 + t.max_accept_length_excess) if draft else None
+        return accept_limit(draft, t, scenario.output_len) if draft else None
     return float(getattr(t, RULES[name].field))
 
 

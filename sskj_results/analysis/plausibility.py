@@ -4,7 +4,7 @@ Two checks join a scenario's validity block after the others (`with_checks`):
 
 | check | value | passes when |
 |---|---|---|
-| acceptance_bound | the scenario's acceptance length | 1 <= value <= (1 + draft tokens) x (1 + max_accept_length_excess (0.02)) |
+| acceptance_bound | the scenario's acceptance length | 1 <= value <= (1 + draft tokens) x max(1 + max_accept_length_excess (0.02), n / (n - 1)) on n-token outputs |
 | repetitive_outputs | share of saved outputs whose repeated word 4-grams exceed max_repeated_ngram_share (0.5); outputs under 11 words count as not repetitive | <= max_repetitive_share (0.25) |
 
 A verification step emits the target's own token plus at most k accepted
@@ -86,13 +86,18 @@ def repetitive_outputs(texts: Optional[Sequence[str]], t: ValidityThresholds) ->
     return ValidityCheck(name="repetitive_outputs", ok=ok, value=share, threshold=limit, message=text)
 
 
-def accept_limit(draft_tokens: int, t: ValidityThresholds) -> float:
-    """The largest acceptance length a step of k draft tokens can give, with the counting excess allowed."""
-    return (1.0 + draft_tokens) * (1.0 + t.max_accept_length_excess)
+def accept_limit(draft_tokens: int, t: ValidityThresholds, output_len: Optional[int] = None) -> float:
+    """The largest acceptance length a step of k draft tokens can give, with the counting excess allowed: a
+    source that counts each request's first (prefill) token among the decoded ones (SGLang's completion tokens /
+    verification calls) reaches (1 + k) x n / (n - 1) on n-token outputs, so the excess is at least that."""
+    excess = 1.0 + t.max_accept_length_excess
+    if output_len is not None and output_len > 1:
+        excess = max(excess, output_len / (output_len - 1.0))
+    return (1.0 + draft_tokens) * excess
 
 
 def acceptance_bound(accept_length: Optional[float], draft_tokens: Optional[int],
-                     t: ValidityThresholds) -> ValidityCheck:
+                     t: ValidityThresholds, output_len: Optional[int] = None) -> ValidityCheck:
     """The acceptance length within [1, 1 + draft tokens]; unknown without either."""
     if accept_length is None:  # a speculative phase without one is the acceptance check's to flag
         return ValidityCheck(name="acceptance_bound", ok=True, value=None, threshold=None,
@@ -101,7 +106,7 @@ def acceptance_bound(accept_length: Optional[float], draft_tokens: Optional[int]
         return ValidityCheck(name="acceptance_bound", ok=None, value=accept_length, threshold=None,
                              message=f"acceptance length {accept_length:.2f} with an unknown number of draft "
                              "tokens per step: its upper bound 1 + k is unknown")
-    upper = accept_limit(draft_tokens, t)
+    upper = accept_limit(draft_tokens, t, output_len)
     ok = ACCEPT_FLOOR <= accept_length <= upper
     text = f"acceptance length {accept_length:.2f}, {'within' if ok else 'outside'} [1, 1 + {draft_tokens}]"
     if not ok:
@@ -122,10 +127,12 @@ def with_checks(validity: Optional[Validity], checks: Sequence[ValidityCheck]) -
 
 
 def judge_plausibility(validity: Optional[Validity], texts: Optional[Sequence[str]], accept_length: Optional[float],
-                       draft_tokens: Optional[int], thresholds: Optional[ValidityThresholds] = None) -> Validity:
+                       draft_tokens: Optional[int], thresholds: Optional[ValidityThresholds] = None,
+                       output_len: Optional[int] = None) -> Validity:
     """A scenario's validity with both plausibility checks."""
     t = thresholds or ValidityThresholds()
-    return with_checks(validity, [acceptance_bound(accept_length, draft_tokens, t), repetitive_outputs(texts, t)])
+    return with_checks(validity, [acceptance_bound(accept_length, draft_tokens, t, output_len),
+                                  repetitive_outputs(texts, t)])
 
 
 def draft_tokens_of(engine_name: Optional[str], spec_tokens: Optional[int]) -> Optional[int]:

@@ -54,7 +54,8 @@ class ValidityThresholds(_Model):
     max_accept_length_excess: float = Field(
         default=0.02, ge=0,
         description="acceptance_bound: the acceptance length may exceed 1 + draft tokens by this fraction (counters "
-        "that count a request's first, prefill token among the decoded ones); below 1 it may not.",
+        "that count a request's first, prefill token among the decoded ones; at least n / (n - 1) - 1 on n-token "
+        "outputs); below 1 it may not.",
     )
     max_repeated_ngram_share: float = Field(
         default=0.5, ge=0, le=1,

@@ -262,7 +262,7 @@ def apply_server_args(scenarios: list[Scenario], command: Optional[str], draft_t
             continue
         best_acceptance(scenario, None, draft_tokens)
         scenario.validity = with_checks(scenario.validity,
-                                        [acceptance_bound(scenario.accept_length, draft_tokens, t)])
+                                        [acceptance_bound(scenario.accept_length, draft_tokens, t, scenario.output_len)])
 
 
 def saved_texts(data: dict[str, Any], success: Optional[np.ndarray]) -> Optional[list[str]]:

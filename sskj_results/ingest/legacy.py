@@ -238,7 +238,7 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
                                       cap=cap)
             scenario.validity = judge_plausibility(  # raw files only: no side files
                 judge_run(run, thresholds=validity), run.generated_texts, scenario.accept_length,
-                draft_length(scenario, None), validity)
+                draft_length(scenario, None), validity, scenario.output_len)
             check_writable(scenario)
         except Exception as exc:  # noqa: BLE001
             problem = Problem(label, run.line, unexpected(exc), run.index)

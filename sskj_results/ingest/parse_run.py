@@ -194,7 +194,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                     _note_server(run, existing.metadata.engine, label, versions, warnings)
                     scenario.validity = judge_plausibility(
                         judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds), run.generated_texts,
-                        scenario.accept_length, draft_length(scenario, draft_tokens), thresholds)
+                        scenario.accept_length, draft_length(scenario, draft_tokens), thresholds, scenario.output_len)
                     check_writable(scenario)
                 except Exception as exc:  # noqa: BLE001 - one run's boundary
                     file_problems.append(Problem(label, run.line, unexpected(exc), run.index))
