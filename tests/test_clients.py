@@ -299,7 +299,7 @@ def test_parse_records_the_loops_fingerprint_and_corrects_sglangs_lifetime_accep
     assert s.client.model_dump() == {
         "module": "sglang.benchmark.serving", "version": "0.5.23", "implementation": "python",
         "implementation_source": "command", "seed": 1, "seed_default": 42, "warmup_requests": 0,
-        "warmup_policy": "respects_max_concurrency", "source": "run"}
+        "warmup_policy": "respects_max_concurrency", "source": "run", "temperature": 0.0}
     assert s.accept_length == pytest.approx(96 / 40) and s.reconstructed["accept_length"] == "server_metrics"
     assert s.acceptance is not None
     assert (s.acceptance.source, s.acceptance.scope, s.acceptance.draft_length, s.acceptance.reliable) == (

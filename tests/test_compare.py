@@ -155,7 +155,7 @@ def test_comparison_json_shape_and_verdicts(runs_dir):
     assert [r["label"] for r in data["runs"]] == ["sglang", "vllm (phase1_vllm)", "vllm (phase2_vllm_ngram)"]
     assert [s["name"] for s in data["scenarios"]] == sorted(s["name"] for s in data["scenarios"])
     first = data["scenarios"][0]
-    assert set(first) == {"name", "concurrency", "input_len", "output_len", "rows", "tests"}
+    assert set(first) == {"name", "concurrency", "input_len", "output_len", "rows", "tests", "draft_bounds"}
     assert {"run", "engine", "chip", "slo_status", "ttft_p95_ms", "tpot_mean_ms", "e2e_p99_ms"} <= set(first["rows"][0])
     assert {"run", "metric", "verdict", "p_value", "ratio", "ci_low", "ci_high"} <= set(first["tests"][0])
 

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.render.report import section_text
+from sskj_results.analysis.validity import CHECK_ORDER
 from sskj_results.contract.metrics import PER_REQUEST_COMPARED
 from sskj_results.analysis.grades import PlannedScenario, env_items, grade, planned_problems, regrade
 from sskj_results.analysis.validity import CHECK_ORDER, parse_thresholds

@@ -282,13 +282,18 @@ def test_results_json_readers_survive_deep_nesting_and_huge_numbers(tmp_path: Pa
         (target / "results.json").write_text(text, encoding="utf-8")
         before = (target / "results.json").read_bytes()
         for args in (["validate", str(target)], ["report", str(target), "--no-plots"],
-                     ["compare", str(run), str(target), "--out", str(tmp_path / f"c_{name}"), "--no-plots"],
-                     ["parse", str(target)]):
+                     ["compare", str(run), str(target), "--out", str(tmp_path / f"c_{name}"), "--no-plots"]):
             result = invoke(*args)
             assert_clean(result)
             assert result.exit_code == 1, (name, args, result.output)
             assert str(target / "results.json") in result.output, (name, args, result.output)
         assert (target / "results.json").read_bytes() == before
+        # parse rebuilds a damaged results.json from raw_outputs/, the damaged file kept aside byte for byte
+        result = invoke("parse", str(target))
+        assert_clean(result)
+        assert result.exit_code == 0 and str(target / "results.json") in result.output, (name, result.output)
+        kept = list(target.glob("results.json.damaged-*"))
+        assert len(kept) == 1 and kept[0].read_bytes() == before, (name, kept)
 
 
 def test_extreme_values_reach_the_plots(tmp_path: Path) -> None:

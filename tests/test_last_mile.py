@@ -140,7 +140,8 @@ def test_collect_keeps_the_run_loops_own_record_over_a_later_import_of_its_raw_f
     result = cli("collect", str(results), "imported", "--out", "runs.csv")
     assert result.exit_code == 0, result.output
     assert result.stdout == "wrote runs.csv: 4 row(s) from 2 run(s)\n"
-    assert result.stderr == ("dropped: imported/cpu_vllm_0705: 4 scenario(s) left out, the same raw runs (raw file "
+    # the run's folder (20260707-...) gives the 0705 file names their year: the import is cpu_vllm_20260705
+    assert result.stderr == ("dropped: imported/cpu_vllm_20260705: 4 scenario(s) left out, the same raw runs (raw file "
                              f"sha256 and line) as in {run}\n")
     import pandas as pd
 

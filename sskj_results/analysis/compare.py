@@ -33,6 +33,7 @@ from ..contract.metrics import PER_REPEAT_COMPARED, PER_REQUEST_COMPARED, metric
 from ..contract.errors import UsageError
 from ..contract.models import Scenario, SloSpec, Validity, ValidityThresholds
 from .grades import SHARED_CHECKS, Severity, failed, regrade
+from .speccompare import draft_bounds, itl_note, with_bound_caveats
 from .rundata import RunData, graded, reference_slo, run_labels, same_thresholds, scenario_status, table_row
 from .validity import CHECK_ORDER, DEFAULT_THRESHOLDS, parse_thresholds
 
@@ -400,9 +401,10 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
             points = [judged[ri][j] for ri in range(len(runs)) for j in group.members[ri]]
             rows = [r.model_copy(update={"validity": p.validity, **graded(p.validity, p.thresholds)})
                     for r, p in zip(rows, points)]
+        bounds = draft_bounds(runs, labels, group.members)
         scenarios.append(ScenarioComparison(
             name=group.name, concurrency=group.key[0] or None, input_len=group.key[1], output_len=group.key[2],
-            rows=rows, tests=tests_by_group.get(gi, []),
+            rows=rows, tests=with_bound_caveats(tests_by_group.get(gi, []), bounds, labels[0]), draft_bounds=bounds,
         ))
 
     infos = []
@@ -428,7 +430,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
             family_size=sum(o.p_raw is not None for o in decided),
             validity=list(options.validity), strict=options.strict,
         ),
-        scenarios=scenarios, unmatched=unmatched,
+        scenarios=scenarios, unmatched=unmatched, itl_not_comparable=itl_note(runs, labels),
     )
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Optional, Sequence
 
 from ..contract.errors import UsageError
 from ..contract.validity_models import Validity, ValidityCheck, ValidityThresholds
+from .plausibility import ACCEPT_FLOOR, accept_limit
 from .validity import DEFAULT_THRESHOLDS, unreliable
 
 if TYPE_CHECKING:  # a planned grid is graded without loading the results models
@@ -81,6 +82,12 @@ RULES: dict[str, Rule] = {
     "acceptance": Rule("qualifying", "",
                        "record the engine's acceptance: its /metrics before and after each scenario "
                        "(server_metrics/), or a client that reports it; check that speculation was on"),
+    "acceptance_bound": Rule("disqualifying", "max_accept_length_excess",
+                             "record the draft tokens per step the engine really used (config spec_tokens) and "
+                             "an acceptance measured over the scenario (server_metrics/), not a lifetime average"),
+    "repetitive_outputs": Rule("qualifying", "max_repetitive_share",
+                               "real-text prompts (PROMPT_METHOD, docs/METRICS.md) and a real model; look at the "
+                               "generated texts"),
 }
 
 
@@ -156,6 +163,9 @@ def _limit(name: str, t: ValidityThresholds, scenario: Scenario) -> Optional[flo
         return None  # a check without a threshold (acceptance) is what it was
     if name == "achieved_concurrency":
         return t.min_concurrency_fraction * scenario.concurrency if scenario.concurrency is not None else None
+    if name == "acceptance_bound":
+        draft = scenario.acceptance.draft_length if scenario.acceptance is not None else None
+        return accept_limit(draft, t, scenario.output_len) if draft else None
     return float(getattr(t, RULES[name].field))
 
 
@@ -166,6 +176,8 @@ def _passes(name: str, value: float, limit: float) -> bool:
         return abs(value) <= limit
     if name == "client_cpu":
         return value < limit
+    if name == "acceptance_bound":  # limit = (1 + k)(1 + excess); below 1 no step can be
+        return ACCEPT_FLOOR <= value <= limit
     return value <= limit
 
 
@@ -238,7 +250,7 @@ Point = tuple[ValidityCheck, Optional[int]]  # a failed check and the point's co
 def passing_limit(name: str, points: Sequence[Point]) -> Optional[float]:
     """The threshold at which every listed failed point of check `name` would pass (None when unknown)."""
     values = [c.value for c, _ in points if c.value is not None]
-    if not values:
+    if not values or name == "acceptance_bound":  # an impossible value: no threshold should make it pass
         return None
     if name == "prompts_per_slot":
         return math.floor(min(values) * 100) / 100

@@ -17,6 +17,7 @@ inputs were not recorded (or that does not apply to the run) is unknown
 | completeness | failed / all requests | <= max_failed_share (0) |
 | streaming_granularity | share of successes whose output tokens / streamed chunks exceed max_tokens_per_chunk (1.5; 1 + draft tokens in a speculative phase) | <= max_bursty_share (0.25) |
 | acceptance | a speculative phase's acceptance length | recorded (not speculative: passes) |
+| acceptance_bound, repetitive_outputs | see plausibility.py | |
 
 The block is false when any check failed, true when every check passed, and
 null otherwise. How a failed check grades the point (⚠ qualified, ✖
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # the rules take the caller's arrays; checking a planned grid
 CHECK_ORDER: tuple[CheckName, ...] = (
     "prompts_per_slot", "achieved_concurrency", "output_length", "zero_token_successes",
     "output_token_parity", "prompt_token_parity", "client_cpu", "completeness", "streaming_granularity", "acceptance",
+    "acceptance_bound", "repetitive_outputs",  # analysis/plausibility.py, after the others
 )
 # the latency metrics a failed check makes unreliable (the others keep their meaning)
 UNRELIABLE_WHEN_FAILED: dict[str, tuple[str, ...]] = {"streaming_granularity": ("tpot_ms", "itl_ms")}

@@ -204,6 +204,42 @@ class ClientRequest:
     prompt_file: Optional[str] = None  # the round-trip set of this scenario (prompt_method round-trip-set)
 
 
+# The sampling temperature of a client's requests when its extra arguments do not set one: `client_command`
+# passes vLLM's `--temperature 0` (its client no longer defaults to 0); sglang's clients put
+# `"temperature": 0.0` in every request body, which `--extra-request-body` may override.
+DEFAULT_TEMPERATURE = {"vllm": 0.0, "sglang": 0.0}
+
+
+def client_temperature(client: str, extra: str) -> Optional[float]:
+    """The temperature the client's requests asked for, with CLIENT_EXTRA_ARGS (`extra`) over the default;
+    None when the extra arguments set it in a form not understood."""
+    import json
+    import shlex
+
+    try:
+        words = shlex.split(extra)
+    except ValueError:
+        return None
+    value: object = DEFAULT_TEMPERATURE.get(client)
+    for i, word in enumerate(words):
+        flag, sep, text = word.partition("=")
+        if not sep:
+            text = words[i + 1] if i + 1 < len(words) else ""
+        if client == "vllm" and flag == "--temperature":
+            value = text
+        elif client == "sglang" and flag == "--extra-request-body":
+            try:
+                body = json.loads(text)
+            except ValueError:
+                return None
+            if isinstance(body, dict) and "temperature" in body:
+                value = body["temperature"]
+    try:
+        return float(value) if value is not None and not isinstance(value, bool) else None  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
 def client_command(r: ClientRequest) -> list[str]:
     """The client's argv for one scenario. Raises ValueError for an unknown module or implementation."""
     row = choose_module(r.client, module=r.module)

@@ -65,6 +65,15 @@ class Engine:
     file_keys: dict[str, str] = field(default_factory=dict)  # setting key -> dotted key in that file
     aliases: tuple[str, ...] = ()  # other names of this engine in raw files (framework keys, request formats)
     spec_tokens_are_draft: bool = False  # config.spec_tokens is the draft length (not counting the root token)
+    # config.spec_tokens counts the verified root token too (SGLang's --speculative-num-draft-tokens of a chain):
+    # the draft length is one less
+    spec_tokens_count_root: bool = False
+    base: str = ""  # the engine this one is a build of (vLLM for its CPU, XPU and DSpark builds); "" itself
+
+    @property
+    def lineage(self) -> str:
+        """The engine a plain run must be of for a speculative run of this one to be compared with it."""
+        return self.base or self.name
 
     def flags_for(self, settings: list[tuple[str, str]]) -> list[str]:
         """`--flag value` words of this engine for settings (key, value); empty values, settings of the
@@ -141,7 +150,7 @@ def _vllm(name: str, label: str, python_var: str, aliases: tuple[str, ...] = (),
                   console_script=script, model_flag=model_flag, flags=_VLLM_FLAGS, dists=_VLLM_DISTS,
                   client_backends={"sglang": "vllm", "vllm": "vllm"}, head=("{model}", "--trust-remote-code", "{tp}"),
                   extra_args_var="VLLM_EXTRA_ARGS", reset_path="/reset_prefix_cache", metrics="prometheus",
-                  multinode="master-addr", spec_tokens_are_draft=True, aliases=aliases,
+                  multinode="master-addr", spec_tokens_are_draft=True, aliases=aliases, base="vllm",
                   json_options={"--speculative-config": {
                       "spec_method": "method", "spec_tokens": "num_speculative_tokens", "spec_model": "model"}},
                   # VLLM_SERVER_DEV_MODE=1 registers POST /reset_prefix_cache
@@ -157,7 +166,7 @@ ENGINES: tuple[Engine, ...] = (
            flags=_SGLANG_FLAGS, reset_path="/flush_cache", metrics="prometheus", metrics_flags=("--enable-metrics",),
            # `vllm bench serve` has no `sglang` backend: SGLang serves the OpenAI API
            dists=("sglang",), client_backends={"sglang": "sglang", "vllm": "openai"}, multinode="dist-init",
-           aliases=("sgl", "srt", "sglang-native", "sglang-oai", "sglang-oai-chat"),
+           aliases=("sgl", "srt", "sglang-native", "sglang-oai", "sglang-oai-chat"), spec_tokens_count_root=True,
            # vLLM's `fp8` KV cache is FP8 E4M3; SGLang spells the format out
            values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}),
     _vllm("vllm", "vLLM", "VLLM_PYTHON", aliases=("vllm-chat",)),

@@ -382,6 +382,10 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
     args += ["--config", f"client_backend={client_backend(client, env.get('CLIENT_BACKEND', ''))}",
              "--config", f"prompt_method={method}",
              "--config", f"dataset_name={sent_dataset_name(client, method, env.get('DATASET_NAME') or None)}"]
+    from ..analysis.plausibility import acceptance_env
+
+    if acceptance_env(env):  # settings that make acceptance synthetic, inherited by the engine
+        args += ["--config", f"acceptance_env={acceptance_env(env)}"]
     metadata_argv = ["metadata", str(run_dir), *metadata_meta(env, facts), *args]
     status, out = invoke(metadata_argv, capture=True)
     sys.stderr.write(out.decode("utf-8", "surrogateescape"))
@@ -492,7 +496,8 @@ def _record_client(run_dir: Path, stem: str) -> None:
     env = os.environ
     write_client_info(run_dir, stem, client=env.get("CLIENT") or "sglang", module=env.get("BENCH_CLIENT_MODULE", ""),
                       impl=env.get("CLIENT_IMPL") or "python", version=env.get("BENCH_CLIENT_VERSION", ""),
-                      seed=env.get("SEED") or "1", warmup_requests=env.get("CLIENT_WARMUP_REQUESTS", "0"))
+                      seed=env.get("SEED") or "1", warmup_requests=env.get("CLIENT_WARMUP_REQUESTS", "0"),
+                      extra=env.get("CLIENT_EXTRA_ARGS", ""))
 
 
 def warn(message: str) -> None:

@@ -151,6 +151,14 @@ def preflight(warn_only: bool, engine: str, client_python: Optional[str], client
         if random_prompts is not None and random_prompts.line() not in seen_notes:
             seen_notes.add(random_prompts.line())
             _say("WARN", random_prompts.line())
+        from ..run.drafter import block_size_check
+
+        wrong_block, unknown_block = block_size_check(phase_engine, phase_argv)
+        if wrong_block is not None:
+            outcome.problems.append(wrong_block)
+        if unknown_block is not None and unknown_block not in seen_notes:
+            seen_notes.add(unknown_block)
+            _say("WARN", unknown_block)
         if rows:
             from ..run.headroom import context_problem
 

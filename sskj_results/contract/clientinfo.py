@@ -57,6 +57,12 @@ class ClientFingerprint(_Model):
         "(sglang.benchmark.serving, vLLM) or `all_at_once` (sglang.bench_serving: every warmup request at once, "
         "which inflated the TTFT of later points); null when the module is unknown.",
     )
+    temperature: Optional[float] = Field(
+        default=None, ge=0,
+        description="Sampling temperature the client's requests asked for (vLLM `--temperature`, sskj passes 0; "
+        "sglang's request bodies 0.0 unless `--extra-request-body` sets it): speculative acceptance depends on it; "
+        "null when unknown (raw files do not record it).",
+    )
     source: Literal["run", "file"] = Field(
         description="`run`: recorded by the run loop from the command it ran (client_info/<stem>.json); `file`: read "
         "from the raw file and import-legacy's options.",

@@ -122,6 +122,20 @@ class StatTest(_Doc):
     qualification: Optional[str] = Field(default=None, description="The qualification in words: which side's points "
                                          "breached which check; null when the verdict is unqualified.")
 
+class DraftBound(_Doc):
+    """A speculative run's TPOT speedup over a plain run of the same engine family at one shape (docs/VALIDITY.md)."""
+
+    run: str = Field(description="Label of the speculative run.")
+    plain: str = Field(description="Label of the plain (non-speculative) run of the same engine family.")
+    speedup: float = Field(description="Plain TPOT mean / speculative TPOT mean (means of the repeats' means).")
+    bound: float = Field(description="1 + draft tokens per step: a step emits at most that many tokens and costs at "
+                                     "least one target forward.")
+    draft_tokens: int = Field(description="Draft tokens per step (the run's acceptance draft length, else spec_tokens).")
+    ok: bool = Field(description="speedup <= bound; false: beyond the draft bound, not a speedup speculative "
+                                 "decoding can give.")
+    message: str = Field(description="One line: the speedup against the bound, and what to suspect when beyond it.")
+
+
 class ScenarioComparison(_Doc):
     """A scenario shape present in every run."""
 
@@ -131,6 +145,8 @@ class ScenarioComparison(_Doc):
     output_len: int = Field(description="Output length, tokens.")
     rows: list[Row] = Field(description="One row per run per scenario (repeats are separate rows).")
     tests: list[StatTest] = Field(description="Tests of each candidate run against the baseline.")
+    draft_bounds: list[DraftBound] = Field(default_factory=list, description="Each speculative run against each plain "
+                                           "run of its engine family: the TPOT speedup's draft bound.")
 
 class Unmatched(_Doc):
     """A scenario of a run whose shape is missing from some other run."""
@@ -190,6 +206,8 @@ class ComparisonDoc(_Doc):
     configurations_differ: bool = Field(default=False, description="Some setting outside the compared axes differs "
                                                                    "(an unexpected difference): the title says so.")
     plots: list[str] = Field(default_factory=list, description="PNG files written beside comparison.md.")
+    itl_not_comparable: Optional[str] = Field(default=None, description="Why ITL is not comparable between these "
+                                              "runs (their speculative settings differ); null when it is.")
 
     def run(self, label: str) -> RunInfo:
         for info in self.runs:

@@ -15,6 +15,8 @@ CheckName = Literal[
     "prompts_per_slot", "achieved_concurrency", "output_length", "zero_token_successes",
     "output_token_parity", "prompt_token_parity", "client_cpu", "completeness", "streaming_granularity",
     "acceptance",
+    # plausibility of speculative decoding and of the outputs (analysis/plausibility.py)
+    "acceptance_bound", "repetitive_outputs",
 ]
 
 
@@ -59,6 +61,21 @@ class ValidityThresholds(_Model):
         default=0.25, ge=0, le=1,
         description="streaming_granularity: at most this share of successful requests may arrive in bursts "
         "(beyond max_tokens_per_chunk); above it TPOT and ITL measured chunks, not tokens.",
+    )
+    max_accept_length_excess: float = Field(
+        default=0.02, ge=0,
+        description="acceptance_bound: the acceptance length may exceed 1 + draft tokens by this fraction (counters "
+        "that count a request's first, prefill token among the decoded ones; at least n / (n - 1) - 1 on n-token "
+        "outputs); below 1 it may not.",
+    )
+    max_repeated_ngram_share: float = Field(
+        default=0.5, ge=0, le=1,
+        description="repetitive_outputs: an output whose repeated word 4-grams (1 - distinct / all) exceed this "
+        "share is repetitive (in public Qwen3.5-27B outputs 8 % exceed 0.5).",
+    )
+    max_repetitive_share: float = Field(
+        default=0.25, ge=0, le=1,
+        description="repetitive_outputs: at most this share of a point's saved outputs may be repetitive.",
     )
     max_qualified_failed_share: float = Field(
         default=0.05, ge=0, le=1,

@@ -25,11 +25,12 @@ from typing import Any, Optional
 import numpy as np
 
 from ..analysis.metrics import summarize
+from ..analysis.plausibility import acceptance_bound, mark_synthetic, synthetic_acceptance, with_checks
 from ..catalog.clients import CLIENTS, choose_module, module_of_label
 from ..contract.clientinfo import Acceptance, ClientExtras, ClientFingerprint, QueueStats
 from ..contract.errors import RawFormatError
 from ..contract.io import display_name
-from ..contract.models import Scenario
+from ..contract.models import Scenario, ValidityThresholds
 from ..contract.redact import redact_text
 from .sidecars import read_side_text
 from .rawkeys import SGLANG, VLLM, _number
@@ -89,10 +90,15 @@ def recorded_fingerprint(record: dict[str, Any]) -> ClientFingerprint:
     if impl not in ("python", "rust"):
         raise ValueError(f"implementation must be python or rust, got {impl!r}")
     version = record.get("version") if isinstance(record.get("version"), str) and record.get("version") else None
+    temperature = record.get("temperature")
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+                                    or not math.isfinite(temperature) or temperature < 0):
+        raise ValueError(f"temperature must be a number of at least 0, got {temperature!r}")
     return ClientFingerprint(
         module=module, version=version, implementation=impl, implementation_source="command",
         seed=whole("seed"), seed_default=row.seed_default if row else None, warmup_requests=whole("warmup_requests"),
         warmup_policy=row.warmup_policy if row else None, source="run",  # type: ignore[arg-type]
+        temperature=float(temperature) if temperature is not None else None,
     )
 
 
@@ -233,6 +239,41 @@ def best_acceptance(scenario: Scenario, measured: Optional[Acceptance], spec_tok
         scenario.reconstructed["accept_length"] = "server_metrics"
     if current is not None and current.draft_length is None and spec_tokens:
         scenario.acceptance = current.model_copy(update={"draft_length": spec_tokens})
+
+
+def draft_length(scenario: Scenario, spec_tokens: Optional[int]) -> Optional[int]:
+    """Draft tokens per step of a scenario: its acceptance's draft length, else the run's (vLLM) spec_tokens."""
+    if scenario.acceptance is not None and scenario.acceptance.draft_length:
+        return scenario.acceptance.draft_length
+    return spec_tokens
+
+
+def apply_server_args(scenarios: list[Scenario], command: Optional[str], draft_tokens: Optional[int],
+                      thresholds: Optional[ValidityThresholds]) -> None:
+    """import-legacy: what the server command says about acceptance: synthetic settings mark it, and its draft
+    length goes on every scenario whose acceptance has none, their acceptance_bound judged with it. In place."""
+    synthetic = synthetic_acceptance(command)
+    t = thresholds or ValidityThresholds()
+    for scenario in scenarios:
+        scenario.acceptance = mark_synthetic(scenario.acceptance, synthetic)
+        if not draft_tokens:
+            continue
+        if scenario.acceptance is None or scenario.acceptance.draft_length:
+            continue
+        best_acceptance(scenario, None, draft_tokens)
+        scenario.validity = with_checks(scenario.validity,
+                                        [acceptance_bound(scenario.accept_length, draft_tokens, t, scenario.output_len)])
+
+
+def saved_texts(data: dict[str, Any], success: Optional[np.ndarray]) -> Optional[list[str]]:
+    """The generated texts the client saved (`generated_texts`, both clients with details), of the successful
+    requests when the outcome per request is known; None when the client saved none (or not one per request)."""
+    texts = data.get("generated_texts")
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) or t is None for t in texts):
+        return None
+    if success is not None and len(success) == len(texts):
+        return [t or "" for t, ok in zip(texts, success) if ok]
+    return [t or "" for t in texts]
 
 
 def read_client_info(path: Path) -> Optional[dict[str, Any]]:

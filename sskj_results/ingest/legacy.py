@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from .. import __version__
+from ..analysis.plausibility import draft_tokens_of, judge_plausibility
 from ..analysis.slo import resolve_slo
+from ..catalog.engines import config_from_server_args
 from ..contract.errors import ConfigError, RawFormatError, UsageError
 from ..contract.io import check_writable, describe_os_error, display_name, read_checked
 from ..contract.locking import locked, recover_backups
@@ -33,6 +35,7 @@ from ..contract.models import (
     Source,
     ValidityThresholds,
 )
+from .clientprint import apply_server_args, draft_length
 from .evidence import judge_run
 from .filenames import compile_name_pattern, folder_dated, name_hints
 from .groups import GroupKey, RunGroup, day_of, join_unknown_models
@@ -240,7 +243,9 @@ def import_file(source: RawSource, platform: Platform, spec: SloSpec, *, engine:
             scenario = build_scenario(run, spec, Source(file=str(path), line=run.line, index=run.index, sha256=digest,
                                                  format=run.format),
                                       cap=cap)
-            scenario.validity = judge_run(run, thresholds=validity)  # raw files only: no side files
+            scenario.validity = judge_plausibility(  # raw files only: no side files
+                judge_run(run, thresholds=validity), run.generated_texts, scenario.accept_length,
+                draft_length(scenario, None), validity, scenario.output_len)
             check_writable(scenario)
         except Exception as exc:  # noqa: BLE001
             problem = Problem(label, run.line, unexpected(exc), run.index)
@@ -444,6 +449,9 @@ def _write_groups(raw_dir: Path, out: Path, groups: dict[GroupKey, RunGroup], pl
             elif len(group.recorded_hardware) == 1 and (chip != platform.chip or hardware is None):
                 hardware = next(iter(group.recorded_hardware))  # as the runs record it
             srcs = [(p, *group.sources[p]) for p in sorted(group.sources)]
+            # the settings the server command gives, as `metadata --config server_args=...` derives them
+            derived = config_from_server_args(server_args) if server_args else {}
+            apply_server_args(group.scenarios, server_args, draft_tokens_of(eng, derived.get("spec_tokens")), validity)
             runs_of = Counter(s.source.file for s in group.scenarios if s.source)  # one pass, not one per file
             results = Results(
                 metadata=Metadata(
@@ -458,7 +466,7 @@ def _write_groups(raw_dir: Path, out: Path, groups: dict[GroupKey, RunGroup], pl
                     description=f"imported from {len(srcs)} raw file(s) in {raw_dir}",
                     imported_at=stamp.isoformat(), imported_from=raw_abs,
                 ),
-                config=Config(server_args=server_args or NOT_RECORDED, scenario_name_format=name_format),
+                config=Config(server_args=server_args or NOT_RECORDED, scenario_name_format=name_format, **derived),
                 scenarios=name_scenarios(group.scenarios, name_format), slo=spec, skipped=group.skipped,
                 raw_files=[RawFile(file=str(p), sha256=d, size=s, runs=runs_of.get(str(p), 0)) for p, d, s, _ in srcs],
                 validity_thresholds=validity,

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .. import __version__
+from ..analysis.plausibility import draft_tokens_of, judge_plausibility, mark_synthetic, synthetic_settings
 from ..analysis.slo import resolve_slo, slo_status
 from ..contract.metrics import METRICS
 from ..contract.clientinfo import Acceptance
-from ..contract.errors import RawFormatError, ResultsError, SskjError
+from ..contract.errors import RawFormatError, ResultsError
 from ..contract.locking import locked, recover_backup
 from ..contract.io import RESULTS_NAME, check_writable, describe_os_error, display_name, load_run, save_run
 from ..contract.models import RawFile, Results, Scenario, SkippedScenario, SloSpec, Source, ValidityThresholds
@@ -19,7 +20,7 @@ from .filenames import name_hints
 from .hashing import sha256_files_each
 from .naming import name_scenarios
 from .plausible import FLAG
-from .clientprint import best_acceptance, client_of_run, read_client_info
+from .clientprint import best_acceptance, client_of_run, draft_length, read_client_info
 from .rawsources import list_raw_dir
 from .scenario import RAW_REQUESTS_CAP, Problem, _bulk, _skip_entry, build_scenario, read_raw_file, run_time, unexpected
 from .sidecars import (
@@ -113,6 +114,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
     read = reused = 0
     versions: dict[str, set[str]] = {"engine_version": set(), "client_version": set()}
     draft_tokens = _draft_tokens(existing)
+    synthetic = synthetic_settings(existing.config)
 
     def keep_recorded(label: str, reason: str) -> None:
         """parse never forgets a measured scenario: a raw file imported before that is now
@@ -183,6 +185,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                                                                      format=run.format),
                                               cap=cap)
                     best_acceptance(scenario, accept, draft_tokens)
+                    scenario.acceptance = mark_synthetic(scenario.acceptance, synthetic)
                     client_of_run(scenario, info, existing.metadata.client, existing.metadata.client_version)
                     scenario.accelerator_usage = gpu
                     scenario.prefix_cache_reset = reset
@@ -192,11 +195,13 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                         scenario.timestamp, scenario.timestamp_precision = when.value, when.precision
                         scenario.timestamp_source = when.source
                     _note_server(run, existing.metadata.engine, label, versions, warnings)
-                    speculation = Speculation(speculative=bool(existing.config.spec_method), method=existing.config.spec_method,
-                                       draft_tokens=scenario.acceptance.draft_length if scenario.acceptance
-                                       and scenario.acceptance.draft_length else existing.config.spec_tokens,
-                                       accept_length=scenario.accept_length)
-                    scenario.validity = judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds, speculation)
+                    draft = draft_length(scenario, draft_tokens)
+                    speculation = Speculation(speculative=bool(existing.config.spec_method),
+                                              method=existing.config.spec_method, draft_tokens=draft,
+                                              accept_length=scenario.accept_length)
+                    scenario.validity = judge_plausibility(
+                        judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds, speculation),
+                        run.generated_texts, scenario.accept_length, draft, thresholds, scenario.output_len)
                     check_writable(scenario)
                 except Exception as exc:  # noqa: BLE001 - one run's boundary
                     file_problems.append(Problem(label, run.line, unexpected(exc), run.index))
@@ -269,15 +274,8 @@ def _rejudged(scenario: Scenario, spec: SloSpec, same_slo: bool) -> Scenario:
 
 
 def _draft_tokens(results: Results) -> Optional[int]:
-    """config.spec_tokens as a draft length: vLLM's num_speculative_tokens (SGLang's draft tokens count the
-    verified root token too, so its draft length comes from the run's server_info instead)."""
-    from ..catalog.engines import engine
-
-    try:
-        row = engine(results.metadata.engine or results.metadata.backend or "")
-    except SskjError:
-        return None
-    return results.config.spec_tokens if row.spec_tokens_are_draft else None
+    """config.spec_tokens as a draft length (analysis/plausibility.draft_tokens_of: the engine row's rule)."""
+    return draft_tokens_of(results.metadata.engine or results.metadata.backend, results.config.spec_tokens)
 
 
 def _client_info(run_dir: Path, stem: str, runs: int, warnings: list[str]) -> Optional[dict[str, Any]]:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..analysis.metrics import flatten_gaps, per_request
 from ..contract.clientinfo import Acceptance, ClientExtras, ClientFingerprint
-from .clientprint import file_acceptance, file_extras, file_fingerprint
+from .clientprint import file_acceptance, file_extras, file_fingerprint, saved_texts
 from .filenames import NameHints, prompts_in_name
 from .plausible import flag_token_counts, plausible_duration, refuse_negative
 from .runfacts import _recorded_chip, _started
@@ -133,6 +133,7 @@ class RawRun:
     client_print: Optional[ClientFingerprint] = None
     acceptance: Optional[Acceptance] = None
     client_extras: Optional[ClientExtras] = None
+    generated_texts: Optional[list[str]] = None  # the successful requests' saved outputs (plausibility checks)
 
 
 def _request_rate(data: dict[str, Any], notes: list[str]) -> Optional[float]:
@@ -539,6 +540,7 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     notes.extend([contradiction] if contradiction else [])
     run.acceptance = file_acceptance(data, fmt, run.accept_length)
     run.client_extras = file_extras(data, details.success if details is not None else None)
+    run.generated_texts = saved_texts(data, arrays.success)
     goodput = _first_number(data, "request_goodput", "request_goodput:")
     if goodput is not None:
         notes.append(f"the client's request goodput: {goodput:g} req/s (requests meeting its --goodput thresholds)")

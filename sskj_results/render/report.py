@@ -26,7 +26,7 @@ from ..contract.metrics import SECTION_METRICS, Metric
 from ..contract.models import Metadata, SloSpec
 from ..analysis.rundata import RunData, in_reading_order, natural_key, run_labels, scenario_status, table_row
 from ..analysis.slo import MET_BOTH, MET_NONE, MET_ONE, NOT_MEASURED
-from . import comparison_md
+from . import comparison_md, spec_md
 from .mdparts import (  # noqa: F401 - TABLE_*, SLO_NOTES and results_table are this module's public names too
     METRIC_LABELS, METRIC_SHORT, REPORT_TABLE_ALIGN, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, code,
     goodput_section, has_missing, mdt, metric_section, plot_lines, report_table, results_table, slo_reference,
@@ -346,6 +346,8 @@ SECTIONS: tuple[Section, ...] = (
     *(_metric_section(m) for m in SECTION_METRICS),
     Section("verdicts", "Statistical verdicts", ("comparison",),
             lambda page: block("Statistical verdicts", comparison_md.verdicts(_doc(page)))),
+    Section("speculative", "Speculative decoding", ("report", "comparison"),
+            lambda page: spec_md.comparison_section(_doc(page)) if page.doc else spec_md.report_section(_run(page))),
     Section("validity", "Validity", ("report", "comparison"),
             lambda page: validity_section(page.rows, with_backend=page.with_backend, doc=page.doc)),
     Section("warnings", "Warnings", ("report",), lambda page: block("Warnings", _warnings(page))),

@@ -3,7 +3,8 @@
 Written by the run loop's `step` before the client starts (the command it
 builds from the same settings); read by `parse` into the scenario's `client`
 (ingest/clientprint.py). Keys: client, module, implementation, version, seed,
-warmup_requests (null when the flag is not passed).
+warmup_requests (null when the flag is not passed), temperature (the requests' sampling temperature, with
+CLIENT_EXTRA_ARGS over the client's default: catalog/clients.client_temperature).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from ..catalog.clients import choose_module, implementation
+from ..catalog.clients import choose_module, client_temperature, implementation
 from ..contract.errors import ConfigError
 from ..contract.io import atomic_write_text
 
@@ -20,7 +21,7 @@ CLIENT_INFO_DIR = "client_info"
 
 
 def client_record(client: str, module: str, impl: str, version: str, seed: str,
-                  warmup_requests: str) -> dict[str, object]:
+                  warmup_requests: str, extra: str = "") -> dict[str, object]:
     """The record of one scenario's client. Raises ConfigError for an unknown client, module or implementation."""
     try:
         row = choose_module(client, module=module or None)
@@ -32,7 +33,8 @@ def client_record(client: str, module: str, impl: str, version: str, seed: str,
         return int(text) if text.strip().lstrip("-").isdigit() else None
 
     return {"client": client, "module": row.module, "implementation": impl, "version": version or None,
-            "seed": whole(seed), "warmup_requests": whole(warmup_requests) if row.warmup_flag else None}
+            "seed": whole(seed), "warmup_requests": whole(warmup_requests) if row.warmup_flag else None,
+            "temperature": client_temperature(client, extra)}
 
 
 def write_client_info(run_dir: Path, stem: str, **fields: str) -> Path:
