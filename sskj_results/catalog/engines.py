@@ -235,3 +235,25 @@ def package_version(python: list[str], dists: list[str], timeout_s: float = 60.0
         return None
     lines = done.stdout.strip().splitlines()
     return lines[0].strip() if lines and lines[0].strip() else None
+
+
+# data-parallel size spellings per engine family (the accelerators of a phase: ingest/power.py)
+DP_FLAGS = {"sglang": ("--dp-size", "--data-parallel-size", "--dp"), "vllm": ("--data-parallel-size", "-dp")}
+
+
+def data_parallel(command: str) -> Optional[int]:
+    """The data-parallel size a server command sets (1 when it sets none); None for a command not understood
+    or a size that is not a whole number >= 1."""
+    try:
+        found = engine_argv(shlex.split(command))
+    except ValueError:
+        return None
+    if found is None:
+        return None
+    row, own = found
+    options = _option_values(own)
+    for flag in DP_FLAGS.get(row.family, ()):
+        if flag in options:
+            text = options[flag]
+            return int(text) if text.isascii() and text.isdigit() and int(text) >= 1 else None
+    return 1

@@ -15,6 +15,7 @@ from ..contract.locking import locked, recover_backup
 from ..contract.io import RESULTS_NAME, check_writable, describe_os_error, display_name, load_run, save_run
 from ..contract.models import RawFile, Results, Scenario, SkippedScenario, SloSpec, Source, ValidityThresholds
 from .evidence import judge_run
+from .power import chip_figures, per_accel_figures
 from .filenames import name_hints
 from .hashing import sha256_files_each
 from .naming import name_scenarios
@@ -154,7 +155,9 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
         prev = known.get(label)
         if same_slo and prev and prev.sha256 == digest and prev.sidecar_sha256 == side_digest and label in old_by_file \
                 and not prev.damaged and all(s.validity is not None for s in old_by_file[label]):
-            scenarios.extend(s.model_copy() for s in old_by_file[label])  # shallow: renaming must not touch `existing`
+            for s in old_by_file[label]:  # shallow copies: renaming must not touch `existing`
+                scenarios.append(s.model_copy())
+                per_accel_figures(scenarios[-1], existing.metadata, existing.config)  # the metadata may have changed
             same = (prev.mtime_ns, prev.ctime_ns) == (mtime_ns, ctime_ns)
             records.append(prev if same else prev.model_copy(update={"mtime_ns": mtime_ns, "ctime_ns": ctime_ns}))
             reused += 1
@@ -190,6 +193,8 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                         scenario.timestamp_source = when.source
                     _note_server(run, existing.metadata.engine, label, versions, warnings)
                     scenario.validity = judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds)
+                    chip_figures(scenario, run, run_dir, path.stem, len(outcome.runs), existing.metadata,
+                                 existing.config, warnings)
                     check_writable(scenario)
                 except Exception as exc:  # noqa: BLE001 - one run's boundary
                     file_problems.append(Problem(label, run.line, unexpected(exc), run.index))
