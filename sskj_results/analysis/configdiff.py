@@ -52,15 +52,17 @@ IDENTITY_METADATA = frozenset({
 })
 METADATA_AXES: dict[str, str] = {
     "engine_version": ENGINE, "env": ENGINE,
-    "hardware": CHIP, "platform": CHIP, "driver_version": CHIP, "runtime_version": CHIP, "host": CHIP,
+    "hardware": CHIP, "platform": CHIP, "devices": CHIP, "price_per_accel_hour": CHIP, "driver_version": CHIP, "runtime_version": CHIP, "host": CHIP,
     "client": "client", "client_version": "client",
     "git_commit": PROVENANCE,
 }
 # config keys that are not engine settings
 IGNORED_CONFIG = frozenset({"server_args", "scenario_name_format", "prompt_method"})  # prompts: per scenario
-CONFIG_AXES: dict[str, str] = {"spec_method": SPECULATIVE, "spec_tokens": SPECULATIVE, "extra_args": ENGINE}
+# tp: the devices of a chip's setup (expected when chips are compared, a configuration difference on one chip)
+CONFIG_AXES: dict[str, str] = {"spec_method": SPECULATIVE, "spec_tokens": SPECULATIVE, "extra_args": ENGINE, "tp": CHIP}
 # server flags that legitimately differ between runs of one experiment, or repeat a setting listed on its own
-IGNORED_FLAGS = frozenset({"--port", "--host", "--model", "--model-path", "--served-model-name"})
+IGNORED_FLAGS = frozenset({"--port", "--host", "--model", "--model-path", "--served-model-name",
+                           "--tp", "--tp-size", "--tensor-parallel-size", "-tp"})  # config.tp
 SPEC_FLAG = re.compile(r"^--(?:[a-z0-9-]*-)?(?:spec|speculative|draft|num-speculative)", re.IGNORECASE)
 PHASE_ARGS = re.compile(r"^phase(\d+)_server_args$")
 
@@ -223,7 +225,8 @@ def _flags(speculative: bool) -> Callable[[RunData], Any]:
 
 
 def _settings(runs: Sequence[RunData], axes: Sequence[str]) -> list[_Setting]:
-    settings = [_Setting("engine", ENGINE, lambda r: r.engine), _Setting("chip", CHIP, lambda r: r.chip)]
+    settings = [_Setting("engine", ENGINE, lambda r: r.engine), _Setting("chip", CHIP, lambda r: r.chip),
+                _Setting("accelerators", CHIP, _scenario_values("accelerators"))]
     settings.append(_Setting("model", "model", _meta("model")))
     meta_fields = [f for f in Metadata.model_fields if f not in IDENTITY_METADATA and f != "model"]
     settings += [_Setting(f"metadata.{f}", METADATA_AXES.get(f), _meta(f)) for f in meta_fields]
