@@ -134,7 +134,7 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
         f"median / baseline median, bootstrap {s.confidence:.0%} CI over {s.bootstrap_resamples} resamples), "
         f"and on {repeated} when a shape was repeated at least twice per side (Welch's t-test; ratio of "
         f"means{'; across accelerator counts on one run too, then insufficient samples' if doc.throughput_basis else ''}"
-        "). p-values are Holm–Bonferroni adjusted over all {s.family_size} tests with a p-value. A change is "
+        f"). p-values are Holm–Bonferroni adjusted over all {s.family_size} tests with a p-value. A change is "
         f"reported only when the adjusted p < {s.alpha:g} and the ratio differs from 1 by more than "
         f"{s.min_change * 100:g}%. Ratios below 1 mean lower latency, above 1 higher {higher}. See docs/COMPARE.md.",
         "",
