@@ -206,6 +206,9 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
         in_legend: set[str] = set()
         for r, (raw_label, points) in enumerate(series):
             label = html.escape(raw_label)  # plotly reads entities and a few tags in text: names stay text
+            counts = {p.accelerators for pts in points.values() for p in pts} - {None}
+            if key == "frontier" and len(counts) == 1:
+                label += f", {counts.pop()} accel"
             color = PALETTE[r % len(PALETTE)]
             for i, shape in enumerate(shapes):
                 pts = points.get(shape, [])
@@ -242,9 +245,14 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
                 in_legend.add(label)
         if key == "frontier":  # the TPOT SLO as an interactivity: points right of the line meet it
             bound = 1000.0 / spec.tpot_mean_ms
-            label = f"SLO TPOT mean &lt; {spec.tpot_mean_ms:g} ms (interactivity &gt; {bound:.3g})"
-            top = max((v for t in traces for v in t["y"]), default=1.0)
+            label = f"SLO TPOT mean &lt; {spec.tpot_mean_ms:g} ms (interactivity &gt; {bound:.3g}; shaded: missed)"
             for i in range(len(shapes)):
+                top = max((v for t in traces if t["yaxis"] == _axes(i)["yaxis"] for v in t["y"]), default=1.0)
+                traces.append({  # the interactivities that miss the SLO, shaded; no hover of its own
+                    "type": "scatter", "mode": "lines", "x": [0, bound, bound, 0, 0], "y": [0, 0, top, top, 0],
+                    "fill": "toself", "fillcolor": "rgba(150,150,150,0.12)", "line": {"width": 0},
+                    "hoverinfo": "skip", "showlegend": False, "legendgroup": "slo", **_axes(i),
+                })
                 traces.append({
                     "type": "scatter", "mode": "lines", "name": label, "legendgroup": "slo", "showlegend": i == 0,
                     "x": [bound, bound], "y": [0, top], "hovertemplate": f"{label}<extra></extra>",

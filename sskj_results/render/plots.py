@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, cast
@@ -202,7 +203,8 @@ def _finish(fig: Any, title: str, handles: list[Any], labels: list[str], path: P
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncol=_legend_columns(labels, fig.get_figwidth()),
                    frameon=False)
-    fig.suptitle(title)
+    # a long title (run labels, device counts) wraps to the figure's width instead of running off it
+    fig.suptitle("\n".join(textwrap.wrap(title, max(40, int(fig.get_figwidth() * 72 / (0.55 * FONT["figure.titlesize"]))))))
     from matplotlib.text import Text
 
     for text in fig.findobj(Text):  # a lone surrogate (undecodable bytes in a name) cannot be drawn
@@ -264,7 +266,7 @@ def frontier(curves: Sequence[Curve], slo_tpot_ms: float, path: Path, title: str
     None when no point knows its accelerators."""
     return _versus_interactivity(curves, path, title, lambda p: p.per_accel,
                                  "Output throughput per accelerator (tok/s)", boundary=1000.0 / slo_tpot_ms,
-                                 boundary_label=f"SLO TPOT mean < {slo_tpot_ms:g} ms")
+                                 boundary_label=f"SLO TPOT mean < {slo_tpot_ms:g} ms (shaded: missed)")
 
 
 def _versus_interactivity(curves: Sequence[Curve], path: Path, title: str, y_of: Callable[[Point], Optional[float]],
@@ -299,11 +301,13 @@ def _versus_interactivity(curves: Sequence[Curve], path: Path, title: str, y_of:
                 for p, x, y in drawn:
                     ax.annotate(f"c{p.concurrency}", (x, y), textcoords="offset points", xytext=(dx, dy),
                                 fontsize=9, color=colors[c.label], ha="left" if dx >= 0 else "right")
-            if boundary is not None:
+            if boundary is not None:  # left of the line the TPOT SLO is missed: shaded
                 slo = ax.axvline(boundary, color="#555555", linestyle="--", linewidth=1.3, label=boundary_label)
                 handles.setdefault(boundary_label, slo)
                 xs_all.append(boundary)
             _scale(ax, "x", xs_all, headroom=1.15)
+            if boundary is not None:
+                ax.axvspan(min(ax.get_xlim()[0], boundary), boundary, color="#999999", alpha=0.12, linewidth=0)
             _scale(ax, "y", ys_all, headroom=1.15)
             _panel_title(ax, shape_title(inp, outp))
             ax.set_xlabel("Interactivity: 1000 / TPOT mean (tok/s per user)")
