@@ -23,7 +23,8 @@ from sskj_results.contract.io import load_run
 from sskj_results.contract.models import Config, Metadata
 from sskj_results.ingest.metadata import write_metadata
 from sskj_results.ingest.parse_run import parse_run_dir
-from sskj_results.ingest.power import accelerators_of, xpu_power_samples
+from sskj_results.contract.errors import RawFormatError
+from sskj_results.ingest.power import accelerators_of, nvidia_power_samples, xpu_power_samples
 
 from .conftest import RAW
 
@@ -204,3 +205,15 @@ def test_a_run_without_a_window_record_says_why(tmp_path: Path) -> None:
     scenario = parse_run_dir(run).results.scenarios[0]
     assert scenario.power is not None and scenario.energy_j is None
     assert scenario.power.reason is not None and "no record of when the benchmark ran" in scenario.power.reason
+
+
+def test_a_log_cut_off_mid_line_reads_like_a_whole_one() -> None:
+    whole = _nvidia_csv({0: 100.0, 1: 200.0}, TIMES)
+    cut = whole + "2026/07/08 12:00:31.000, 0, 5"  # the sampler stopped while writing
+    a, b = nvidia_power_samples(whole, "a.csv"), nvidia_power_samples(cut, "b.csv")
+    assert a.times.tolist() == b.times.tolist() and a.power_w.tolist() == b.power_w.tolist()
+    assert a.power_w.tolist()[:2] == [100.0, 200.0] and a.times[0] == pytest.approx(TIMES[0])
+    with pytest.raises(RawFormatError, match=r"b.csv:1: no power.draw column"):
+        nvidia_power_samples("timestamp, index\n2026/07/08 12:00:31.000, 0\n", "b.csv")
+    with pytest.raises(RawFormatError, match=r"c.csv: a timestamp is not"):
+        nvidia_power_samples(whole.replace("2026/", "2026-"), "c.csv")

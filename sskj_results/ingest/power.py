@@ -31,7 +31,6 @@ from ..analysis.configdiff import server_command
 from ..catalog.engines import data_parallel
 from ..contract.chipinfo import PowerRecord, WindowSource
 from ..contract.errors import RawFormatError
-from ..contract.io import display_name
 from ..contract.models import Config, Metadata, Scenario
 from .rawkeys import VLLM
 from .readers import RawRun
@@ -59,14 +58,26 @@ def accelerators_of(metadata: Metadata, config: Config) -> tuple[Optional[int], 
     return config.tp * dp, "tp x dp", tuple(range(config.tp * dp))
 
 
-def _epoch_naive(stamps: np.ndarray) -> np.ndarray:
+_STAMP_LEN = len("2026/07/08 12:00:00.000")
+
+
+def _epoch_naive(stamps: list[str]) -> np.ndarray:
     """`YYYY/MM/DD HH:MM:SS.fff` local times (nvidia-smi's) -> seconds since the epoch, vectorised; the local UTC
-    offset of the first sample holds for all (a clock change during a scenario is not undone)."""
-    iso = np.char.replace(np.char.replace(np.char.strip(stamps), "/", "-"), " ", "T")
-    moments = iso.astype("datetime64[ms]")
+    offset of the first sample holds for all (a clock change during a scenario is not undone). Raises ValueError
+    for another form."""
+    if stamps and min(map(len, stamps)) == max(map(len, stamps)) == _STAMP_LEN:
+        raw = np.array(stamps, dtype=f"S{_STAMP_LEN}")  # fixed width: the separators are columns of one byte array
+        chars = raw.view(np.uint8).reshape(len(raw), _STAMP_LEN)
+        if not (np.all(chars[:, [4, 7]] == ord("/")) and np.all(chars[:, 10] == ord(" "))):
+            raise ValueError(f"{stamps[0]!r} is not YYYY/MM/DD HH:MM:SS.fff")
+        chars[:, [4, 7]] = ord("-")
+        moments = raw.astype("datetime64[ms]")
+    else:
+        iso = np.char.replace(np.char.replace(np.char.strip(np.array(stamps, dtype=str)), "/", "-"), " ", "T")
+        moments = iso.astype("datetime64[ms]")
     seconds = (moments - np.datetime64(0, "ms")).astype(np.float64) / 1000.0
-    first = datetime.fromisoformat(str(iso[0]))
-    offset = first.timestamp() - first.replace(tzinfo=timezone.utc).timestamp()
+    first = datetime.fromtimestamp(seconds[0], tz=timezone.utc).replace(tzinfo=None)
+    offset = first.timestamp() - seconds[0]  # the local time read as UTC, back to the epoch
     return seconds + offset
 
 
@@ -91,29 +102,45 @@ def _index_of(header: list[str], name: str) -> Optional[int]:
     return None
 
 
-def nvidia_power_samples(rows: list[list[str]], name: str) -> PowerSamples:
-    """The power samples of an nvidia-smi CSV's rows (header first). Raises RawFormatError naming the file when a
+def _columns(text: str, name: str) -> tuple[list[str], list[list[str]]]:
+    """(header, the body's columns) of an nvidia-smi CSV. Its own form (`a, b, c` lines, no quotes) is split in
+    one pass over the text; anything else goes through the csv module, short lines (blank, or cut off when the
+    sampler stopped) left out."""
+    head, _, body = text.partition("\n")
+    header = next(csv.reader([head]), [])
+    width = len(header)
+    body = body.rstrip("\n")
+    if width and body and '"' not in body and "\r" not in body:
+        flat = body.replace("\n", ", ").split(", ")
+        if len(flat) == width * (body.count("\n") + 1):
+            return header, [flat[i::width] for i in range(width)]
+    try:
+        rows = [r for r in csv.reader(io.StringIO(body, newline="")) if len(r) == width]
+    except csv.Error as exc:
+        raise RawFormatError(f"{name}: not readable as CSV ({exc})") from None
+    return header, [[r[i] for r in rows] for i in range(width)]
+
+
+def nvidia_power_samples(text: str, name: str) -> PowerSamples:
+    """The power samples of an nvidia-smi CSV (header first). Raises RawFormatError naming the file when a
     timestamp, index or power.draw column is missing or a timestamp does not read."""
-    if not rows:
-        raise RawFormatError(f"{name}: empty accelerator log")
-    header, body = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
+    header, columns = _columns(text, name)
     cols = {key: _index_of(header, key) for key in ("timestamp", "index", "power.draw")}
     missing = [key for key, i in cols.items() if i is None]
     if missing:
         raise RawFormatError(f"{name}:1: no {', '.join(missing)} column; the sampler must query "
                              "timestamp,index,power.draw (scripts/common/lib.sh: lib::start_accel_sampler)")
-    if not body:
+    stamps, indices, watts = (columns[int(cols[k])] for k in ("timestamp", "index", "power.draw"))  # type: ignore[arg-type]
+    if not stamps:
         raise RawFormatError(f"{name}: no samples")
-    ti, di, pi = (int(cols[k]) for k in ("timestamp", "index", "power.draw"))  # type: ignore[arg-type]
-    columns = list(zip(*body))
     try:
-        times = _epoch_naive(np.array(columns[ti], dtype=str))
+        times = _epoch_naive(stamps)
     except ValueError as exc:
         raise RawFormatError(f"{name}: a timestamp is not `YYYY/MM/DD HH:MM:SS.fff` ({exc})") from None
-    devices = _floats(list(columns[di]))
+    devices = _floats(indices)
     if not np.all(np.isfinite(devices)):
         raise RawFormatError(f"{name}: a device index is not a number")
-    return PowerSamples("nvidia-smi", times, devices.astype(np.int64), _floats(list(columns[pi])))
+    return PowerSamples("nvidia-smi", times, devices.astype(np.int64), _floats(watts))
 
 
 _XPU_ROW = re.compile(r"^\|\s*(\d+)\s")
@@ -154,12 +181,7 @@ def read_power_samples(run_dir: Path, stem: str) -> Optional[PowerSamples]:
     csv_path = run_dir / "gpu_logs" / f"{stem}.csv"
     xpu_path = run_dir / "gpu_logs" / f"{stem}.xpu-smi.log"
     if csv_path.is_file():
-        text = read_side_text(csv_path, "accelerator log")
-        try:
-            rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r]
-        except csv.Error as exc:
-            raise RawFormatError(f"{display_name(csv_path)}: not readable as CSV ({exc})") from None
-        return nvidia_power_samples(rows, f"gpu_logs/{csv_path.name}")
+        return nvidia_power_samples(read_side_text(csv_path, "accelerator log"), f"gpu_logs/{csv_path.name}")
     if xpu_path.is_file():
         return xpu_power_samples(read_side_text(xpu_path, "accelerator log"), f"gpu_logs/{xpu_path.name}")
     return None
