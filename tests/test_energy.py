@@ -217,3 +217,23 @@ def test_a_log_cut_off_mid_line_reads_like_a_whole_one() -> None:
         nvidia_power_samples("timestamp, index\n2026/07/08 12:00:31.000, 0\n", "b.csv")
     with pytest.raises(RawFormatError, match=r"c.csv: a timestamp is not"):
         nvidia_power_samples(whole.replace("2026/", "2026-"), "c.csv")
+
+
+def test_a_run_parsed_before_power_records_is_read_again(tmp_path: Path) -> None:
+    run = _run(tmp_path, "vllm serve m --tensor-parallel-size 2")
+    _log(run, _nvidia_csv({0: 100.0, 1: 100.0}, TIMES))
+    first = parse_run_dir(run)
+    assert first.files_read == 1 and first.results.scenarios[0].power is not None
+    data = json.loads((run / "results.json").read_text())
+    data["scenarios"][0]["power"] = None  # as an older sskj-results wrote it
+    (run / "results.json").write_text(json.dumps(data))
+    again = parse_run_dir(run)
+    assert again.files_read == 1 and again.results.scenarios[0].energy_j == pytest.approx(200.0 * DURATION)
+    assert parse_run_dir(run).files_reused == 1  # then reused as before
+
+
+def test_the_platform_price_reaches_the_metadata() -> None:
+    from sskj_results.run.phase import metadata_meta
+
+    args = metadata_meta({"PRICE_PER_ACCEL_HOUR": "2.5", "EXPERIMENT": "e"}, {})
+    assert args[args.index("price_per_accel_hour=2.5") - 1] == "--meta"

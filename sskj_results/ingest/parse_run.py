@@ -153,8 +153,11 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
             warnings.append(f"side files of {display_name(label)}: cannot read: {describe_os_error(exc)}; ignored")
             sides, side_digest = [], None
         prev = known.get(label)
+        # a scenario parsed before power records existed is read again when it has power samples
+        kept = old_by_file.get(label, [])
+        unpowered = len(kept) == 1 and kept[0].power is None and any(p.parent.name == "gpu_logs" for p in sides)
         if same_slo and prev and prev.sha256 == digest and prev.sidecar_sha256 == side_digest and label in old_by_file \
-                and not prev.damaged and all(s.validity is not None for s in old_by_file[label]):
+                and not prev.damaged and all(s.validity is not None for s in old_by_file[label]) and not unpowered:
             for s in old_by_file[label]:  # shallow copies: renaming must not touch `existing`
                 scenarios.append(s.model_copy())
                 per_accel_figures(scenarios[-1], existing.metadata, existing.config)  # the metadata may have changed
