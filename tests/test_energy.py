@@ -18,12 +18,15 @@ import numpy as np
 import pytest
 
 from sskj_results.analysis.energy import MAX_GAP_S, PowerSamples, interactivity, per_output_token, window_energy
+from sskj_results.analysis.rundata import load_run_data
+from sskj_results.analysis.slo import resolve_slo
 from sskj_results.catalog.engines import data_parallel
 from sskj_results.contract.io import load_run
 from sskj_results.contract.models import Config, Metadata
 from sskj_results.ingest.metadata import write_metadata
 from sskj_results.ingest.parse_run import parse_run_dir
 from sskj_results.contract.errors import RawFormatError
+from sskj_results.render.report import render_report, section_text
 from sskj_results.ingest.power import accelerators_of, nvidia_power_samples, xpu_power_samples
 
 from .conftest import RAW
@@ -165,6 +168,12 @@ def test_parse_with_an_unfit_trace_leaves_energy_null_with_the_reason(tmp_path: 
     assert (scenario.energy_j, scenario.joules_per_output_token, scenario.output_tokens_per_kwh) == (None, None, None)
     assert (scenario.power.valid, scenario.power.reason) == (False, reason)
     assert scenario.output_throughput_per_accel is not None  # per-accelerator throughput needs no power
+    data = load_run_data(run)
+    section = section_text(render_report(data, data.results.slo or resolve_slo("S2"), False), "per-accelerator")
+    assert f"Energy unknown:\n\n- {scenario.name}: {reason}" in section
+    row = next(line for line in section.splitlines() if line.startswith(f"| {scenario.name} "))
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert (cells[1], cells[5], cells[6]) == (str(devices.count(",") + 1), "unknown", "unknown")  # J/OutTok, OutTok/kWh: unknown, never 0
 
 
 def test_a_gap_within_the_limit_keeps_the_energy(tmp_path: Path) -> None:
@@ -196,6 +205,13 @@ def test_xpu_smi_samples_read_like_nvidia_smi_and_a_sampler_without_power_says_s
     assert scenario.energy_j is None
     samples = xpu_power_samples(_xpu_log([END]), "x.log")
     assert samples.devices.tolist() == list(range(8)) and samples.power_w.tolist() == [120.0] * 8
+    # the sampler's own `date "+%Y-%m-%dT%H:%M:%S%z"` form (scripts/common/lib.sh)
+    stamp = subprocess.run(["date", "-d", f"@{int(END)}", "+%Y-%m-%dT%H:%M:%S%z"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    table = _xpu_log([END]).split("\n", 1)[1]
+    assert xpu_power_samples(f"### {stamp}\n{table}", "x.log").times.tolist() == [END] * 8
+    with pytest.raises(RawFormatError, match=r"x.log:1: 'yesterday' is not an ISO-8601 time"):
+        xpu_power_samples(f"### yesterday\n{table}", "x.log")
 
 
 def test_a_run_without_a_window_record_says_why(tmp_path: Path) -> None:

@@ -148,6 +148,19 @@ _XPU_POWER = re.compile(r"(\d+(?:\.\d+)?)\s*W\s*/\s*\d+(?:\.\d+)?\s*W")
 _XPU_MEM = re.compile(r"\d+(?:\.\d+)?\s*MiB\s*/\s*\d+(?:\.\d+)?\s*MiB")
 
 
+def _sampler_time(text: str) -> Optional[float]:
+    """The xpu-smi sampler's `date +%Y-%m-%dT%H:%M:%S%z` (any ISO-8601 time too), seconds since the epoch."""
+    for form in ("%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S"):  # Python 3.10's fromisoformat reads no +0800
+        try:
+            return datetime.strptime(text, form).timestamp()
+        except ValueError:
+            pass
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
+
+
 def xpu_power_samples(text: str, name: str) -> PowerSamples:
     """The power samples of an xpu-smi log: each `### <ISO time>` block's device rows (`| <index> ...` with
     `N MiB / N MiB`); a row without `N W / N W` has no power (NaN)."""
@@ -157,10 +170,9 @@ def xpu_power_samples(text: str, name: str) -> PowerSamples:
     now: Optional[float] = None
     for number, line in enumerate(text.splitlines(), start=1):
         if line.startswith("###"):
-            try:
-                now = datetime.fromisoformat(line[3:].strip()).timestamp()
-            except ValueError:
-                raise RawFormatError(f"{name}:{number}: {line[3:].strip()[:40]!r} is not an ISO-8601 time") from None
+            now = _sampler_time(line[3:].strip())
+            if now is None:
+                raise RawFormatError(f"{name}:{number}: {line[3:].strip()[:40]!r} is not an ISO-8601 time")
             continue
         row = _XPU_ROW.match(line)
         if row is None or not _XPU_MEM.search(line):
