@@ -253,3 +253,19 @@ def test_the_platform_price_reaches_the_metadata() -> None:
 
     args = metadata_meta({"PRICE_PER_ACCEL_HOUR": "2.5", "EXPERIMENT": "e"}, {})
     assert args[args.index("price_per_accel_hour=2.5") - 1] == "--meta"
+
+
+@pytest.mark.parametrize("text", [
+    "timestamp, index, power.draw [W]\n9999/12/31 23:59:59.999, 0, 100\n",
+    "timestamp, index, power.draw [W]\n2026/13/45 12:00:00.000, 0, 100\n",
+    "timestamp, index\n2026/07/08 12:00:00.000, 0\n",
+    "\x00\x01garbage",
+])
+def test_a_bad_power_log_costs_the_energy_not_the_scenario(tmp_path: Path, text: str) -> None:
+    run = _run(tmp_path, "vllm serve m --tensor-parallel-size 2")
+    _log(run, text)
+    outcome = parse_run_dir(run)
+    assert not outcome.problems and len(outcome.results.scenarios) == 1
+    scenario = outcome.results.scenarios[0]
+    assert scenario.energy_j is None and scenario.power is not None and scenario.power.reason
+    assert scenario.output_throughput_per_accel is not None
