@@ -269,3 +269,13 @@ def test_a_bad_power_log_costs_the_energy_not_the_scenario(tmp_path: Path, text:
     scenario = outcome.results.scenarios[0]
     assert scenario.energy_j is None and scenario.power is not None and scenario.power.reason
     assert scenario.output_throughput_per_accel is not None
+
+
+def test_the_users_price_is_shown_only_when_given(tmp_path: Path) -> None:
+    for price in (None, 2.0):
+        run = _run(tmp_path / str(price), "vllm serve m --tensor-parallel-size 2", price=price)
+        parse_run_dir(run)
+        data = load_run_data(run)
+        section = section_text(render_report(data, data.results.slo or resolve_slo("S2"), False), "per-accelerator")
+        assert ("Price/MOutTok" in section) is (price is not None)
+        assert ("a price the user gave, not a measurement" in section) is (price is not None)

@@ -32,16 +32,20 @@ def chips_section(rows: Sequence[Row], with_run: bool, basis: Optional[str] = No
     """The section's body: the basis sentence (a comparison across device counts), the table, the legend and, for
     one run, why a scenario has no energy figure."""
     lines = [f"{basis[0].upper()}{basis[1:]}.", ""] if basis else []
-    headers = (["Run"] if with_run else []) + ["Scenario", "Accel"] + [metric(n).short for n in SHOWN]
+    priced = any(r.cost_per_million_output_tokens is not None for r in rows)  # a price is given, not measured
+    shown = [n for n in SHOWN if priced or n != "cost_per_million_output_tokens"]
+    headers = (["Run"] if with_run else []) + ["Scenario", "Accel"] + [metric(n).short for n in shown]
     table = [([r.run] if with_run else []) + [r.scenario, "unknown" if r.accelerators is None else str(r.accelerators)]
-             + [_number(getattr(r, n)) for n in SHOWN] for r in rows]
-    align = (["left"] if with_run else []) + ["left"] + ["right"] * (1 + len(SHOWN))
+             + [_number(getattr(r, n)) for n in shown] for r in rows]
+    align = (["left"] if with_run else []) + ["left"] + ["right"] * (1 + len(shown))
     lines += github_table(headers, table, align)
+    price = (" Price/MOutTok: the user's price per million output tokens from the platform's PRICE_PER_ACCEL_HOUR, "
+             "a price the user gave, not a measurement.") if priced else ""
     lines += ["", "Accel: accelerators that served the phase (DEVICES, else tp x dp of the server command). "
               "Interactivity: 1000 / TPOT mean, tokens per second one user sees. J/OutTok: energy of the served "
               "devices over the benchmark window / output tokens, J; OutTok/kWh: its inverse per kWh (`unknown` "
-              "when the power samples do not cover the window). User's price/MOutTok: the platform's PRICE_PER_ACCEL_HOUR, a price the user gave, not "
-              "a measurement (docs/METRICS.md#per-accelerator, #energy, #cost).", ""]
+              f"when the power samples do not cover the window).{price} See docs/METRICS.md (Per accelerator, "
+              "Energy, Cost).", ""]
     reasons = [f"- {s.name}: {s.power.reason}" for s in scenarios if s.power is not None and s.power.reason]
     if reasons:
         lines += ["Energy unknown:", ""] + reasons + [""]
