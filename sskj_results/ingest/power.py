@@ -241,9 +241,9 @@ def chip_figures(scenario: Scenario, run: RawRun, run_dir: Optional[Path], stem:
     try:
         samples = read_power_samples(run_dir, stem)
     except (RawFormatError, ValueError, OverflowError, OSError) as exc:  # a bad log costs the energy, not the scenario
-        why = str(exc) if isinstance(exc, RawFormatError) else f"gpu_logs/{stem}.*: not readable ({exc})"
-        warnings.append(f"{why}; energy not recorded")
-        scenario.power = PowerRecord(valid=False, reason=why, max_gap_limit_s=MAX_GAP_S)
+        bad = str(exc) if isinstance(exc, RawFormatError) else f"gpu_logs/{stem}.*: not readable ({exc})"
+        warnings.append(f"{bad}; energy not recorded")
+        scenario.power = PowerRecord(valid=False, reason=bad, max_gap_limit_s=MAX_GAP_S)
         return
     if samples is None:
         return

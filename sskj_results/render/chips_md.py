@@ -32,7 +32,7 @@ def chips_section(rows: Sequence[Row], with_run: bool, basis: Optional[str] = No
     """The section's body: the basis sentence (a comparison across device counts), the table, the legend and, for
     one run, why a scenario has no energy figure."""
     lines = [f"{basis[0].upper()}{basis[1:]}.", ""] if basis else []
-    priced = any(r.cost_per_million_output_tokens is not None for r in rows)  # a price is given, not measured
+    priced = any(getattr(r, "cost_per_million_output_tokens") is not None for r in rows)  # a price is given, not measured
     shown = [n for n in SHOWN if priced or n != "cost_per_million_output_tokens"]
     headers = (["Run"] if with_run else []) + ["Scenario", "Accel"] + [metric(n).short for n in shown]
     table = [([r.run] if with_run else []) + [r.scenario, "unknown" if r.accelerators is None else str(r.accelerators)]
