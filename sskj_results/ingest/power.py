@@ -7,7 +7,7 @@
   ``gpu_logs/<stem>.xpu-smi.log`` (xpu-smi tables, one per ``### <ISO time>`` line, a row per device:
   ``| <index> ... <N>W / <N>W ...``);
 * the benchmark window: client_stats/<stem>.json's `ended_at` minus the client's duration_s, else vLLM's
-  `date` (written when the benchmark ended) minus duration_s; both to the second.
+  `date` (written when the benchmark ended) minus duration_s (to the millisecond; vLLM's to the second).
 
 The maths is analysis/energy.py's; docs/METRICS.md#energy defines the figures.
 """
