@@ -99,3 +99,13 @@ def test_the_frontier_figure_is_drawn(runs: tuple[Path, Path], tmp_path: Path) -
     assert tmp_path / "cmp" / "frontier_per_accelerator.png" in out.plots
     page = (tmp_path / "cmp" / "comparison.html").read_text()
     assert "Output throughput per accelerator vs interactivity" in page and "SLO TPOT mean" in page
+
+
+def test_an_unknown_count_compares_whole_servers(runs: tuple[Path, Path]) -> None:
+    base, cand = load_run_data(runs[0]), load_run_data(runs[1])
+    for s in cand.results.scenarios:
+        s.accelerators = None  # a run parsed from a command sskj does not understand
+    doc = build_comparison([base, cand])
+    metrics = {t.metric for s in doc.scenarios for t in s.tests}
+    assert doc.throughput_basis is None and "accelerators)" not in doc.title
+    assert "output_token_throughput" in metrics and "output_throughput_per_accel" not in metrics

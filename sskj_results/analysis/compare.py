@@ -278,11 +278,12 @@ def run_accelerators(run: RunData) -> Optional[int]:
 
 
 def devices_differ(runs: Sequence[RunData]) -> Optional[str]:
-    """`whole-server throughput is not compared: …` when the runs' accelerator counts differ; None otherwise."""
+    """`whole-server throughput is not compared: …` when the runs' accelerator counts are known and differ; None
+    otherwise (an unknown count compares whole servers, as before counts were recorded)."""
     counts = [run_accelerators(r) for r in runs]
-    if len(set(counts)) < 2:
+    if None in counts or len(set(counts)) < 2:
         return None
-    shown = " vs ".join("unknown" if c is None else str(c) for c in counts)
+    shown = " vs ".join(map(str, counts))
     return (f"accelerator counts differ ({shown}): whole-server throughput is not compared; the verdicts are on "
             "output throughput per accelerator and energy per output token")
 
@@ -385,8 +386,8 @@ def default_title(runs: Sequence[RunData], labels: Sequence[str], matrix: Option
     if len(hardware) == 1 and None not in hardware:
         title += f" ({hardware.pop()})"
     counts = [run_accelerators(r) for r in runs]
-    if len(set(counts)) > 1:
-        title += " (" + " vs ".join("?" if c is None else str(c) for c in counts) + " accelerators)"
+    if None not in counts and len(set(counts)) > 1:
+        title += " (" + " vs ".join(map(str, counts)) + " accelerators)"
     return title
 
 
