@@ -279,3 +279,22 @@ def test_the_users_price_is_shown_only_when_given(tmp_path: Path) -> None:
         section = section_text(render_report(data, data.results.slo or resolve_slo("S2"), False), "per-accelerator")
         assert ("Price/MOutTok" in section) is (price is not None)
         assert ("a price the user gave, not a measurement" in section) is (price is not None)
+
+
+def test_validate_holds_the_figures_to_what_they_are_computed_from(tmp_path: Path) -> None:
+    from sskj_results.analysis.validate import validate_data
+
+    run = _run(tmp_path, "vllm serve m --tensor-parallel-size 2")
+    _log(run, _nvidia_csv({0: 100.0, 1: 100.0}, TIMES))
+    parse_run_dir(run)
+    data = json.loads((run / "results.json").read_text())
+    assert [p for p in validate_data(data, "results.json") if "accel" in p.path or "energy" in p.path
+            or "kwh" in p.path] == []
+    sc = data["scenarios"][0]
+    sc["output_throughput_per_accel"] *= 2  # as if the whole server's throughput were one device's
+    sc["power"]["valid"] = False
+    sc["output_tokens_per_kwh"] *= 1.01
+    found = {p.path: p.message for p in validate_data(data, "results.json")}
+    assert found["scenarios[0].output_throughput_per_accel"].startswith("is not output_token_throughput / accelerators")
+    assert found["scenarios[0].energy_j"].startswith("set without a valid power record")
+    assert found["scenarios[0].output_tokens_per_kwh"] == "is not 3.6e6 / joules_per_output_token"
