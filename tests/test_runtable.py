@@ -43,6 +43,10 @@ PINNED = {
     "slo_ttft_p95_ok": "boolean", "slo_tpot_mean_ok": "boolean", "slo_mark": "string",
     "notes": "string", "reconstructed": "string", "source_file": "string", "source_line": "Int64",
     "validity_ok": "boolean", "validity_failed": "string", "devices": "string",
+    "accelerators": "Int64", "output_throughput_per_accel": "Float64", "total_throughput_per_accel": "Float64",
+    "interactivity": "Float64", "energy_j": "Float64", "joules_per_output_token": "Float64",
+    "output_tokens_per_kwh": "Float64", "cost_per_million_output_tokens": "Float64", "power_valid": "boolean",
+    "power_reason": "string", "power_sampler": "string", "price_per_accel_hour": "Float64",
 }
 
 

@@ -272,9 +272,33 @@ def _repeat_values(scenarios: Sequence[Scenario], metric: MetricName, recomputed
     return np.array([v for s in scenarios if (v := getattr(s, metric)) is not None], dtype=float)
 
 
+def run_accelerators(run: RunData) -> Optional[int]:
+    """The accelerators that served a run's scenarios (`scenarios[].accelerators`); None when unknown or mixed."""
+    counts = {s.accelerators for s in run.results.scenarios}
+    return counts.pop() if len(counts) == 1 else None
+
+
+def devices_differ(runs: Sequence[RunData]) -> Optional[str]:
+    """`whole-server throughput is not compared: …` when the runs' accelerator counts are known and differ; None
+    otherwise (an unknown count compares whole servers, as before counts were recorded)."""
+    counts = [run_accelerators(r) for r in runs]
+    if None in counts or len(set(counts)) < 2:
+        return None
+    shown = " vs ".join(map(str, counts))
+    return (f"accelerator counts differ ({shown}): whole-server throughput is not compared; the verdicts are on "
+            "output throughput per accelerator and energy per output token")
+
+
+def _repeat_metrics(per_device: bool) -> tuple[str, ...]:
+    """The per-repeat tests: per-accelerator throughput instead of whole-server throughput when the device counts
+    differ; whole-server throughput alone (the same test) when they do not."""
+    skip = "output_token_throughput" if per_device else "output_throughput_per_accel"
+    return tuple(m for m in PER_REPEAT_COMPARED if m != skip)
+
+
 def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptions,
                     judged: Sequence[Sequence[Judged]], recompute: Sequence[bool],
-                    prompts: Optional[str] = None) -> list[Pending]:
+                    prompts: Optional[str] = None, per_device: bool = False) -> list[Pending]:
     """Undecided outcomes of one group: (candidate run index, metric, outcome, caveat, validity grades).
 
     A disqualified point of either side (with --strict: any failed check) makes the group's tests not
@@ -311,8 +335,8 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
                     confidence=options.confidence, seed=options.seed, unit=metric_row(metric).unit,
                 )
             out.append((ci, metric, outcome, caveat, invalid))
-        if len(base_members) > 1 or len(cand_members) > 1:
-            for repeat_metric in PER_REPEAT_COMPARED:
+        if len(base_members) > 1 or len(cand_members) > 1 or per_device:  # across chips: a verdict, even on one run
+            for repeat_metric in _repeat_metrics(per_device):
                 base_values = _repeat_values(base_scen, repeat_metric, recompute[0])
                 cand_values = _repeat_values(cand_scen, repeat_metric, recompute[ci])
                 if metric_row(repeat_metric).origin == "sskj" and not base_values.size and not cand_values.size:
@@ -362,6 +386,9 @@ def default_title(runs: Sequence[RunData], labels: Sequence[str], matrix: Option
         title += f" {matrix}"
     if len(hardware) == 1 and None not in hardware:
         title += f" ({hardware.pop()})"
+    counts = [run_accelerators(r) for r in runs]
+    if None not in counts and len(set(counts)) > 1:
+        title += " (" + " vs ".join(map(str, counts)) + " accelerators)"
     return title
 
 
@@ -378,9 +405,11 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
     judged = [judge_points(run, options.validity) for run in runs]
     compared, differences = config_differences(runs, labels)
     prompts = prompt_refusal(differences)
+    per_device = devices_differ(runs)
     pending: list[tuple[int, int, MetricName, stats.Outcome, Optional[str], Grades]] = []
     for gi, group in enumerate(groups):
-        for ci, metric, outcome, caveat, invalid in _group_outcomes(runs, group, options, judged, recompute, prompts):
+        for ci, metric, outcome, caveat, invalid in _group_outcomes(runs, group, options, judged, recompute, prompts,
+                                                                  per_device is not None):
             pending.append((gi, ci, metric, outcome, caveat, invalid))
     decided = stats.decide(
         [p[3] for p in pending], [metric_row(p[2]).higher_is_better for p in pending],
@@ -431,6 +460,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
             validity=list(options.validity), strict=options.strict,
         ),
         scenarios=scenarios, unmatched=unmatched, itl_not_comparable=itl_note(runs, labels),
+        throughput_basis=per_device,
     )
 
 

@@ -52,15 +52,18 @@ IDENTITY_METADATA = frozenset({
 })
 METADATA_AXES: dict[str, str] = {
     "engine_version": ENGINE, "env": ENGINE,
-    "hardware": CHIP, "platform": CHIP, "driver_version": CHIP, "runtime_version": CHIP, "host": CHIP,
+    "hardware": CHIP, "platform": CHIP, "devices": CHIP, "price_per_accel_hour": CHIP, "driver_version": CHIP, "runtime_version": CHIP, "host": CHIP,
     "client": "client", "client_version": "client",
     "git_commit": PROVENANCE,
 }
 # config keys that are not engine settings
 IGNORED_CONFIG = frozenset({"server_args", "scenario_name_format", "prompt_method"})  # prompts: per scenario
-CONFIG_AXES: dict[str, str] = {"spec_method": SPECULATIVE, "spec_tokens": SPECULATIVE, "extra_args": ENGINE}
+# tp: the devices of a chip's setup (expected when chips are compared, a configuration difference on one chip)
+CONFIG_AXES: dict[str, str] = {"spec_method": SPECULATIVE, "spec_tokens": SPECULATIVE, "extra_args": ENGINE, "tp": CHIP}
 # server flags that legitimately differ between runs of one experiment, or repeat a setting listed on its own
 IGNORED_FLAGS = frozenset({"--port", "--host", "--model", "--model-path", "--served-model-name"})
+# across chips the tensor-parallel size is the chip's setup, listed as config.tp: its flags leave the flag list
+TP_FLAGS = frozenset({"--tp", "--tp-size", "--tensor-parallel-size", "-tp"})
 SPEC_FLAG = re.compile(r"^--(?:[a-z0-9-]*-)?(?:spec|speculative|draft|num-speculative)", re.IGNORECASE)
 PHASE_ARGS = re.compile(r"^phase(\d+)_server_args$")
 
@@ -212,18 +215,19 @@ def _client_values(field: str) -> Callable[[RunData], Any]:
     return values
 
 
-def _flags(speculative: bool) -> Callable[[RunData], Any]:
+def _flags(speculative: bool, ignored: frozenset[str] = IGNORED_FLAGS) -> Callable[[RunData], Any]:
     def flags(run: RunData) -> Any:
         command = server_command(run.results.config)
         if command is None:
             return None
         return tuple(sorted((n, v) for n, v in parse_flags(command)
-                            if n not in IGNORED_FLAGS and bool(SPEC_FLAG.match(n)) == speculative))
+                            if n not in ignored and bool(SPEC_FLAG.match(n)) == speculative))
     return flags
 
 
 def _settings(runs: Sequence[RunData], axes: Sequence[str]) -> list[_Setting]:
-    settings = [_Setting("engine", ENGINE, lambda r: r.engine), _Setting("chip", CHIP, lambda r: r.chip)]
+    settings = [_Setting("engine", ENGINE, lambda r: r.engine), _Setting("chip", CHIP, lambda r: r.chip),
+                _Setting("accelerators", CHIP, _scenario_values("accelerators"))]
     settings.append(_Setting("model", "model", _meta("model")))
     meta_fields = [f for f in Metadata.model_fields if f not in IDENTITY_METADATA and f != "model"]
     settings += [_Setting(f"metadata.{f}", METADATA_AXES.get(f), _meta(f)) for f in meta_fields]
@@ -234,7 +238,8 @@ def _settings(runs: Sequence[RunData], axes: Sequence[str]) -> list[_Setting]:
                 keys.setdefault(key)
     settings += [_Setting(f"config.{k}", CONFIG_AXES.get(k, CONFIGURATION), _config(k)) for k in keys]
     flag_axis = ENGINE if ENGINE in axes else CONFIGURATION
-    settings.append(_Setting("server flags", flag_axis, _flags(speculative=False)))
+    ignored = IGNORED_FLAGS | TP_FLAGS if CHIP in axes else IGNORED_FLAGS
+    settings.append(_Setting("server flags", flag_axis, _flags(speculative=False, ignored=ignored)))
     settings.append(_Setting("speculative flags", SPECULATIVE, _flags(speculative=True)))
     settings.append(_Setting("dataset", "client", _scenario_values("dataset_name")))
     settings += [_Setting(name, PROMPTS, _scenario_values(field)) for name, field in PROMPT_SETTINGS]

@@ -18,7 +18,7 @@ import numpy as np
 from ..contract.comparison_models import Row
 from ..contract.errors import ResultsError
 from ..contract.io import load_run
-from ..contract.metrics import METRICS, SECTION_METRICS, Metric, metric
+from ..contract.metrics import CHIP_NAMES, METRICS, SECTION_METRICS, Metric, metric
 from ..contract.models import (
     Distribution, RawRequest, Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds,
 )
@@ -192,6 +192,7 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, r
         slo_attainment=None if recomputed else scenario.slo_attainment,
         request_goodput=None if recomputed else scenario.request_goodput,
         validity=scenario.validity, **graded(scenario.validity, run.results.validity_thresholds),
+        accelerators=scenario.accelerators, **{name: getattr(scenario, name) for name in CHIP_NAMES},
         **distributions,
     )
 

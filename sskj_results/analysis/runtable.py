@@ -120,6 +120,10 @@ def _join_texts(values: Optional[Sequence[str]]) -> Optional[str]:
     return JOIN.join(values) if values else None
 
 
+def _join_numbers(values: Optional[Sequence[int]]) -> Optional[str]:
+    return JOIN.join(map(str, values)) if values else None
+
+
 def _join_mapping(values: Optional[dict[str, Any]]) -> Optional[str]:
     return JOIN.join(f"{k}={v}" for k, v in values.items()) if values else None
 
@@ -182,9 +186,9 @@ def _model_columns(model: type[BaseModel], level: Literal["run", "scenario"], pa
             sub = PREFIX.get(name, f"{name}_") if not prefix else f"{prefix}{name}_"
             columns += _model_columns(ann, level, where, sub, attrs + (name,),
                                       nullable or _may_be_none(info.annotation), unplaced=unplaced)
-        elif origin is list and args and _scalar_dtype(args[0]) == "string":
+        elif origin is list and args and _scalar_dtype(args[0]) in ("string", "Int64"):
             columns.append(Column(col, "string", where, desc + f" (joined with `{JOIN}`)", level,
-                                  _then(get, _join_texts)))
+                                  _then(get, _join_texts if _scalar_dtype(args[0]) == "string" else _join_numbers)))
         elif origin is dict and args and _scalar_dtype(args[1]) is not None:
             columns.append(Column(col, "string", where, desc + f" (as `key=value{JOIN}…`)", level,
                                   _then(get, _join_mapping)))

@@ -8,6 +8,7 @@ run-directory checklist.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from dataclasses import asdict, dataclass
@@ -186,6 +187,27 @@ def _rules(data: dict[str, Any], file: str) -> Iterator[Problem]:
         yield from _count_rules(sc, base, file)
         yield from _mean_rules(sc, base, file, recon)
         yield from _validity_rules(sc, base, file)
+        yield from _chip_rules(sc, base, file)
+
+
+def _chip_rules(sc: dict[str, Any], base: str, file: str) -> Iterator[Problem]:
+    """The per-accelerator and energy figures agree with what they are computed from (docs/METRICS.md)."""
+    count = sc.get("accelerators")
+    for per, whole in (("output_throughput_per_accel", "output_token_throughput"),
+                       ("total_throughput_per_accel", "total_token_throughput")):
+        value, total = _num(sc.get(per)), _num(sc.get(whole))
+        if value is not None and (not isinstance(count, int) or total is None
+                                  or not math.isclose(value * count, total, rel_tol=1e-6)):
+            yield Problem(file, f"{base}.{per}", f"is not {whole} / accelerators ({total} / {count}); run "
+                          "`sskj-results parse` on the run directory to compute it again")
+    power = sc.get("power")
+    energy = _num(sc.get("energy_j"))
+    if energy is not None and not (isinstance(power, dict) and power.get("valid") is True):
+        yield Problem(file, f"{base}.energy_j", "set without a valid power record (scenarios[].power.valid); an "
+                      "energy figure needs samples that cover the benchmark window")
+    per_token, per_kwh = _num(sc.get("joules_per_output_token")), _num(sc.get("output_tokens_per_kwh"))
+    if per_token is not None and per_kwh is not None and not math.isclose(per_token * per_kwh, 3.6e6, rel_tol=1e-6):
+        yield Problem(file, f"{base}.output_tokens_per_kwh", "is not 3.6e6 / joules_per_output_token")
 
 
 # the client's own mean and the mean of its per-request arrays (raw_requests) may differ by this much

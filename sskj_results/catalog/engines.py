@@ -68,6 +68,7 @@ class Engine:
     # config.spec_tokens counts the verified root token too (SGLang's --speculative-num-draft-tokens of a chain):
     # the draft length is one less
     spec_tokens_count_root: bool = False
+    dp_flags: tuple[str, ...] = ()  # data-parallel size spellings (the accelerators of a phase: ingest/power.py)
     base: str = ""  # the engine this one is a build of (vLLM for its CPU, XPU and DSpark builds); "" itself
 
     @property
@@ -151,6 +152,7 @@ def _vllm(name: str, label: str, python_var: str, aliases: tuple[str, ...] = (),
                   client_backends={"sglang": "vllm", "vllm": "vllm"}, head=("{model}", "--trust-remote-code", "{tp}"),
                   extra_args_var="VLLM_EXTRA_ARGS", reset_path="/reset_prefix_cache", metrics="prometheus",
                   multinode="master-addr", spec_tokens_are_draft=True, aliases=aliases, base="vllm",
+                  dp_flags=("--data-parallel-size", "-dp"),
                   json_options={"--speculative-config": {
                       "spec_method": "method", "spec_tokens": "num_speculative_tokens", "spec_model": "model"}},
                   # VLLM_SERVER_DEV_MODE=1 registers POST /reset_prefix_cache
@@ -167,6 +169,7 @@ ENGINES: tuple[Engine, ...] = (
            # `vllm bench serve` has no `sglang` backend: SGLang serves the OpenAI API
            dists=("sglang",), client_backends={"sglang": "sglang", "vllm": "openai"}, multinode="dist-init",
            aliases=("sgl", "srt", "sglang-native", "sglang-oai", "sglang-oai-chat"), spec_tokens_count_root=True,
+           dp_flags=("--dp-size", "--data-parallel-size", "--dp"),
            # vLLM's `fp8` KV cache is FP8 E4M3; SGLang spells the format out
            values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}),
     _vllm("vllm", "vLLM", "VLLM_PYTHON", aliases=("vllm-chat",)),
@@ -400,3 +403,21 @@ def package_version(python: list[str], dists: list[str], timeout_s: float = 60.0
         return None
     lines = done.stdout.strip().splitlines()
     return lines[0].strip() if lines and lines[0].strip() else None
+
+
+def data_parallel(command: str) -> Optional[int]:
+    """The data-parallel size a server command sets (1 when it sets none); None for a command not understood
+    or a size that is not a whole number >= 1."""
+    try:
+        found = engine_argv(shlex.split(command))
+    except ValueError:
+        return None
+    if found is None:
+        return None
+    row, own = found
+    options = _option_values(own)
+    for flag in row.dp_flags:
+        if flag in options:
+            text = options[flag]
+            return int(text) if text.isascii() and text.isdigit() and int(text) >= 1 else None
+    return 1

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
-from .metrics import COMPARED, SECTION_METRICS
+from .metrics import CHIP_METRICS, COMPARED, SECTION_METRICS
 from .models import CheckName, Distribution, SloSpec, SloStatus, Validity, metric_fields
 
 # every compared metric of the registry (contract/metrics.py), in its order
@@ -67,6 +67,8 @@ class _RowBase(_Doc):
     output_len: int = Field(description="Output length, tokens.")
     request_throughput: Optional[float] = Field(description="Req/s.")
     output_token_throughput: Optional[float] = Field(description="Output tokens/s.")
+    accelerators: Optional[int] = Field(default=None, description="Accelerators that served the scenario "
+                                        "(`scenarios[].accelerators`); null when unknown.")
     ttft_p95_ms: Optional[float] = Field(description="TTFT P95, ms.")
     ttft_p99_ms: Optional[float] = Field(description="TTFT P99, ms.")
     tpot_mean_ms: Optional[float] = Field(description="TPOT mean, ms.")
@@ -91,7 +93,8 @@ if TYPE_CHECKING:
     Row = _RowBase
 else:  # the registry's scenario distributions follow (`scenarios[].<name>`; null when not recorded)
     Row = create_model("Row", __base__=_RowBase, __module__=__name__, __doc__=_RowBase.__doc__,
-                       **metric_fields(SECTION_METRICS, Optional[Distribution], None))
+                       **metric_fields(SECTION_METRICS, Optional[Distribution], None),
+                       **metric_fields(CHIP_METRICS, Optional[float], None))
 
 
 class StatTest(_Doc):
@@ -205,6 +208,9 @@ class ComparisonDoc(_Doc):
                                                                                          "differs between the runs.")
     configurations_differ: bool = Field(default=False, description="Some setting outside the compared axes differs "
                                                                    "(an unexpected difference): the title says so.")
+    throughput_basis: Optional[str] = Field(default=None, description="Why whole-server throughput is not compared "
+                                            "when the runs' accelerator counts differ (the verdicts are per "
+                                            "accelerator then); null when the counts are the same.")
     plots: list[str] = Field(default_factory=list, description="PNG files written beside comparison.md.")
     itl_not_comparable: Optional[str] = Field(default=None, description="Why ITL is not comparable between these "
                                               "runs (their speculative settings differ); null when it is.")

@@ -123,6 +123,8 @@ PLATFORM_KEYS: dict[str, tuple[str, str]] = {
     "ACCEL_COUNT": ("no", "accelerators the platform expects to see (default: from HARDWARE `Nx ...`, else TP)"),
     "DEFAULT_TP": ("no", "tensor-parallel size of experiments unless TP= (or DEVICES=) is given (default 1)"),
     "DEVICES_ENV": ("no", "variable that limits the server to DEVICES=0,1,... (CUDA_VISIBLE_DEVICES, XPU_VISIBLE_DEVICES)"),
+    "PRICE_PER_ACCEL_HOUR": ("no", "the user's price of one accelerator-hour, recorded as metadata.price_per_accel_hour "
+                             "(cost per million output tokens: docs/METRICS.md#cost)"),
     "CONTAINER_PATCH_DIR": ("no", "where patches are copied inside the container"),
     "DOCKER_RUN_ARGS": ("no", "arguments of `docker run` when AUTO_START_CONTAINER=1 creates the container"),
     "AUTO_START_CONTAINER": ("no", "1: create the container when it does not exist"),

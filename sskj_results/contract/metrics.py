@@ -152,6 +152,59 @@ METRICS: tuple[Metric, ...] = (
     ),
 )
 
+# per accelerator, interactivity, energy and cost (docs/METRICS.md#per-accelerator, #energy): sskj's figures of a
+# scenario from its throughput, its accelerators (`scenarios[].accelerators`) and its power samples (`power`)
+_PER_DEVICE = "; null when the accelerator count is unknown (docs/METRICS.md#per-accelerator)."
+_ENERGY = "; null when the power samples do not cover the benchmark window (`power.reason` says why)."
+CHIP_METRICS: tuple[Metric, ...] = (
+    Metric(
+        name="output_throughput_per_accel", unit="tok/s/accel", label="OutTok/s per accel mean",
+        short="OutTok/s/accel", noun="output throughput per accelerator", direction="higher", summary="scalar",
+        compared="per-repeat", reading=4, origin="sskj", place="scenario", docs="docs/METRICS.md#per-accelerator",
+        description="Output tokens per second per accelerator: output_token_throughput / accelerators" + _PER_DEVICE,
+    ),
+    Metric(
+        name="total_throughput_per_accel", unit="tok/s/accel", label="TotTok/s per accel mean",
+        short="TotTok/s/accel", direction="higher", summary="scalar", compared=None, origin="sskj", place="scenario",
+        docs="docs/METRICS.md#per-accelerator",
+        description="Input plus output tokens per second per accelerator: total_token_throughput / accelerators"
+        + _PER_DEVICE,
+    ),
+    Metric(
+        name="interactivity", unit="tok/s/user", label="Interactivity (tok/s/user)", short="Interactivity",
+        direction="higher", summary="scalar", compared=None, origin="sskj", place="scenario",
+        docs="docs/METRICS.md#per-accelerator",
+        description="Tokens per second one user sees: 1000 / latencies.tpot_ms.mean; null when TPOT is unknown.",
+    ),
+    Metric(
+        name="energy_j", unit="J", label="Energy (J)", short="Energy", direction="lower", summary="scalar",
+        compared=None, origin="sskj", place="scenario", docs="docs/METRICS.md#energy",
+        description="Energy of the devices that served the phase over the benchmark window, J (power samples "
+        "integrated per device, summed)" + _ENERGY,
+    ),
+    Metric(
+        name="joules_per_output_token", unit="J/tok", label="J per output token mean", short="J/OutTok",
+        noun="energy per output token", direction="lower", summary="scalar", compared="per-repeat", reading=5,
+        origin="sskj", place="scenario", docs="docs/METRICS.md#energy",
+        description="energy_j / the successful requests' output tokens" + _ENERGY,
+    ),
+    Metric(
+        name="output_tokens_per_kwh", unit="tok/kWh", label="OutTok per kWh", short="OutTok/kWh", direction="higher",
+        summary="scalar", compared=None, origin="sskj", place="scenario", docs="docs/METRICS.md#energy",
+        description="Output tokens per kilowatt-hour: 3.6e6 / joules_per_output_token" + _ENERGY,
+    ),
+    Metric(
+        name="cost_per_million_output_tokens", unit="price/Mtok", label="User's price per M output tokens",
+        short="Price/MOutTok", direction="lower", summary="scalar", compared=None, origin="sskj", place="scenario",
+        docs="docs/METRICS.md#cost",
+        description="The user's price per accelerator-hour (PRICE_PER_ACCEL_HOUR of the platform file) x "
+        "accelerators / (output_token_throughput x 3600) x 1e6; a price the user gave, not a measurement; null "
+        "without a price or an accelerator count.",
+    ),
+)
+METRICS = METRICS + CHIP_METRICS
+CHIP_NAMES = tuple(m.name for m in CHIP_METRICS)
+
 BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 if len(BY_NAME) != len(METRICS):  # pragma: no cover - a registry error, caught by the tests at import
     raise RuntimeError("contract/metrics.py: two rows share a name")

@@ -29,6 +29,7 @@ from .base import _Model
 from .metrics import LATENCY_NAMES, SECTION_METRICS, Metric, metric
 from .validity_models import CheckName, Validity, ValidityCheck, ValidityThresholds  # noqa: F401 - part of the contract
 from .clientinfo import Acceptance, ClientExtras, ClientFingerprint
+from .chipinfo import PowerRecord
 from .redact import redact_text, redact_value_of
 
 # 2: `failed` may be null (unknown), timestamps may be null or partial, with their precision and source
@@ -117,6 +118,8 @@ class Metadata(_Model):
         description="Devices the server was limited to, as the variable it was given (e.g. `CUDA_VISIBLE_DEVICES=0,1,2,3`); null: all devices.",
     )
     host: Optional[str] = Field(default=None, description="Host name of the machine that ran the client.")
+    price_per_accel_hour: Optional[float] = Field(default=None, ge=0, description="The user's price of one "
+        "accelerator-hour (the platform file's PRICE_PER_ACCEL_HOUR), in the user's currency; null when not given.")
     nodes: Optional[int] = Field(
         default=None, ge=1,
         description="Nodes the engine spanned (multi-node runs under Slurm; null when it ran on one machine).",
@@ -380,6 +383,22 @@ class _ScenarioBase(_Model):
         "recorded or the client's own dataset (docs/METRICS.md).")
     request_format: Optional[str] = Field(default=None, description="The client's `backend`: the request format it spoke, not the server.")
     accelerator_usage: Optional[AcceleratorSummary] = Field(default=None, description="Accelerator samples during the scenario.")
+    # --- per accelerator, energy, cost (contract/metrics.py: CHIP_METRICS; docs/METRICS.md#per-accelerator) ---
+    accelerators: Optional[int] = Field(default=None, ge=1, description="Accelerators that served the phase, from its "
+        "own command: the devices given (DEVICES), else nodes x gpus_per_node of a multi-node run, else tp x dp of "
+        "the server command; null when unknown (see accelerators_source).")
+    accelerators_source: Optional[str] = Field(default=None, description="How accelerators was found: `devices`, "
+        "`nodes x gpus_per_node`, `tp x dp`, `tp`.")
+    output_throughput_per_accel: Optional[float] = Field(default=None, ge=0, description=metric("output_throughput_per_accel").description)
+    total_throughput_per_accel: Optional[float] = Field(default=None, ge=0, description=metric("total_throughput_per_accel").description)
+    interactivity: Optional[float] = Field(default=None, ge=0, description=metric("interactivity").description)
+    energy_j: Optional[float] = Field(default=None, ge=0, description=metric("energy_j").description)
+    joules_per_output_token: Optional[float] = Field(default=None, ge=0, description=metric("joules_per_output_token").description)
+    output_tokens_per_kwh: Optional[float] = Field(default=None, ge=0, description=metric("output_tokens_per_kwh").description)
+    cost_per_million_output_tokens: Optional[float] = Field(default=None, ge=0,
+        description=metric("cost_per_million_output_tokens").description)
+    power: Optional[PowerRecord] = Field(default=None, description="The power samples behind energy_j, or why there "
+        "is no energy figure; null when no power samples were recorded.")
     prefix_cache_reset: Optional[bool] = Field(default=None, description="The server confirmed the prefix-cache reset before "
         "the scenario (false: refused or failed, it may have run on a warm cache; null: not recorded).")
     notes: list[str] = Field(

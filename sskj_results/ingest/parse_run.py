@@ -16,6 +16,7 @@ from ..contract.locking import locked, recover_backup
 from ..contract.io import RESULTS_NAME, check_writable, describe_os_error, display_name, load_run, save_run
 from ..contract.models import RawFile, Results, Scenario, SkippedScenario, SloSpec, Source, ValidityThresholds
 from .evidence import Speculation, judge_run
+from .power import chip_figures, per_accel_figures
 from .filenames import name_hints
 from .hashing import sha256_files_each
 from .naming import name_scenarios
@@ -155,9 +156,14 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
             warnings.append(f"side files of {display_name(label)}: cannot read: {describe_os_error(exc)}; ignored")
             sides, side_digest = [], None
         prev = known.get(label)
+        # a scenario parsed before power records existed is read again when it has power samples
+        kept = old_by_file.get(label, [])
+        unpowered = len(kept) == 1 and kept[0].power is None and any(p.parent.name == "gpu_logs" for p in sides)
         if same_slo and prev and prev.sha256 == digest and prev.sidecar_sha256 == side_digest and label in old_by_file \
-                and not prev.damaged and all(s.validity is not None for s in old_by_file[label]):
-            scenarios.extend(s.model_copy() for s in old_by_file[label])  # shallow: renaming must not touch `existing`
+                and not prev.damaged and all(s.validity is not None for s in old_by_file[label]) and not unpowered:
+            for s in old_by_file[label]:  # shallow copies: renaming must not touch `existing`
+                scenarios.append(s.model_copy())
+                per_accel_figures(scenarios[-1], existing.metadata, existing.config)  # the metadata may have changed
             same = (prev.mtime_ns, prev.ctime_ns) == (mtime_ns, ctime_ns)
             records.append(prev if same else prev.model_copy(update={"mtime_ns": mtime_ns, "ctime_ns": ctime_ns}))
             reused += 1
@@ -202,6 +208,8 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
                     scenario.validity = judge_plausibility(
                         judge_run(run, run_dir, path.stem, len(outcome.runs), thresholds, speculation),
                         run.generated_texts, scenario.accept_length, draft, thresholds, scenario.output_len)
+                    chip_figures(scenario, run, run_dir, path.stem, len(outcome.runs), existing.metadata,
+                                 existing.config, warnings)
                     check_writable(scenario)
                 except Exception as exc:  # noqa: BLE001 - one run's boundary
                     file_problems.append(Problem(label, run.line, unexpected(exc), run.index))

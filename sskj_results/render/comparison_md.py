@@ -116,8 +116,13 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
     s = doc.settings
     tests = [(sc, t) for sc in doc.scenarios for t in sc.tests]
     goodput = any(t.metric == "request_goodput" for _, t in tests)
-    repeated, higher = ("output throughput and goodput", "throughput or goodput") if goodput else ("output throughput", "throughput")
     tested = {t.metric for _, t in tests}
+    energy = "joules_per_output_token" in tested
+    repeated = and_words([metric("output_throughput_per_accel").words if doc.throughput_basis else "output throughput"]
+                         + ["goodput"] * goodput + [metric("joules_per_output_token").words] * energy)
+    higher = "throughput or goodput" if goodput else "throughput"
+    if energy:
+        higher += "; for the energy per output token (lower is better) a ratio below 1 is less energy"
     # the client's per-request metrics always (what a comparison is about), those sskj computes when tested
     per_request = [m for m in map(metric, PER_REQUEST_COMPARED) if m.origin == "client" or m.name in tested]
     rates = [m.words for m in per_request if m.higher_is_better]
@@ -128,7 +133,8 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
         f"per-request {and_words([m.words for m in per_request])} of successful requests (two-sided Mann–Whitney U; ratio = candidate "
         f"median / baseline median, bootstrap {s.confidence:.0%} CI over {s.bootstrap_resamples} resamples), "
         f"and on {repeated} when a shape was repeated at least twice per side (Welch's t-test; ratio of "
-        f"means). p-values are Holm–Bonferroni adjusted over all {s.family_size} tests with a p-value. A change is "
+        f"means{'; across accelerator counts on one run too, then insufficient samples' if doc.throughput_basis else ''}"
+        f"). p-values are Holm–Bonferroni adjusted over all {s.family_size} tests with a p-value. A change is "
         f"reported only when the adjusted p < {s.alpha:g} and the ratio differs from 1 by more than "
         f"{s.min_change * 100:g}%. Ratios below 1 mean lower latency, above 1 higher {higher}. See docs/COMPARE.md.",
         "",

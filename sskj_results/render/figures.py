@@ -53,6 +53,8 @@ class ShapePoint:
     output_throughput: Optional[float]
     tpot_mean_ms: Optional[float]
     ttft_p95_ms: Optional[float]
+    per_accel: Optional[float] = None  # output throughput per accelerator (tok/s)
+    accelerators: Optional[int] = None
 
 
 def shape_points(run: RunData) -> dict[tuple[int, int], list[ShapePoint]]:
@@ -67,7 +69,8 @@ def shape_points(run: RunData) -> dict[tuple[int, int], list[ShapePoint]]:
             ShapePoint(conc, html.escape(", ".join(s.name for s in scen)),
                        mean_known([s.output_token_throughput for s in scen]),
                        mean_known([s.latencies.tpot_ms.mean for s in scen]),
-                       mean_known([s.latencies.ttft_ms.p95 for s in scen]))
+                       mean_known([s.latencies.ttft_ms.p95 for s in scen]),
+                       mean_known([s.output_throughput_per_accel for s in scen]), scen[0].accelerators)
             for conc, scen in sorted(by_conc.items())
         ]
     return out
@@ -175,6 +178,10 @@ def _span(values: Sequence[float]) -> bool:
     return bool(known) and max(known) / min(known) >= 20
 
 
+INTERACTIVITY = "interactivity (1000 / TPOT mean, tok/s per user)"
+FRONTIER = "Output throughput per accelerator vs interactivity"
+
+
 def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePoint]]]], spec: SloSpec,
                   title: str) -> list[dict[str, Any]]:
     """Throughput vs interactivity, TTFT P95 vs concurrency and TPOT mean vs concurrency: one panel per shape,
@@ -185,28 +192,36 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
     titles = [_shape_title(s) for s in shapes]
     concs = [p.concurrency for _, pts in series for shape in shapes for p in pts.get(shape, [])]
     figures = []
+    per_accel = any(p.per_accel is not None for _, pts in series for shape in shapes for p in pts.get(shape, []))
     for key, name, x_title, y_title in (
-        ("tput", f"Output throughput vs interactivity — {title}", "interactivity (1000 / TPOT mean, tok/s per user)",
-         "output throughput (tok/s)"),
+        ("tput", f"Output throughput vs interactivity — {title}", INTERACTIVITY, "output throughput (tok/s)"),
+        *((("frontier", f"{FRONTIER} — {title}", INTERACTIVITY, "output throughput per accelerator (tok/s)"),)
+          if per_accel else ()),
         ("ttft", f"TTFT P95 vs concurrency — {title}", "concurrency", "TTFT P95 (ms)"),
         ("tpot", f"TPOT mean vs concurrency — {title}", "concurrency", "TPOT mean (ms)"),
     ):
+        curve = key in ("tput", "frontier")
         traces: list[dict[str, Any]] = []
         xs_all: list[float] = []
         in_legend: set[str] = set()
         for r, (raw_label, points) in enumerate(series):
             label = html.escape(raw_label)  # plotly reads entities and a few tags in text: names stay text
+            counts = {p.accelerators for pts in points.values() for p in pts} - {None}
+            if key == "frontier" and len(counts) == 1:
+                label += f", {counts.pop()} accel"
             color = PALETTE[r % len(PALETTE)]
             for i, shape in enumerate(shapes):
                 pts = points.get(shape, [])
-                if key == "tput":
-                    pts = [p for p in pts if p.tpot_mean_ms and p.output_throughput is not None]
+                if curve:
+                    y_of = (lambda p: p.output_throughput) if key == "tput" else (lambda p: p.per_accel)
+                    pts = [p for p in pts if p.tpot_mean_ms and y_of(p) is not None]
                     xs = [1000.0 / p.tpot_mean_ms for p in pts if p.tpot_mean_ms]
-                    ys = [p.output_throughput for p in pts]
+                    ys = [y_of(p) for p in pts]
+                    what = "output throughput" if key == "tput" else "output throughput per accelerator"
                     hover = ("<b>%{fullData.name}</b><br>scenario %{customdata[0]}<br>concurrency %{customdata[1]}"
-                             "<br>interactivity %{x:.2f} tok/s per user<br>output throughput %{y:.2f} tok/s"
-                             "<br>TPOT mean %{customdata[2]:.2f} ms<extra></extra>")
-                    custom = [[p.scenarios, p.concurrency, p.tpot_mean_ms] for p in pts]
+                             f"<br>interactivity %{{x:.2f}} tok/s per user<br>{what} %{{y:.2f}} tok/s"
+                             "<br>TPOT mean %{customdata[2]:.2f} ms<br>accelerators %{customdata[3]}<extra></extra>")
+                    custom = [[p.scenarios, p.concurrency, p.tpot_mean_ms, p.accelerators or "unknown"] for p in pts]
                 else:
                     attr = "ttft_p95_ms" if key == "ttft" else "tpot_mean_ms"
                     pts = [p for p in pts if getattr(p, attr) is not None]
@@ -220,15 +235,30 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
                     continue
                 xs_all += xs
                 traces.append({
-                    "type": "scatter", "mode": "lines+markers+text" if key == "tput" else "lines+markers",
+                    "type": "scatter", "mode": "lines+markers+text" if curve else "lines+markers",
                     "name": label, "legendgroup": label, "showlegend": label not in in_legend,
                     "x": xs, "y": ys, "customdata": custom, "hovertemplate": hover,
-                    "text": [str(p.concurrency) for p in pts] if key == "tput" else None,
+                    "text": [str(p.concurrency) for p in pts] if curve else None,
                     "textposition": "top right", "textfont": {"size": 10, "color": color},
                     "line": {"color": color}, "marker": {"color": color, "size": 8}, **_axes(i),
                 })
                 in_legend.add(label)
-        if key != "tput":
+        if key == "frontier":  # the TPOT SLO as an interactivity: points right of the line meet it
+            bound = 1000.0 / spec.tpot_mean_ms
+            label = f"SLO TPOT mean &lt; {spec.tpot_mean_ms:g} ms (interactivity &gt; {bound:.3g}; shaded: missed)"
+            for i in range(len(shapes)):
+                top = max((v for t in traces if t["yaxis"] == _axes(i)["yaxis"] for v in t["y"]), default=1.0)
+                traces.append({  # the interactivities that miss the SLO, shaded; no hover of its own
+                    "type": "scatter", "mode": "lines", "x": [0, bound, bound, 0, 0], "y": [0, 0, top, top, 0],
+                    "fill": "toself", "fillcolor": "rgba(150,150,150,0.12)", "line": {"width": 0},
+                    "hoverinfo": "skip", "showlegend": False, "legendgroup": "slo", **_axes(i),
+                })
+                traces.append({
+                    "type": "scatter", "mode": "lines", "name": label, "legendgroup": "slo", "showlegend": i == 0,
+                    "x": [bound, bound], "y": [0, top], "hovertemplate": f"{label}<extra></extra>",
+                    "line": {"color": SLO_COLOR, "dash": "dash", "width": 1.5}, **_axes(i),
+                })
+        elif not curve:
             threshold = spec.ttft_p95_ms if key == "ttft" else spec.tpot_mean_ms
             label = ("SLO TTFT P95" if key == "ttft" else "SLO TPOT mean") + f" &lt; {threshold:g} ms"
             lo, hi = (min(concs), max(concs)) if concs else (1, 1)
@@ -240,9 +270,9 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
                 })
         # Concurrency on a log axis labelled with the concurrencies measured (usually powers of two).
         ys_all = [v for t in traces for v in t["y"]]
-        layout = _grid(len(shapes), titles, x_title, y_title, x_log=key != "tput",
-                       y_log=key != "tput" and _span(ys_all), y_values=ys_all, x_from_zero=key == "tput",
-                       x_ticks=sorted(set(float(c) for c in concs)) if key != "tput" else None)
+        layout = _grid(len(shapes), titles, x_title, y_title, x_log=not curve,
+                       y_log=not curve and _span(ys_all), y_values=ys_all, x_from_zero=curve,
+                       x_ticks=sorted(set(float(c) for c in concs)) if not curve else None)
         layout["title"] = figure_title(name)
         layout["meta"]["shapes"] = [len(shapes), len(measured)]
         figures.append({"id": f"fig-{key}", "data": traces, "layout": layout})

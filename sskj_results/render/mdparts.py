@@ -30,6 +30,7 @@ METRIC_LABELS = {m.name: m.label for m in METRICS}  # the verdict table's Metric
 METRIC_SHORT = {m.name: m.short for m in METRICS}  # lists of metrics
 PLOT_TITLES = {
     "throughput_vs_interactivity.png": "Output throughput vs interactivity",
+    "frontier_per_accelerator.png": "Output throughput per accelerator vs interactivity",
     "ttft_p95_vs_concurrency.png": "TTFT P95 vs concurrency",
     "tpot_mean_vs_concurrency.png": "TPOT mean vs concurrency",
 }

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal, Optional, Sequence, cast
@@ -58,6 +59,7 @@ class Point:
     output_throughput: Optional[float]
     tpot_mean_ms: Optional[float]
     ttft_p95_ms: Optional[float]
+    per_accel: Optional[float] = None  # output throughput per accelerator (tok/s)
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,7 @@ def run_curves(run: RunData, label: str) -> list[Curve]:
                 output_throughput=mean_known([s.output_token_throughput for s in scen]),
                 tpot_mean_ms=mean_known([s.latencies.tpot_ms.mean for s in scen]),
                 ttft_p95_ms=mean_known([s.latencies.ttft_ms.p95 for s in scen]),
+                per_accel=mean_known([s.output_throughput_per_accel for s in scen]),
             )
             for conc, scen in sorted(by_conc.items())
         )
@@ -200,7 +203,8 @@ def _finish(fig: Any, title: str, handles: list[Any], labels: list[str], path: P
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncol=_legend_columns(labels, fig.get_figwidth()),
                    frameon=False)
-    fig.suptitle(title)
+    # a long title (run labels, device counts) wraps to the figure's width instead of running off it
+    fig.suptitle("\n".join(textwrap.wrap(title, max(40, int(fig.get_figwidth() * 72 / (0.55 * FONT["figure.titlesize"]))))))
     from matplotlib.text import Text
 
     for text in fig.findobj(Text):  # a lone surrogate (undecodable bytes in a name) cannot be drawn
@@ -253,10 +257,24 @@ def _keep_points(curves: Sequence[Curve], keep: Callable[[Point], bool]) -> list
 
 def throughput_vs_interactivity(curves: Sequence[Curve], path: Path, title: str) -> Optional[Path]:
     """Output throughput (tok/s) vs interactivity (1000 / TPOT mean, tok/s/user); None when nothing to draw."""
+    return _versus_interactivity(curves, path, title, lambda p: p.output_throughput, "Output throughput (tok/s)")
+
+
+def frontier(curves: Sequence[Curve], slo_tpot_ms: float, path: Path, title: str) -> Optional[Path]:
+    """Output throughput per accelerator (tok/s) vs interactivity, every chip and engine, with the TPOT SLO as a
+    vertical boundary (points right of it meet it): the best chip at each interactivity reads off the top curve;
+    None when no point knows its accelerators."""
+    return _versus_interactivity(curves, path, title, lambda p: p.per_accel,
+                                 "Output throughput per accelerator (tok/s)", boundary=1000.0 / slo_tpot_ms,
+                                 boundary_label=f"SLO TPOT mean < {slo_tpot_ms:g} ms (shaded: missed)")
+
+
+def _versus_interactivity(curves: Sequence[Curve], path: Path, title: str, y_of: Callable[[Point], Optional[float]],
+                          y_label: str, boundary: Optional[float] = None, boundary_label: str = "") -> Optional[Path]:
     import matplotlib
 
     usable = _keep_points(
-        curves, lambda p: p.output_throughput is not None and p.tpot_mean_ms is not None and p.tpot_mean_ms > 0
+        curves, lambda p: y_of(p) is not None and p.tpot_mean_ms is not None and p.tpot_mean_ms > 0
         and plottable(1000.0 / p.tpot_mean_ms)
     )
     if not usable:
@@ -272,8 +290,8 @@ def throughput_vs_interactivity(curves: Sequence[Curve], path: Path, title: str)
             for c in group:
                 dx, dy = LABEL_OFFSETS[labels.index(c.label) % len(LABEL_OFFSETS)]
                 # every point of a usable curve has both numbers: the condition only narrows the types
-                drawn = [(p, 1000.0 / p.tpot_mean_ms, p.output_throughput) for p in c.points
-                         if p.tpot_mean_ms and p.output_throughput is not None]
+                drawn = [(p, 1000.0 / p.tpot_mean_ms, y) for p in c.points
+                         if p.tpot_mean_ms and (y := y_of(p)) is not None]
                 xs = [x for _, x, _ in drawn]
                 ys = [y for _, _, y in drawn]
                 xs_all += xs
@@ -283,11 +301,17 @@ def throughput_vs_interactivity(curves: Sequence[Curve], path: Path, title: str)
                 for p, x, y in drawn:
                     ax.annotate(f"c{p.concurrency}", (x, y), textcoords="offset points", xytext=(dx, dy),
                                 fontsize=9, color=colors[c.label], ha="left" if dx >= 0 else "right")
+            if boundary is not None:  # left of the line the TPOT SLO is missed: shaded
+                slo = ax.axvline(boundary, color="#555555", linestyle="--", linewidth=1.3, label=boundary_label)
+                handles.setdefault(boundary_label, slo)
+                xs_all.append(boundary)
             _scale(ax, "x", xs_all, headroom=1.15)
+            if boundary is not None:
+                ax.axvspan(min(ax.get_xlim()[0], boundary), boundary, color="#999999", alpha=0.12, linewidth=0)
             _scale(ax, "y", ys_all, headroom=1.15)
             _panel_title(ax, shape_title(inp, outp))
             ax.set_xlabel("Interactivity: 1000 / TPOT mean (tok/s per user)")
-            ax.set_ylabel("Output throughput (tok/s)")
+            ax.set_ylabel(y_label)
             ax.grid(True, which="major", alpha=0.35)
         return _finish(fig, title, list(handles.values()), list(handles), path)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
-from ..analysis.compare import CompareOptions, build_comparison, match_scenarios, order_runs, pool
+from ..analysis.compare import CompareOptions, build_comparison, match_scenarios, order_runs, pool, run_accelerators
 from ..contract.bulk import bulk
 from ..contract.comparison_models import ComparisonDoc
 from ..contract.errors import ConfigError, ResultsError, UsageError
@@ -55,6 +55,12 @@ def comparison_json_text(doc: ComparisonDoc) -> str:
     """The exact text of comparison.json (2-space indent, UTF-8, trailing newline)."""
     return json.dumps(doc.model_dump(mode="json"), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
+def frontier_label(run: RunData, label: str) -> str:
+    """A run in the frontier figure's legend: its label and its accelerator count."""
+    count = run_accelerators(run)
+    return f"{label}, {count} accel" if count is not None else label
+
+
 def draw_comparison_plots(doc: ComparisonDoc, runs: Sequence[RunData], out_dir: Path, cdf: Optional[int]) -> list[Path]:
     """The comparison's PNGs in out_dir: throughput vs interactivity, TTFT P95 and TPOT mean vs
     concurrency, and TTFT/TPOT CDFs of the first `cdf` matched scenarios (all when None)."""
@@ -65,6 +71,9 @@ def draw_comparison_plots(doc: ComparisonDoc, runs: Sequence[RunData], out_dir: 
     written = [
         plots.throughput_vs_interactivity(curves, out_dir / "throughput_vs_interactivity.png",
                                           f"Output throughput vs interactivity — {doc.title}"),
+        plots.frontier([c for run, label in zip(runs, labels) for c in plots.run_curves(run, frontier_label(run, label))],
+                       doc.slo.tpot_mean_ms, out_dir / "frontier_per_accelerator.png",
+                       f"Output throughput per accelerator vs interactivity — {doc.title}"),
         plots.latency_vs_concurrency(curves, "ttft_p95_ms", doc.slo.ttft_p95_ms, out_dir / "ttft_p95_vs_concurrency.png",
                                      f"TTFT P95 vs concurrency — {doc.title}"),
         plots.latency_vs_concurrency(curves, "tpot_mean_ms", doc.slo.tpot_mean_ms,
@@ -111,6 +120,8 @@ def draw_report_plots(run: RunData, spec: SloSpec, plot_dir: Path, cdf: Optional
     written = [
         plots.throughput_vs_interactivity(curves, plot_dir / "throughput_vs_interactivity.png",
                                           f"Output throughput vs interactivity — {who}"),
+        plots.frontier(plots.run_curves(run, frontier_label(run, label)), spec.tpot_mean_ms,
+                       plot_dir / "frontier_per_accelerator.png", f"Output throughput per accelerator vs interactivity — {who}"),
         plots.latency_vs_concurrency(curves, "ttft_p95_ms", spec.ttft_p95_ms, plot_dir / "ttft_p95_vs_concurrency.png",
                                      f"TTFT P95 vs concurrency — {who}"),
         plots.latency_vs_concurrency(curves, "tpot_mean_ms", spec.tpot_mean_ms,

@@ -27,6 +27,7 @@ from ..contract.models import Metadata, SloSpec
 from ..analysis.rundata import RunData, in_reading_order, natural_key, run_labels, scenario_status, table_row
 from ..analysis.slo import MET_BOTH, MET_NONE, MET_ONE, NOT_MEASURED
 from . import comparison_md, spec_md
+from .chips_md import chips_section, has_figures
 from .mdparts import (  # noqa: F401 - TABLE_*, SLO_NOTES and results_table are this module's public names too
     METRIC_LABELS, METRIC_SHORT, REPORT_TABLE_ALIGN, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, code,
     goodput_section, has_missing, mdt, metric_section, plot_lines, report_table, results_table, slo_reference,
@@ -344,6 +345,10 @@ SECTIONS: tuple[Section, ...] = (
     Section("goodput", "Goodput", ("report", "comparison"),
             lambda page: goodput_section(page.rows, page.spec, page.with_backend)),
     *(_metric_section(m) for m in SECTION_METRICS),
+    Section("per-accelerator", "Per accelerator and energy", ("report", "comparison"), lambda page: block(
+        "Per accelerator and energy", chips_section(
+            page.rows, page.with_backend, page.doc.throughput_basis if page.doc else None,
+            () if page.doc else _run(page).results.scenarios)) if has_figures(page.rows) else []),
     Section("verdicts", "Statistical verdicts", ("comparison",),
             lambda page: block("Statistical verdicts", comparison_md.verdicts(_doc(page)))),
     Section("speculative", "Speculative decoding", ("report", "comparison"),

@@ -22,7 +22,7 @@ METADATA_FIELDS = (
     ("platform", "PLATFORM"), ("script", "SCRIPT_PATH"), ("env", "ENGINE_ENV"), ("phase", "PHASE_NAME"),
     ("engine_version", "ENGINE_VERSION"), ("client", "CLIENT_LABEL"), ("client_version", "CLIENT_VERSION"),
     ("description", "DESCRIPTION"), ("driver_version", "DRIVER_VERSION"), ("runtime_version", "RUNTIME_VERSION"),
-    ("devices", "BENCH_DEVICES"),
+    ("devices", "BENCH_DEVICES"), ("price_per_accel_hour", "PRICE_PER_ACCEL_HOUR"),
 )
 
 

@@ -29,6 +29,7 @@ import re
 import signal
 import subprocess
 import time
+from datetime import datetime
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
@@ -206,7 +207,9 @@ def run_client(argv: list[str], *, run_dir: Path, stem: str, row: GridRow, serve
     reason, excerpt = server_failure(log_since(server_log, log_offset), alive, oom_pattern)
     stats = ClientStats(stem=stem, exit_code=status, wall_s=round(time.monotonic() - start, 3),
                         user_cpu_s=user, system_cpu_s=system, max_rss_kib=rss, stopped_because_server_died=stopped,
-                        server_failure=reason, started_at=started_at, ended_at=now_iso())
+                        server_failure=reason, started_at=started_at,
+                        # to the millisecond: the end of the benchmark window of the energy figures (ingest/power.py)
+                        ended_at=datetime.now().astimezone().isoformat(timespec="milliseconds"))
     stats_dir = run_dir / "client_stats"
     stats_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(stats_dir / f"{stem}.json", json.dumps(asdict(stats), indent=2) + "\n")
