@@ -66,6 +66,7 @@ def seed_env(base_env: dict[str, str], tmp_path: Path, **extra: str) -> dict[str
         MPLBACKEND="Agg",
         # the fake models have no tokenizer to make a round-trip set with (tests/shell/test_run.py makes one)
         PROMPT_METHOD="client-random-text",
+        PROMPT_TEXT="none",  # nor a real-text set (the DSpark experiments ask for one)
     )
     env.update(extra)
     return env
