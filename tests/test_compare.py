@@ -371,7 +371,10 @@ def test_repeated_runs_use_welch_on_output_throughput():
     assert welch.test == "welch-t" and welch.verdict == "faster"
     assert welch.ratio == pytest.approx(1500.0 / 1001.6666, rel=1e-4)
     assert welch.ci_low < welch.ratio < welch.ci_high
-    assert {t.n_baseline for t in sc.tests if t.metric != "output_token_throughput"} == {30}  # requests pooled
+    # the repeat is the unit of the per-request metrics too: one median per repeat, Welch's t across them
+    others = [t for t in sc.tests if t.metric != "output_token_throughput"]
+    assert {(t.test, t.n_baseline, t.n_candidate) for t in others} == {("welch-t-repeat-medians", 3, 3)}
+    assert doc.settings.run_to_run == "tested"
     single = results("c", [scenario(4, 100, 50, throughput=1200.0, ttft=latencies(30, 100, 7), tpot=latencies(30, 10, 8))])
     doc = build_comparison([run_data(base, "a"), run_data(single, "c")], CompareOptions(plots=False))
     (welch,) = [t for t in doc.scenarios[0].tests if t.metric == "output_token_throughput"]
