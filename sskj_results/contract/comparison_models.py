@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
+from .clientinfo import Acceptance
 from .metrics import COMPARED, SECTION_METRICS
 from .models import CheckName, Distribution, SloSpec, SloStatus, Validity, metric_fields
 
@@ -81,6 +82,12 @@ class _RowBase(_Doc):
                                   "the run recorded another SLO than the comparison's (its marks recomputed).")
     request_goodput: Optional[float] = Field(
         default=None, description="Goodput rate, req/s (`scenarios[].request_goodput`); null as for slo_attainment.")
+    speculative: bool = Field(default=False, description="The run decodes speculatively (config.spec_method, or "
+                                                         "speculative flags in its server command).")
+    accept_length: Optional[float] = Field(default=None, description="`scenarios[].accept_length`; null when not "
+                                           "speculative or not recorded (unknown, never 0).")
+    acceptance: Optional[Acceptance] = Field(default=None, description="`scenarios[].acceptance`: the accept length "
+                                             "with its source, weighting and scope; null when not recorded.")
     validity: Optional[Validity] = Field(default=None, description="The scenario's validity block (docs/VALIDITY.md); "
                                                                    "null when it was never judged.")
     validity_grade: Optional[Literal["valid", "qualified", "disqualified"]] = Field(

@@ -27,7 +27,7 @@ from ..analysis.rundata import RunData, run_labels, scenario_status, table_row
 from ..analysis.slo import MET_BOTH, MET_NONE, MET_ONE, NOT_MEASURED
 from . import comparison_md
 from .mdparts import (  # noqa: F401 - TABLE_*, SLO_NOTES and results_table are this module's public names too
-    METRIC_LABELS, METRIC_SHORT, REPORT_TABLE_ALIGN, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, code,
+    METRIC_LABELS, METRIC_SHORT, REPORT_TABLE_ALIGN, acceptance_notes, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, code,
     goodput_section, has_missing, mdt, metric_section, plot_lines, report_table, results_table, slo_reference,
     unmeasured_note,
 )
@@ -262,7 +262,7 @@ def _run(page: Page) -> RunData:
 
 
 def _report_notes(page: Page) -> list[str]:
-    notes = list(SLO_NOTES) + unmeasured_note(page.rows)
+    notes = list(SLO_NOTES) + unmeasured_note(page.rows) + acceptance_notes(page.rows)
     if has_missing(page.rows):
         notes.append("- `-` marks a value the run did not record.")
     return notes
