@@ -397,10 +397,11 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
         tests_by_group.setdefault(gi, []).append(_stat_test(labels[ci], metric, outcome, caveat, invalid))
 
     scenarios = []
+    speculative = [is_speculative(run) for run in runs]
     for gi, group in enumerate(groups):
         rows = [
             table_row(run, labels[ri], run.results.scenarios[j],
-                      scenario_status(run.results.scenarios[j], spec, recompute[ri]), recompute[ri])
+                      scenario_status(run.results.scenarios[j], spec, recompute[ri]), recompute[ri], speculative[ri])
             for ri, run in enumerate(runs) for j in group.members[ri]
         ]
         if options.validity:

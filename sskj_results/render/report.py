@@ -23,6 +23,7 @@ from ..contract.escape import md_fence
 from ..contract.comparison_models import ComparisonDoc, Row
 from ..contract.metrics import SECTION_METRICS, Metric
 from ..contract.models import Metadata, SloSpec
+from ..analysis.configdiff import is_speculative
 from ..analysis.rundata import RunData, run_labels, scenario_status, table_row
 from ..analysis.slo import MET_BOTH, MET_NONE, MET_ONE, NOT_MEASURED
 from . import comparison_md
@@ -210,7 +211,8 @@ def report_rows(run: RunData, spec: SloSpec, recompute: bool) -> list[Row]:
     """The Results table's rows of one run, by scenario name (report.md and report.html show the same)."""
     label = run_labels([run])[0]
     scenarios = sorted(run.results.scenarios, key=lambda s: s.name)
-    return [table_row(run, label, s, scenario_status(s, spec, recompute), recompute) for s in scenarios]
+    speculative = is_speculative(run)
+    return [table_row(run, label, s, scenario_status(s, spec, recompute), recompute, speculative) for s in scenarios]
 
 
 # --------------------------------------------------------------------------- the sections of both documents
