@@ -132,8 +132,9 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
     per_request_words = and_words([m.words for m in per_request])
     if s.run_to_run == "tested":
         how = (f"on the per-request {per_request_words} of successful requests and on {repeated}, with the repeat as "
-               f"the unit: each repeat's median of a per-request metric (its {repeated}) is one sample, Welch's t-test "
-               "across the repeats; ratio = candidate / baseline of the mean over repeats, with Welch's "
+               f"the unit: each repeat's median of a per-request metric, and each repeat's {repeated}, is one "
+               "sample, Welch's t-test across the repeats; ratio = candidate / baseline of the mean over repeats, "
+               "with Welch's "
                f"{s.confidence:.0%} CI. The verdicts test the difference against run-to-run variation")
     else:
         how = (f"on the per-request {per_request_words} of successful requests (two-sided Mann–Whitney U; ratio = "
