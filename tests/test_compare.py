@@ -508,3 +508,15 @@ def test_accept_length_and_its_source_in_every_results_table_and_unknown_when_no
     assert " | 2.07 (/metrics) | " in results_lines[4] and " | unknown ✖ | " in results_lines[5]
     # a run without speculative decoding keeps the seed's table
     assert section_text(render_report(runs[0], S2, False), "results").splitlines()[2] == TABLE_HEADER + " Valid |"
+
+
+def test_without_repeats_comparison_md_says_the_verdicts_ignore_run_to_run_variation():
+    base = results("a", [scenario(4, 100, 50, ttft=latencies(30, 100, 1), tpot=latencies(30, 10, 2))])
+    other = results("b", [scenario(4, 100, 50, ttft=latencies(30, 100, 3), tpot=latencies(30, 10, 4))])
+    doc = build_comparison([run_data(base, "a"), run_data(other, "b")], CompareOptions(plots=False))
+    assert doc.settings.run_to_run == "ignored"
+    assert {t.test for t in doc.scenarios[0].tests} == {"mann-whitney-u"}
+    verdicts = section_text(render_comparison(doc), "verdicts")
+    assert ("⚠️ No scenario was repeated: a per-request test treats the requests of one run as independent samples, "
+            "so its verdict ignores run-to-run variation (a rerun can flip it).") in verdicts
+    assert " 30/30 |" in verdicts and "repeats |" not in verdicts  # n counts requests, not repeats
