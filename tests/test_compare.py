@@ -137,8 +137,10 @@ def test_golden_layout_follows_seed_002(runs_dir):
     assert [s.id for s in shown][:3] == ["summary", "side-by-side", "notes"] and "verdicts" in [s.id for s in shown]
     lines = text.splitlines()
     start = lines.index("## Side-by-side results") + 2
-    assert lines[start] == TABLE_HEADER
-    assert lines[start + 1] == TABLE_ALIGN == "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    # the seed's columns, then the Accept len column a comparison with a speculative run adds
+    assert lines[start] == TABLE_HEADER + " Accept len |"
+    assert lines[start + 1] == TABLE_ALIGN + "---:|"
+    assert TABLE_ALIGN == "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     notes = lines.index("## Notes")
     assert lines[notes + 2: notes + 4] == list(SLO_NOTES)
 
@@ -371,7 +373,10 @@ def test_repeated_runs_use_welch_on_output_throughput():
     assert welch.test == "welch-t" and welch.verdict == "faster"
     assert welch.ratio == pytest.approx(1500.0 / 1001.6666, rel=1e-4)
     assert welch.ci_low < welch.ratio < welch.ci_high
-    assert {t.n_baseline for t in sc.tests if t.metric != "output_token_throughput"} == {30}  # requests pooled
+    # the repeat is the unit of the per-request metrics too: one median per repeat, Welch's t across them
+    others = [t for t in sc.tests if t.metric != "output_token_throughput"]
+    assert {(t.test, t.n_baseline, t.n_candidate) for t in others} == {("welch-t-repeat-medians", 3, 3)}
+    assert doc.settings.run_to_run == "tested"
     single = results("c", [scenario(4, 100, 50, throughput=1200.0, ttft=latencies(30, 100, 7), tpot=latencies(30, 10, 8))])
     doc = build_comparison([run_data(base, "a"), run_data(single, "c")], CompareOptions(plots=False))
     (welch,) = [t for t in doc.scenarios[0].tests if t.metric == "output_token_throughput"]
@@ -461,3 +466,57 @@ def test_cli_unwritable_out_dir(runs_dir):
     result = CliRunner().invoke(main, ["compare", "sglang", "vllm", "--out", "afile/sub", "--no-plots"])
     assert result.exit_code == 1
     assert result.stderr == "error: afile/sub: cannot write: Not a directory; choose another --out\n"
+
+
+# --------------------------------------------------------------------------- acceptance in the tables
+
+
+def test_accept_length_and_its_source_in_every_results_table_and_unknown_when_not_recorded(tmp_path):
+    from sskj_results.contract.clientinfo import Acceptance
+    from sskj_results.render.html import render_comparison_html
+    from sskj_results.render.report import render_report
+
+    base = results("vllm", [scenario(1, 100, 50, ttft=latencies(20, 100, 1), tpot=latencies(20, 10, 2)),
+                            scenario(4, 100, 50, ttft=latencies(20, 100, 3), tpot=latencies(20, 10, 4))])
+    spec = results("vllm", [scenario(1, 100, 50, ttft=latencies(20, 100, 5), tpot=latencies(20, 7, 6)),
+                            scenario(4, 100, 50, ttft=latencies(20, 100, 7), tpot=latencies(20, 7, 8))], phase="ngram")
+    spec.config.spec_method, spec.config.spec_tokens = "ngram", 3
+    first = spec.scenarios[0]
+    first.accept_length = 2.07
+    first.acceptance = Acceptance(length=2.07, source="server_metrics", weighting="token", scope="scenario",
+                                  draft_length=3)  # the c4 point recorded none
+    runs = [run_data(base, "base"), run_data(spec, "ngram")]
+    doc = build_comparison(runs, CompareOptions(plots=False))
+    md = render_comparison(doc)
+    table = section_text(md, "side-by-side").splitlines()
+    assert table[2] == TABLE_HEADER + " Accept len |"
+    cells = {line.split(" | ")[0][2:] + "/" + line.split(" | ")[1]: line.rsplit(" | ", 1)[1] for line in table[4:6]}
+    ngram = [line for line in table if "ngram" in line]
+    assert [line.rsplit(" | ", 1)[1] for line in ngram] == ["2.07 (/metrics) |", "unknown ✖ |"]  # never 0
+    assert all(line.endswith(" - |") for line in table[4:] if line.startswith("|") and "ngram" not in line), cells
+    notes = section_text(md, "notes")
+    assert ("- `/metrics`: the server's /metrics counters before and after the scenario; token-weighted, over this "
+            "scenario only.") in notes
+    assert "- `unknown ✖`: the run decodes speculatively but recorded no acceptance for c4_i100_o50 (vllm (ngram))" in notes
+    html_page = render_comparison_html(doc, runs, md)
+    assert "<th class=\"left\">Accept len</th>" in html_page and "2.07 (/metrics)" in html_page
+    assert html_page.count("unknown ✖</td>") == 1
+    # the speculative run's own report.md: the column before Valid
+    report = render_report(runs[1], S2, False)
+    results_lines = section_text(report, "results").splitlines()
+    assert results_lines[2].endswith(" | SLO | Accept len | Valid |")
+    assert " | 2.07 (/metrics) | " in results_lines[4] and " | unknown ✖ | " in results_lines[5]
+    # a run without speculative decoding keeps the seed's table
+    assert section_text(render_report(runs[0], S2, False), "results").splitlines()[2] == TABLE_HEADER + " Valid |"
+
+
+def test_without_repeats_comparison_md_says_the_verdicts_ignore_run_to_run_variation():
+    base = results("a", [scenario(4, 100, 50, ttft=latencies(30, 100, 1), tpot=latencies(30, 10, 2))])
+    other = results("b", [scenario(4, 100, 50, ttft=latencies(30, 100, 3), tpot=latencies(30, 10, 4))])
+    doc = build_comparison([run_data(base, "a"), run_data(other, "b")], CompareOptions(plots=False))
+    assert doc.settings.run_to_run == "ignored"
+    assert {t.test for t in doc.scenarios[0].tests} == {"mann-whitney-u"}
+    verdicts = section_text(render_comparison(doc), "verdicts")
+    assert ("⚠️ No scenario was repeated: a per-request test treats the requests of one run as independent samples, "
+            "so its verdict ignores run-to-run variation (a rerun can flip it).") in verdicts
+    assert " 30/30 |" in verdicts and "repeats |" not in verdicts  # n counts requests, not repeats

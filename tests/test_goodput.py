@@ -158,7 +158,7 @@ def test_compare_tests_goodput_across_repeats_higher_is_better() -> None:
     (test,) = [t for t in worse.scenarios[0].tests if t.metric == "request_goodput"]
     assert test.verdict == "slower"
     md = render_comparison(doc)
-    assert "Goodput mean (req/s)" in md and "on output throughput and goodput when a shape" in md
+    assert "Goodput mean (req/s)" in md and "on output throughput and goodput, with the repeat as the unit" in md
     rows = [[c.strip() for c in line.split("|")[1:6]] for line in section_text(md, "goodput").splitlines()
             if line.startswith("| c4_")]
     assert rows[3] == ["c4_i100_o50_r1", "b", "80.0", "8.00", "10.00"] and len(rows) == 6

@@ -100,9 +100,10 @@ def test_comparison_table_has_one_row_per_run_per_scenario(pages):
     table = page[page.index('id="results-table"'):]
     headers = re.findall(r"<th class=\"[a-z]+\">(.*?)</th>", table[: table.index("</thead>")])
     # one chip, and every Backend label names its engine: the seed-002 columns (Engine and Chip only when they
-    # tell rows apart, and Engine not when the Backend label already says it)
+    # tell rows apart, and Engine not when the Backend label already says it), and the speculative run's Accept len
     assert headers == ["Scenario", "Backend", "Conc", "Input", "Output", "Req/s", "OutTok/s", "TTFT P95(ms)",
-                       "TTFT P99(ms)", "TPOT Mean(ms)", "TPOT P95(ms)", "TPOT P99(ms)", "E2E P99(ms)", "SLO"]
+                       "TTFT P99(ms)", "TPOT Mean(ms)", "TPOT P95(ms)", "TPOT P99(ms)", "E2E P99(ms)", "SLO",
+                       "Accept len"]
     for (scenario, engine, chip, slo, run, cells), row in zip(trs, rows):
         assert (scenario, engine, run, slo) == (row["scenario"], row["engine"], htmlmod.escape(row["run"]),
                                                 row["slo_status"]["overall"])
@@ -110,6 +111,8 @@ def test_comparison_table_has_one_row_per_run_per_scenario(pages):
         assert texts["TTFT P95(ms)"] == f"{row['ttft_p95_ms']:.2f}"
         assert texts["OutTok/s"] == f"{row['output_token_throughput']:.2f}"
         assert texts["Backend"] == htmlmod.escape(row["run"]) and texts["SLO"] == row["slo_status"]["overall"]
+        # these fixtures record no acceptance: the ngram phase's is unknown (never 0), the others not speculative
+        assert texts["Accept len"] == ("unknown ✖" if row["speculative"] else "-")
 
 
 def test_page_is_self_contained_and_small(pages):

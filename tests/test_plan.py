@@ -102,7 +102,7 @@ def test_grid_walk_proposes_each_scenario_once_per_session(tmp_path: Path) -> No
 
 def test_resume_skips_imported_scenarios_but_remeasures_missing_or_changed_raw_files(tmp_path: Path) -> None:
     run = _run_dir(tmp_path, {(1, 16, 8): True, (2, 16, 8): True, (4, 16, 8): True})
-    assert measured(run, load_run(run)) == {(1, 16, 8), (2, 16, 8), (4, 16, 8)}
+    assert measured(run, load_run(run)) == {(1, 16, 8): 1, (2, 16, 8): 1, (4, 16, 8): 1}
     (run / "raw_outputs" / "cpu_vllm_0102_1_16_8.jsonl").unlink()  # missing
     (run / "raw_outputs" / "cpu_vllm_0102_2_16_8.jsonl").write_text("damaged, longer\n")  # changed since import
     log: list[str] = []
@@ -110,6 +110,66 @@ def test_resume_skips_imported_scenarios_but_remeasures_missing_or_changed_raw_f
     names = [planner.next_in_grid(log).stem for _ in range(3)]  # type: ignore[union-attr]
     assert names == ["cpu_vllm_0102_1_16_8", "cpu_vllm_0102_2_16_8", "cpu_vllm_0102_8_16_8"]
     assert "scenario c4_i16_o8 already done; skipping" in log
+
+
+def test_repeats_interleave_rounds_and_each_repeat_has_its_own_raw_file(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path)
+    grid = [GridRow(1, 16, 8), GridRow(2, 16, 8), GridRow(1, 32, 4)]
+    planner = _planner(run, grid)
+    stems = []
+    while (s := planner.next_in_grid([], repeats=3)) is not None:
+        stems.append(s.stem.removeprefix("cpu_vllm_0102_"))
+    # round r of every scenario before round r + 1
+    assert stems == ["1_16_8", "2_16_8", "1_32_4", "1_16_8_r2", "2_16_8_r2", "1_32_4_r2",
+                     "1_16_8_r3", "2_16_8_r3", "1_32_4_r3"]
+
+
+def test_resume_of_a_partly_repeated_run_measures_only_the_missing_repeats(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, {(1, 16, 8): True, (2, 16, 8): True})
+    results = load_run(run)  # c1 has its second repeat too
+    second = results.scenarios[0].model_copy(deep=True)
+    name = "raw_outputs/cpu_vllm_0102_1_16_8_r2.jsonl"
+    (run / name).write_text('{"x": 1}\n')
+    second.source = Source(file=name, line=1, sha256="0" * 64, format="sglang")
+    save_run(results.model_copy(update={"scenarios": [*results.scenarios, second], "raw_files": [
+        *results.raw_files, RawFile(file=name, sha256="0" * 64, size=9, runs=1)]}), run)
+    assert measured(run, load_run(run)) == {(1, 16, 8): 2, (2, 16, 8): 1}
+    log: list[str] = []
+    planner = _planner(run, [GridRow(1, 16, 8), GridRow(2, 16, 8)])
+    stems = []
+    while (s := planner.next_in_grid(log, repeats=2)) is not None:
+        stems.append(s.stem.removeprefix("cpu_vllm_0102_"))
+    assert stems == ["2_16_8_r2"]
+    assert "scenario c1_i16_o8 already done 2 times; skipping" in log
+
+
+def test_repeat_raw_file_names_map_to_the_repeats_of_results_json() -> None:
+    """The loop's `<stem>`, `<stem>_r2` ... `<stem>_r10` become repeats 1 ... 10 in order (ingest/naming.py)."""
+    from sskj_results.ingest.naming import name_scenarios
+
+    planner = Planner(run_dir=Path("."), grid=[], prompts=PromptsRule(), chip="cpu", engine="vllm", mmdd="0102")
+    files = [planner.scenario(GridRow(4, 16, 8), r if r > 1 else None).raw_name for r in range(1, 11)]
+    template = load_run(SEED).scenarios[0]
+    scenarios = []
+    for file in reversed(files):
+        s = template.model_copy(deep=True)
+        s.concurrency, s.input_len, s.output_len, s.request_rate = 4, 16, 8, None
+        s.source = Source(file=f"raw_outputs/{file}", line=1, sha256="0" * 64, format="sglang")
+        scenarios.append(s)
+    named = name_scenarios(scenarios)
+    assert [(s.name, s.repeat, s.source.file) for s in named] == [  # type: ignore[union-attr]
+        ("c4_i16_o8" if r == 1 else f"c4_i16_o8_r{r}", r, f"raw_outputs/{files[r - 1]}") for r in range(1, 11)]
+
+
+def test_next_cli_repeats(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path)
+    args = ["next", str(run), "--chip", "cpu", "--engine", "vllm", "--mmdd", "0102", "--concurrencies", "1",
+            "--shapes", "16x8", "--session", str(tmp_path / "s.txt"), "--repeats", "2"]
+    lines = [CliRunner().invoke(main, args).output.strip() for _ in range(3)]
+    assert lines == ["1 16 8 8 cpu_vllm_0102_1_16_8 cpu_vllm_0102_1_16_8.jsonl",
+                     "1 16 8 8 cpu_vllm_0102_1_16_8_r2 cpu_vllm_0102_1_16_8_r2.jsonl", ""]
+    bad = CliRunner().invoke(main, [*args[:-1], "0"])
+    assert bad.exit_code == 2 and "--repeats" in bad.output
 
 
 def test_failure_skips_larger_concurrencies_of_its_shape_and_records_them(tmp_path: Path) -> None:

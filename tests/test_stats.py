@@ -247,3 +247,36 @@ def test_welch_same_distribution_is_no_significant_difference():
     rng = np.random.default_rng(5)
     out = compare_means_welch(rng.normal(1000, 20, 5), rng.normal(1000, 20, 5))
     assert decide([out], [True], alpha=ALPHA, min_change=MIN_CHANGE)[0].verdict == NO_DIFFERENCE
+
+
+def test_repeat_medians_two_repeats_per_side_can_reach_alpha_where_a_rank_test_cannot() -> None:
+    """With 2 repeats per side a rank test's smallest p is 1/3; Welch on the repeats' medians reaches alpha."""
+    rng = np.random.default_rng(5)
+    base = [rng.normal(100.0, 5.0, 40) for _ in range(2)]
+    slow = [rng.normal(120.0, 6.0, 40) for _ in range(2)]
+    assert stats.min_mann_whitney_p(2, 2) > 0.05
+    outcome = stats.compare_repeat_medians(base, slow)
+    assert outcome.test == stats.WELCH_MEDIANS and (outcome.n_baseline, outcome.n_candidate) == (2, 2)
+    assert outcome.p_raw is not None and outcome.p_raw < 0.05
+    assert outcome.ratio == pytest.approx(np.mean([np.median(v) for v in slow]) / np.mean([np.median(v) for v in base]))
+    assert outcome.ci_low is not None and outcome.ci_low > 1.0
+
+
+def test_repeat_medians_test_against_run_to_run_variation() -> None:
+    """Two runs whose repeats differ by more than their requests do: a per-request test calls the shift
+    significant, the test across repeats does not."""
+    rng = np.random.default_rng(11)
+    shifts = [0.9, 1.1, 1.0, 1.08, 0.93, 1.02]  # one level per repeat: run-to-run variation
+    base = [rng.normal(100.0 * k, 1.0, 200) for k in shifts[:3]]
+    cand = [rng.normal(103.0 * k, 1.0, 200) for k in shifts[3:]]
+    pooled = stats.compare_latency(np.concatenate(base), np.concatenate(cand), alpha=0.05)
+    per_repeat = stats.compare_repeat_medians(base, cand)
+    assert pooled.p_raw is not None and pooled.p_raw < 1e-6
+    assert per_repeat.p_raw is not None and per_repeat.p_raw > 0.3
+
+
+def test_repeat_medians_without_values_on_a_side_are_not_comparable() -> None:
+    outcome = stats.compare_repeat_medians([np.empty(0), np.empty(0)], [np.ones(3), np.ones(3)])
+    assert outcome.verdict == stats.NOT_COMPARABLE and outcome.reason == "no per-request data in the baseline"
+    one = stats.compare_repeat_medians([np.arange(5.0) + 1, np.empty(0)], [np.ones(3), np.ones(3) * 2])
+    assert one.verdict == stats.INSUFFICIENT and one.n_baseline == 1 and "1 vs 2 repeats" in (one.reason or "")

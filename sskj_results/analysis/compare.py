@@ -8,7 +8,9 @@ the files.
 Scenarios are matched by (concurrency, input_len, output_len). The first run
 (or the explicit baseline) is the baseline; every other run is compared with
 it on the per-request TTFT, TPOT and E2E of successful requests, and on the
-output token throughput of repeated runs (see docs/COMPARE.md).
+output token throughput of repeated runs (see docs/COMPARE.md). When a side
+has a shape more than once the repeat is the unit of every test: one median
+per repeat of each per-request metric, Welch's t-test across repeats.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from .configdiff import (
     speculative_flags,
 )
 from ..contract.comparison_models import (
-    ComparisonDoc, MetricName, RunInfo, ScenarioComparison, Settings, StatTest, Unmatched,
+    ComparisonDoc, MetricName, RunInfo, RunToRun, ScenarioComparison, Settings, StatTest, Unmatched,
 )
 from ..contract.metrics import PER_REPEAT_COMPARED, PER_REQUEST_COMPARED, metric as metric_row
 from ..contract.errors import UsageError
@@ -323,19 +325,24 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
         caveat = "per-request data capped (first requests only)" if capped else None
         if prompts and options.allow_prompt_difference:
             caveat = f"{caveat}; {prompts}" if caveat else prompts
+        repeated = len(base_members) > 1 or len(cand_members) > 1  # the repeat is then the unit of every test
         for metric in PER_REQUEST_COMPARED:
             base_pool, cand_pool = pool(base_run, base_members, metric), pool(cand_run, cand_members, metric)
             if metric_row(metric).origin == "sskj" and not base_pool.size and not cand_pool.size:
                 continue  # computed on neither side (no per-request data): no test to report
             if difference:
-                outcome = stats.not_comparable(stats.MANN_WHITNEY, difference)
+                outcome = stats.not_comparable(stats.WELCH_MEDIANS if repeated else stats.MANN_WHITNEY, difference)
+            elif repeated:
+                outcome = stats.compare_repeat_medians(
+                    [base_run.samples[j].metric(metric) for j in base_members],
+                    [cand_run.samples[j].metric(metric) for j in cand_members], confidence=options.confidence)
             else:
                 outcome = stats.compare_latency(
                     base_pool, cand_pool, alpha=options.alpha, n_resamples=options.n_resamples,
                     confidence=options.confidence, seed=options.seed, unit=metric_row(metric).unit,
                 )
             out.append((ci, metric, outcome, caveat, invalid))
-        if len(base_members) > 1 or len(cand_members) > 1 or per_device:  # across chips: a verdict, even on one run
+        if repeated or per_device:  # across chips: a verdict, even on one run
             for repeat_metric in _repeat_metrics(per_device):
                 base_values = _repeat_values(base_scen, repeat_metric, recompute[0])
                 cand_values = _repeat_values(cand_scen, repeat_metric, recompute[ci])
@@ -420,10 +427,11 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
         tests_by_group.setdefault(gi, []).append(_stat_test(labels[ci], metric, outcome, caveat, invalid))
 
     scenarios = []
+    speculative = [is_speculative(run) for run in runs]
     for gi, group in enumerate(groups):
         rows = [
             table_row(run, labels[ri], run.results.scenarios[j],
-                      scenario_status(run.results.scenarios[j], spec, recompute[ri]), recompute[ri])
+                      scenario_status(run.results.scenarios[j], spec, recompute[ri]), recompute[ri], speculative[ri])
             for ri, run in enumerate(runs) for j in group.members[ri]
         ]
         if options.validity:
@@ -458,10 +466,20 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
             bootstrap_resamples=options.n_resamples, seed=options.seed,
             family_size=sum(o.p_raw is not None for o in decided),
             validity=list(options.validity), strict=options.strict,
+            run_to_run=run_to_run(groups),
         ),
         scenarios=scenarios, unmatched=unmatched, itl_not_comparable=itl_note(runs, labels),
         throughput_basis=per_device,
     )
+
+
+def run_to_run(groups: Sequence[Group]) -> RunToRun:
+    """`tested`: every matched shape was repeated on some side (the repeat is the unit of its tests);
+    `ignored`: none was (per-request tests within one run); `partly`: some were."""
+    repeated = [any(len(m) > 1 for m in g.members) for g in groups]
+    if repeated and all(repeated):
+        return "tested"
+    return "partly" if any(repeated) else "ignored"
 
 
 def judge_points(run: RunData, overrides: Sequence[str] = ()) -> list[Judged]:

@@ -179,8 +179,10 @@ def scenario_status(scenario: Scenario, spec: SloSpec, recompute: bool) -> SloSt
         return scenario.slo_status
     return slo_status(scenario.latencies.ttft_ms.p95, scenario.latencies.tpot_ms.mean, spec)
 
-def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, recomputed: bool = False) -> Row:
-    """A scenario as a table row; its goodput is null when its marks were recomputed against another SLO."""
+def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, recomputed: bool = False,
+              speculative: bool = False) -> Row:
+    """A scenario as a table row; its goodput is null when its marks were recomputed against another SLO
+    (`speculative`: the run decodes speculatively, configdiff.is_speculative)."""
     lat = scenario.latencies
     distributions: dict[str, Any] = {m.name: recorded_or_computed(run, scenario, m) for m in SECTION_METRICS}
     return Row(
@@ -191,6 +193,7 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, r
         tpot_p95_ms=lat.tpot_ms.p95, tpot_p99_ms=lat.tpot_ms.p99, e2e_p99_ms=lat.e2e_ms.p99, slo_status=status,
         slo_attainment=None if recomputed else scenario.slo_attainment,
         request_goodput=None if recomputed else scenario.request_goodput,
+        speculative=speculative, accept_length=scenario.accept_length, acceptance=scenario.acceptance,
         validity=scenario.validity, **graded(scenario.validity, run.results.validity_thresholds),
         accelerators=scenario.accelerators, **{name: getattr(scenario, name) for name in CHIP_NAMES},
         **distributions,

@@ -9,6 +9,7 @@ Settings of the run are read from the environment the shell exported.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -185,6 +186,8 @@ def _next_args(run_dir: Path, session: Path) -> list[str]:
             "--concurrencies", env.get("CONCURRENCIES", ""), "--shapes", env.get("SHAPES", ""),
             "--prompts-per-concurrency", env.get("PROMPTS_PER_CONCURRENCY", ""),
             "--min-prompts", env.get("MIN_PROMPTS", ""), "--session", str(session)]
+    if env.get("REPEATS"):
+        args += ["--repeats", env["REPEATS"]]
     if env.get("NUM_PROMPTS"):
         args += ["--num-prompts", env["NUM_PROMPTS"]]
     if env.get("SLO_SEARCH", "0") == "1":
@@ -424,8 +427,11 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
                             "... --server-pid PID --server-log LOG -- CLIENT` (the engine's pid and log, known "
                             "once it runs): it stops the client when the engine dies and records its CPU use"]))
         while (found := _scenario(run_dir, session)) is not None:
-            (c, inp, outp, n, _, _), cmds = found
-            items.append(("#", [f"# scenario c{c}_i{inp}_o{outp} ({n} prompts)"]))
+            (c, inp, outp, n, stem, _), cmds = found
+            repeat = re.search(r"_r([0-9]+)$", stem)
+            of = (f", repeat {repeat.group(1) if repeat else 1} of {env['REPEATS']}: {stem}"
+                  if env.get("REPEATS", "1") not in ("", "1") else "")
+            items.append(("#", [f"# scenario c{c}_i{inp}_o{outp} ({n} prompts{of})"]))
             for argv in (cmds.warmup, cmds.reset, cmds.metrics_before, cmds.client, cmds.metrics_after):
                 if argv:
                     items.append(("$", redact_argv(argv)))

@@ -28,6 +28,8 @@ def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @grid_options
 @click.option("--session", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Session file: scenarios proposed by this run loop (appended to; never proposed twice).")
+@click.option("--repeats", type=click.IntRange(min=1), default=1, show_default=True,
+              help="REPEATS: measure every grid scenario this many times, round by round (stems `_r2`, `_r3`, ...).")
 @click.option("--slo-search", is_flag=True, help="Search the largest concurrency meeting the SLO per shape instead of running the grid.")
 @click.option("--slo-min-concurrency", type=click.IntRange(min=1), default=None, help="Default: the shape's smallest grid concurrency.")
 @click.option("--slo-max-concurrency", type=click.IntRange(min=1), default=None, help="Default: the shape's largest grid concurrency.")
@@ -37,7 +39,7 @@ def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @handle_errors
 def next_scenario(run_dir: Path, chip: str, engine: str, run_id: Optional[str], mmdd: Optional[str], client: str, scenarios_file: Optional[Path],
                   concurrencies: Optional[str], shapes: Optional[str], num_prompts: Optional[int],
-                  prompts_per_concurrency: int, min_prompts: int, session: Optional[Path], slo_search: bool,
+                  prompts_per_concurrency: int, min_prompts: int, session: Optional[Path], repeats: int, slo_search: bool,
                   slo_min_concurrency: Optional[int], slo_max_concurrency: Optional[int], slo_max_steps: int,
                   slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
     """Print the next scenario the run loop measures, or nothing when the phase is done.
@@ -45,7 +47,9 @@ def next_scenario(run_dir: Path, chip: str, engine: str, run_id: Optional[str], 
     One line `CONCURRENCY INPUT_LEN OUTPUT_LEN NUM_PROMPTS STEM RAW_FILE_NAME`.
     Grid order: shapes as they first appear, ascending concurrency. A scenario
     is done when results.json holds it, imported from a raw file still present
-    and unchanged, or when skipped_after_oom.csv names it; after a failure
+    and unchanged, or when skipped_after_oom.csv names it; with --repeats N
+    every scenario is measured N times, round r of the grid before round r + 1
+    (raw file stems `_r2`, `_r3`, ...); after a failure
     (server death, OOM) the larger concurrencies of the shape are recorded
     there as skipped. With --slo-search the SLO search (see `slo-next`)
     chooses the concurrency per shape. Progress goes to stderr.
@@ -70,7 +74,7 @@ def next_scenario(run_dir: Path, chip: str, engine: str, run_id: Optional[str], 
             spec = resolve_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms)
         found = planner.next_in_slo_search(log, spec, slo_min_concurrency, slo_max_concurrency, slo_max_steps)
     else:
-        found = planner.next_in_grid(log)
+        found = planner.next_in_grid(log, repeats)
     for line in log:
         click.echo(line, err=True)
     if found is not None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
+from .clientinfo import Acceptance
 from .metrics import CHIP_METRICS, COMPARED, SECTION_METRICS
 from .models import CheckName, Distribution, SloSpec, SloStatus, Validity, metric_fields
 
@@ -23,6 +24,8 @@ Verdict = Union[
     Literal["faster", "slower", "no significant difference", "insufficient samples", "not comparable"],
     Annotated[str, Field(pattern=INVALID_VERDICT_PATTERN)],
 ]
+# how a comparison treats run-to-run variation (Settings.run_to_run)
+RunToRun = Literal["tested", "ignored", "partly"]
 
 
 class _Doc(BaseModel):
@@ -81,6 +84,12 @@ class _RowBase(_Doc):
                                   "the run recorded another SLO than the comparison's (its marks recomputed).")
     request_goodput: Optional[float] = Field(
         default=None, description="Goodput rate, req/s (`scenarios[].request_goodput`); null as for slo_attainment.")
+    speculative: bool = Field(default=False, description="The run decodes speculatively (config.spec_method, or "
+                                                         "speculative flags in its server command).")
+    accept_length: Optional[float] = Field(default=None, description="`scenarios[].accept_length`; null when not "
+                                           "speculative or not recorded (unknown, never 0).")
+    acceptance: Optional[Acceptance] = Field(default=None, description="`scenarios[].acceptance`: the accept length "
+                                             "with its source, weighting and scope; null when not recorded.")
     validity: Optional[Validity] = Field(default=None, description="The scenario's validity block (docs/VALIDITY.md); "
                                                                    "null when it was never judged.")
     validity_grade: Optional[Literal["valid", "qualified", "disqualified"]] = Field(
@@ -104,20 +113,23 @@ class StatTest(_Doc):
     metric: MetricName = Field(description="A compared metric of the registry (docs/METRICS.md): per request "
                                            "(`ttft_ms`, `tpot_ms`, `e2e_ms`, …) or across repeats "
                                            "(`output_token_throughput`, `request_goodput`, …).")
-    test: str = Field(description="`mann-whitney-u` (per-request latencies) or `welch-t` (repeated throughput).")
+    test: str = Field(description="`mann-whitney-u` (per-request values, one run per side), `welch-t-repeat-medians` "
+                                  "(per-request values of repeated runs: Welch's t over one median per repeat) or "
+                                  "`welch-t` (one value per repeat: throughput, goodput).")
     verdict: Verdict = Field(
         description="faster/slower only when significant and beyond --min-change; "
                     "`not comparable (invalid: <checks>)` when a point of either side is disqualified (or, with "
                     "--strict, failed any validity check).")
     p_value: Optional[float] = Field(description="Holm-Bonferroni adjusted p-value over the whole family; null without a test.")
     p_raw: Optional[float] = Field(description="Unadjusted p-value.")
-    ratio: Optional[float] = Field(description="Candidate / baseline: ratio of medians (latency) or of means (throughput).")
+    ratio: Optional[float] = Field(description="Candidate / baseline: ratio of medians (latency), of the repeats' mean "
+                                               "medians (repeated latency) or of means (throughput).")
     ci_low: Optional[float] = Field(description="Lower bound of the ratio's confidence interval.")
     ci_high: Optional[float] = Field(description="Upper bound of the ratio's confidence interval.")
     n_baseline: int = Field(description="Samples on the baseline side (requests or repeats).")
     n_candidate: int = Field(description="Samples on the candidate side.")
-    baseline_value: Optional[float] = Field(description="Baseline median (latency, ms) or mean (throughput, tok/s; "
-                                                        "goodput, req/s).")
+    baseline_value: Optional[float] = Field(description="Baseline median (latency, ms), mean of the repeats' medians "
+                                                        "(repeated latency) or mean (throughput, tok/s; goodput, req/s).")
     candidate_value: Optional[float] = Field(description="Candidate median or mean.")
     reason: Optional[str] = Field(description="Why there is no test (insufficient samples, not comparable), or a caveat.")
     qualified: list[CheckName] = Field(default_factory=list, description="Qualifying validity breaches (⚠) of either "
@@ -176,6 +188,10 @@ class Settings(_Doc):
                                                                   "the points were judged again with.")
     strict: bool = Field(default=False, description="`compare --strict`: any failed validity check refused a test, "
                                                     "qualified points too.")
+    run_to_run: RunToRun = Field(default="ignored", description="`tested`: every matched shape was repeated on some "
+                                 "side, the repeat is the unit of its tests (one median per repeat, Welch's t across "
+                                 "repeats); `ignored`: no shape was repeated, per-request tests within one run ignore "
+                                 "run-to-run variation; `partly`: some shapes were (docs/COMPARE.md).")
 
 class ConfigDifference(_Doc):
     """A setting whose recorded value is not the same in every compared run."""

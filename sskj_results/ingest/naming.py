@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Optional
 
 from ..contract.errors import ConfigError
@@ -51,12 +52,17 @@ def _name_of(key: ShapeKey, fmt: Optional[str]) -> str:
     return scenario_name(concurrency or None, input_len, output_len, fmt, None if math.isinf(rate) else rate)
 
 
+def _natural(file: str) -> tuple[tuple[int, str], ...]:
+    """A file name's sort key with its numbers as numbers: the run loop's `<stem>_r10` after `<stem>_r9`."""
+    return tuple((int(part), "") if part.isdigit() else (-1, part) for part in re.split(r"([0-9]+)", file))
+
+
 def name_scenarios(scenarios: list[Scenario], fmt: Optional[str] = None) -> list[Scenario]:
     """Sort by shape then concurrency; the 2nd, 3rd… run of one shape get `_r2`, `_r3` (repeat set on all)."""
     def order(s: Scenario) -> tuple[Any, ...]:
         src = s.source
         key = shape_of(s)
-        return (s.input_len, s.output_len, key[0], key[3], src.file if src else "", src.line if src else 0,
+        return (s.input_len, s.output_len, key[0], key[3], _natural(src.file) if src else (), src.line if src else 0,
                 src.index or 0 if src else 0)
 
     ordered = sorted(scenarios, key=order)

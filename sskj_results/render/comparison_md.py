@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from ..contract.comparison_models import ComparisonDoc, StatTest
 from ..contract.metrics import PER_REQUEST_COMPARED, and_words, metric
-from .mdparts import METRIC_LABELS, METRIC_SHORT, SLO_NOTES, code, has_missing, mdt, num, slo_reference, unmeasured_note
+from .mdparts import METRIC_LABELS, acceptance_notes, METRIC_SHORT, SLO_NOTES, code, has_missing, mdt, num, slo_reference, unmeasured_note
 from .mdtable import github_table
 
 
@@ -23,6 +23,12 @@ def _ci(test: StatTest) -> str:
     if test.ci_low is None or test.ci_high is None:
         return "-"
     return f"[{test.ci_low:.3f}, {test.ci_high:.3f}]"
+
+
+def _n(test: StatTest) -> str:
+    """Samples per side: requests, or repeats for a test across repeats."""
+    unit = " repeats" if test.test.startswith("welch") else ""
+    return f"{test.n_baseline}/{test.n_candidate}{unit}"
 
 
 def _verdict(v: str) -> str:
@@ -73,7 +79,7 @@ def summary(doc: ComparisonDoc) -> list[str]:
 
 def notes(doc: ComparisonDoc) -> list[str]:
     rows = [r for s in doc.scenarios for r in s.rows]
-    lines = list(SLO_NOTES) + unmeasured_note(rows)
+    lines = list(SLO_NOTES) + unmeasured_note(rows) + acceptance_notes(rows)
     if has_missing(rows):
         lines.append("- `-` marks a value the run did not record.")
     if len({i.chip for i in doc.runs}) > 1:
@@ -128,17 +134,34 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
     rates = [m.words for m in per_request if m.higher_is_better]
     if rates:
         higher += f"; for the {' or '.join(rates)} (higher is better) a ratio above 1 is faster"
+    per_request_words = and_words([m.words for m in per_request])
+    if s.run_to_run == "tested":
+        how = (f"on the per-request {per_request_words} of successful requests and on {repeated}, with the repeat as "
+               f"the unit: each repeat's median of a per-request metric, and each repeat's {repeated}, is one "
+               "sample, Welch's t-test across the repeats; ratio = candidate / baseline of the mean over repeats, "
+               "with Welch's "
+               f"{s.confidence:.0%} CI. The verdicts test the difference against run-to-run variation")
+    else:
+        how = (f"on the per-request {per_request_words} of successful requests (two-sided Mann–Whitney U; ratio = "
+               f"candidate median / baseline median, bootstrap {s.confidence:.0%} CI over {s.bootstrap_resamples} "
+               f"resamples), and on {repeated} when a shape was repeated at least twice per side (Welch's t-test; "
+               "ratio of means"
+               f"{'; across accelerator counts on one run too, then insufficient samples' if doc.throughput_basis else ''})")
+        if s.run_to_run == "partly":
+            how += ("; a shape repeated on some side is tested with the repeat as the unit (one median per repeat, "
+                    "Welch's t-test across repeats)")
     lines = [
-        f"Baseline: {code(doc.baseline)}. Every other run is compared with it per matched scenario on the "
-        f"per-request {and_words([m.words for m in per_request])} of successful requests (two-sided Mann–Whitney U; ratio = candidate "
-        f"median / baseline median, bootstrap {s.confidence:.0%} CI over {s.bootstrap_resamples} resamples), "
-        f"and on {repeated} when a shape was repeated at least twice per side (Welch's t-test; ratio of "
-        f"means{'; across accelerator counts on one run too, then insufficient samples' if doc.throughput_basis else ''}"
-        f"). p-values are Holm–Bonferroni adjusted over all {s.family_size} tests with a p-value. A change is "
+        f"Baseline: {code(doc.baseline)}. Every other run is compared with it per matched scenario {how}. "
+        f"p-values are Holm–Bonferroni adjusted over all {s.family_size} tests with a p-value. A change is "
         f"reported only when the adjusted p < {s.alpha:g} and the ratio differs from 1 by more than "
         f"{s.min_change * 100:g}%. Ratios below 1 mean lower latency, above 1 higher {higher}. See docs/COMPARE.md.",
         "",
     ]
+    if tests and s.run_to_run != "tested":
+        which = "No scenario was" if s.run_to_run == "ignored" else "Not every scenario was"
+        lines += [f"⚠️ {which} repeated: a per-request test treats the requests of one run as independent samples, "
+                  "so its verdict ignores run-to-run variation (a rerun can flip it). Set REPEATS=N (at least 2 per "
+                  "side, 3 is better) to test against it.", ""]
     if not tests:
         return lines + ["No matched scenarios: nothing to test."]
     lines += _client_caveat(doc)
@@ -152,7 +175,7 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
     shown = [(sc, t) for sc, t in tests if not t.verdict.startswith("not comparable")]
     if shown:
         rows = [
-            [sc.name, t.run, METRIC_LABELS[t.metric], f"{t.n_baseline}/{t.n_candidate}", num(t.baseline_value),
+            [sc.name, t.run, METRIC_LABELS[t.metric], _n(t), num(t.baseline_value),
              num(t.candidate_value), num(t.ratio, 3), _ci(t), _p(t.p_value), _verdict(t.verdict)]
             + ([("⚠ " + ", ".join(t.qualified)) if t.qualified else ""] if qualified else [])
             for sc, t in shown

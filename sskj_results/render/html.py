@@ -46,6 +46,7 @@ from .figures import (
     shape_points,
 )
 from .markdown_html import inline, markdown_blocks, split_sections
+from .mdparts import ACCEPT_HEADER, accept_cell, shows_acceptance
 from .report import report_rows
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
@@ -56,7 +57,7 @@ TABLE_COLUMNS = (  # (header, Row attribute, decimals) of the interactive result
     ("Req/s", "request_throughput", 2), ("OutTok/s", "output_token_throughput", 2),
     ("TTFT P95(ms)", "ttft_p95_ms", 2), ("TTFT P99(ms)", "ttft_p99_ms", 2), ("TPOT Mean(ms)", "tpot_mean_ms", 2),
     ("TPOT P95(ms)", "tpot_p95_ms", 2), ("TPOT P99(ms)", "tpot_p99_ms", 2), ("E2E P99(ms)", "e2e_p99_ms", 2),
-    ("SLO", "slo", None), ("Valid", "valid", None),
+    ("SLO", "slo", None), (ACCEPT_HEADER, "accept", None), ("Valid", "valid", None),
 )
 FILTERS = (("scenario", "Scenario"), ("engine", "Engine"), ("chip", "Chip"), ("slo", "SLO"))
 # A filter is a list of its values up to this many; beyond, a text box: the rows whose value contains the text.
@@ -101,6 +102,8 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
         same.add("engine")
     if not valid:
         same.add("valid")
+    if not shows_acceptance(rows):
+        same.add("accept")
     columns = [c for c in TABLE_COLUMNS if c[1] not in same]
     body = []
     escaped: dict[str, str] = {}  # the same few engine, chip, SLO and Valid texts on every row: escaped once
@@ -111,7 +114,8 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
         return escaped[text]
 
     for row in rows:
-        values = {"slo": row.slo_status.overall, "chip": row.chip or "-", "valid": validity_mark(row)}
+        values = {"slo": row.slo_status.overall, "chip": row.chip or "-", "valid": validity_mark(row),
+                  "accept": accept_cell(row)}
         attrs = {"scenario": row.scenario, "engine": row.engine, "chip": row.chip or "-", "slo": row.slo_status.overall,
                  "run": row.run}
         for key, _ in FILTERS:

@@ -69,14 +69,72 @@ def table_line(row: Row) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def results_table(rows: Iterable[Row]) -> list[str]:
-    """Header, alignment row and one line per row."""
-    return [TABLE_HEADER, TABLE_ALIGN] + [table_line(r) for r in rows]
+# ---------------------------------------------------------------- acceptance (speculative runs)
+
+ACCEPT_HEADER = "Accept len"
+UNKNOWN_ACCEPTANCE = "unknown ✖"
+# scenarios[].acceptance.source (contract/clientinfo.py) in a table cell, and in words for the notes
+ACCEPT_SOURCES = {
+    "client_counters": ("client", "the vLLM client's own /metrics change over its benchmark"),
+    "server_metrics": ("/metrics", "the server's /metrics counters before and after the scenario"),
+    "server_info_lifetime": ("server_info", "SGLang's server_info average of the first scheduler since the server "
+                                            "started (earlier scenarios and warmups included)"),
+}
 
 
-def report_table(rows: Iterable[Row]) -> list[str]:
-    """report.md's Results table: the side-by-side table plus a Valid column (✔, ✖ failed checks, blank unknown)."""
-    return [REPORT_TABLE_HEADER, REPORT_TABLE_ALIGN] + [f"{table_line(r)} {cell(validity_mark(r))} |" for r in rows]
+def shows_acceptance(rows: Iterable[Row]) -> bool:
+    """The tables get an Accept len column when some row is speculative or records an accept length."""
+    return any(r.speculative or r.accept_length is not None for r in rows)
+
+
+def accept_cell(row: Row) -> str:
+    """`2.07 (/metrics)`; `unknown ✖` for a speculative row without acceptance (never 0); `-` when not speculative."""
+    if row.acceptance is not None:
+        text = f"{row.acceptance.length:.2f} ({ACCEPT_SOURCES[row.acceptance.source][0]})"
+        return text + (" unreliable" if row.acceptance.reliable is False else "")
+    if row.accept_length is not None:
+        return f"{row.accept_length:.2f} (source not recorded)"
+    return UNKNOWN_ACCEPTANCE if row.speculative else "-"
+
+
+def acceptance_notes(rows: Sequence[Row]) -> list[str]:
+    """The Notes' lines on the Accept len column: its definition, each source shown, the unknown ones."""
+    if not shows_acceptance(rows):
+        return []
+    lines = [f"- {ACCEPT_HEADER}: tokens per speculative verification step, 1 + accepted draft tokens / drafting "
+             "steps (docs/METRICS.md#acceptance-length), in brackets its source; `-`: not speculative."]
+    shown = {(r.acceptance.source, r.acceptance.weighting, r.acceptance.scope) for r in rows if r.acceptance}
+    for source, weighting, scope in sorted(shown):
+        short, words = ACCEPT_SOURCES[source]
+        over = "this scenario only" if scope == "scenario" else "the server's lifetime"
+        lines.append(f"- `{short}`: {words}; {weighting}-weighted, over {over}.")
+    if any(r.acceptance is not None and r.acceptance.reliable is False for r in rows):
+        lines.append("- `unreliable`: the source does not cover the whole server (scenarios[].acceptance.note says "
+                     "why).")
+    unknown = [f"{r.scenario} ({r.run})" for r in rows if accept_cell(r) == UNKNOWN_ACCEPTANCE]
+    if unknown:
+        lines.append(f"- `{UNKNOWN_ACCEPTANCE}`: the run decodes speculatively but recorded no acceptance for "
+                     f"{', '.join(map(md_text, unknown))}: neither its client nor the server's /metrics before and "
+                     "after the scenario reported speculative-decoding counters (metrics disabled, snapshots "
+                     "missing, or another engine answered); unknown, not 0.")
+    return lines
+
+
+def results_table(rows: Sequence[Row]) -> list[str]:
+    """Header, alignment row and one line per row; an Accept len column when some row is speculative."""
+    if not shows_acceptance(rows):
+        return [TABLE_HEADER, TABLE_ALIGN] + [table_line(r) for r in rows]
+    return ([f"{TABLE_HEADER} {ACCEPT_HEADER} |", TABLE_ALIGN + "---:|"]
+            + [f"{table_line(r)} {cell(accept_cell(r))} |" for r in rows])
+
+
+def report_table(rows: Sequence[Row]) -> list[str]:
+    """report.md's Results table: the side-by-side table (its Accept len column for a speculative run) plus a
+    Valid column (✔, ✖ failed checks, blank unknown)."""
+    if not shows_acceptance(rows):
+        return [REPORT_TABLE_HEADER, REPORT_TABLE_ALIGN] + [f"{table_line(r)} {cell(validity_mark(r))} |" for r in rows]
+    return ([f"{TABLE_HEADER} {ACCEPT_HEADER} | Valid |", TABLE_ALIGN + "---:|---|"]
+            + [f"{table_line(r)} {cell(accept_cell(r))} | {cell(validity_mark(r))} |" for r in rows])
 
 
 NOT_MEASURED_NOTE = (

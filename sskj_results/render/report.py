@@ -24,12 +24,13 @@ from ..contract.comparison_models import ComparisonDoc, Row
 from ..contract.escape import md_fence
 from ..contract.metrics import SECTION_METRICS, Metric
 from ..contract.models import Metadata, SloSpec
+from ..analysis.configdiff import is_speculative
 from ..analysis.rundata import RunData, in_reading_order, natural_key, run_labels, scenario_status, table_row
 from ..analysis.slo import MET_BOTH, MET_NONE, MET_ONE, NOT_MEASURED
 from . import comparison_md, spec_md
 from .chips_md import chips_section, has_figures
 from .mdparts import (  # noqa: F401 - TABLE_*, SLO_NOTES and results_table are this module's public names too
-    METRIC_LABELS, METRIC_SHORT, REPORT_TABLE_ALIGN, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, code,
+    METRIC_LABELS, METRIC_SHORT, REPORT_TABLE_ALIGN, acceptance_notes, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, code,
     goodput_section, has_missing, mdt, metric_section, plot_lines, report_table, results_table, slo_reference,
     unmeasured_note,
 )
@@ -226,7 +227,8 @@ def report_rows(run: RunData, spec: SloSpec, recompute: bool) -> list[Row]:
     """The Results table's rows of one run, in reading order (numbers in names as numbers) (report.md and report.html show the same)."""
     label = run_labels([run])[0]
     scenarios = in_reading_order(run.results.scenarios)
-    return [table_row(run, label, s, scenario_status(s, spec, recompute), recompute) for s in scenarios]
+    speculative = is_speculative(run)
+    return [table_row(run, label, s, scenario_status(s, spec, recompute), recompute, speculative) for s in scenarios]
 
 
 # --------------------------------------------------------------------------- the sections of both documents
@@ -278,7 +280,7 @@ def _run(page: Page) -> RunData:
 
 
 def _report_notes(page: Page) -> list[str]:
-    notes = list(SLO_NOTES) + unmeasured_note(page.rows)
+    notes = list(SLO_NOTES) + unmeasured_note(page.rows) + acceptance_notes(page.rows)
     if has_missing(page.rows):
         notes.append("- `-` marks a value the run did not record.")
     return notes

@@ -158,8 +158,10 @@ def server_cmd(name: str, kind: str, words: list[str], settings: Mapping[str, st
 # run-wide settings: name -> default when unset or empty (PORT: the platform's DEFAULT_PORT)
 RUN_DEFAULTS = (("SERVER_HOST", "127.0.0.1"), ("HEALTH_TIMEOUT_S", "1800"), ("STOP_GRACE_S", "30"),
                 ("WARMUP_REQUESTS", "2"), ("PROMPTS_PER_CONCURRENCY", "4"), ("MIN_PROMPTS", "8"), ("CLIENT", "sglang"),
+                ("REPEATS", "1"),
                 ("OOM_PATTERN", "out of memory|OutOfMemoryError|OOM error"))
-_COUNTS = ("PORT", "HEALTH_TIMEOUT_S", "STOP_GRACE_S", "WARMUP_REQUESTS", "PROMPTS_PER_CONCURRENCY", "MIN_PROMPTS", "TP")
+_COUNTS = ("PORT", "HEALTH_TIMEOUT_S", "STOP_GRACE_S", "WARMUP_REQUESTS", "PROMPTS_PER_CONCURRENCY", "MIN_PROMPTS", "TP",
+           "REPEATS")
 
 
 def run_settings(settings: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -167,7 +169,7 @@ def run_settings(settings: Mapping[str, str]) -> tuple[dict[str, str], list[str]
 
     TP: TP=, else one per device of DEVICES= (comma-separated), else the
     platform's DEFAULT_TP, else 1. PORT=auto: the first free port from the
-    platform's DEFAULT_PORT on. The counts must be non-negative integers,
+    platform's DEFAULT_PORT on. The counts must be non-negative integers (REPEATS at least 1),
     CLIENT sglang or vllm, MODEL_PATH set.
     """
     out = {"PORT": _get(settings, "PORT") or _get(settings, "DEFAULT_PORT")}
@@ -183,6 +185,8 @@ def run_settings(settings: Mapping[str, str]) -> tuple[dict[str, str], list[str]
         or _get(settings, "DEFAULT_TP") or "1"
     problems = [f"{key} must be a non-negative integer, got '{out[key]}'" for key in _COUNTS
                 if not (out[key].isascii() and out[key].isdigit())]
+    if out["REPEATS"] == "0":
+        problems.append("REPEATS must be at least 1 (measurements of each scenario), got '0'")
     if out["CLIENT"] not in ("sglang", "vllm"):
         problems.append("CLIENT must be 'sglang' (python -m sglang.bench_serving) or 'vllm' (vllm bench serve), "
                         f"got '{out['CLIENT']}'")

@@ -88,8 +88,9 @@ def record_skip(run_dir: Path, row: GridRow, reason: str, excerpt: str = "") -> 
     atomic_write_text(path, old + buffer.getvalue())
 
 
-def measured(run_dir: Path, results: Optional[Results]) -> set[tuple[int, int, int]]:
-    """(c, input, output) of scenarios imported into results.json from a raw file still present and unchanged.
+def measured(run_dir: Path, results: Optional[Results]) -> dict[tuple[int, int, int], int]:
+    """(c, input, output) -> how many scenarios of that shape results.json holds from a raw file still present
+    and unchanged (a shape run REPEATS times counts each repeat).
 
     A raw file that is missing, empty, changed since it was imported, marked
     damaged by parse, or not a regular readable file does not count
@@ -98,8 +99,8 @@ def measured(run_dir: Path, results: Optional[Results]) -> set[tuple[int, int, i
     the shell parses the run once before asking on resume.
     """
     if results is None:
-        return set()
-    done: set[tuple[int, int, int]] = set()
+        return {}
+    done: dict[tuple[int, int, int], int] = {}
     verdicts: dict[str, Optional[str]] = {}
     recorded = [rf.model_dump() for rf in results.raw_files]
     for s in results.scenarios:
@@ -111,7 +112,8 @@ def measured(run_dir: Path, results: Optional[Results]) -> set[tuple[int, int, i
             verdicts[name] = ("outside raw_outputs" if raw is None
                               else raw_output_needs_measuring(run_dir, raw, recorded))
         if verdicts[name] is None:
-            done.add((s.concurrency, s.input_len, s.output_len))
+            key = (s.concurrency, s.input_len, s.output_len)
+            done[key] = done.get(key, 0) + 1
     return done
 
 
@@ -168,30 +170,40 @@ class Planner:
         note_session(self.session, row.name if repeat is None else f"{row.name}_r{repeat}")
         return self.scenario(row, repeat)
 
-    def next_in_grid(self, log: list[str]) -> Optional[Scenario]:
+    def next_in_grid(self, log: list[str], repeats: int = 1) -> Optional[Scenario]:
         """The first grid scenario not measured, not skipped and not proposed in this session.
 
-        Larger concurrencies of a shape whose smaller concurrency failed are
-        recorded as skipped (and not run).
+        With repeats N > 1 every scenario is measured N times, round by round
+        (round r of the whole grid before round r + 1, so that the repeats of
+        one scenario are spread over the phase): repeat r (>= 2) is the
+        stem `_r{r}`, its own raw file, and is done when results.json holds
+        r scenarios of that shape. Larger concurrencies of a shape whose
+        smaller concurrency failed are recorded as skipped (and not run).
         """
         done = measured(self.run_dir, self._results())
         skips = read_skips(self.run_dir)
         skipped = {k.scenario for k in skips}
         cut = failed_at(skips)
         tried = set(read_session(self.session))
-        for row in self.grid:
-            if row.name in tried or row.name in skipped:
-                continue
-            if (row.concurrency, *row.shape) in done:
-                log.append(f"scenario {row.name} already done; skipping")
-                continue
-            limit = cut.get(row.shape)
-            if limit is not None and row.concurrency > limit:
-                reason = f"{SKIPPED_PREFIX}: c{limit} of this shape failed"
-                record_skip(self.run_dir, row, reason)
-                log.append(f"scenario {row.name} recorded in {SKIP_CSV}: {reason}")
-                continue
-            return self._propose(row)
+        for repeat in range(1, repeats + 1):
+            for row in self.grid:
+                name = row.name if repeat == 1 else f"{row.name}_r{repeat}"
+                if name in tried or row.name in skipped:
+                    continue
+                if done.get((row.concurrency, *row.shape), 0) >= repeat:
+                    if repeats == 1:
+                        log.append(f"scenario {row.name} already done; skipping")
+                    elif repeat == repeats:
+                        log.append(f"scenario {row.name} already done {repeats} times; skipping")
+                    continue
+                limit = cut.get(row.shape)
+                if limit is not None and row.concurrency > limit:
+                    reason = f"{SKIPPED_PREFIX}: c{limit} of this shape failed"
+                    record_skip(self.run_dir, row, reason)
+                    skipped.add(row.name)
+                    log.append(f"scenario {row.name} recorded in {SKIP_CSV}: {reason}")
+                    continue
+                return self._propose(row, repeat if repeat > 1 else None)
         return None
 
     def next_in_slo_search(self, log: list[str], spec: Optional[SloSpec], lo: Optional[int], hi: Optional[int],

@@ -30,7 +30,7 @@ def test_cpu_experiment_completes_through_slurm(slurm: LocalSlurm, tmp_path: Pat
            if not k.startswith(("SSKJ_", "PLATFORM", "RESUME", "DRY_RUN", "FAKE_", "NNODES", "SLURM_"))
            and k not in ("PORT", "RUN_ID", "RESULT_ROOT", "PYTHONPATH", "ENGINE_PYTHON", "CLIENT_PYTHON")}
     env.update(SLURM_CONF=slurm.env["SLURM_CONF"], SSKJ_TEST_TAG=tag, PORT=str(port),
-               CONCURRENCIES="1 2", SHAPES="128x32", MIN_PROMPTS="8", PROMPTS_PER_CONCURRENCY="2",
+               CONCURRENCIES="1 2", SHAPES="128x32", MIN_PROMPTS="8", PROMPTS_PER_CONCURRENCY="2", REPEATS="1",
                SSKJ_RESULTS_BIN=str(Path(sys.executable).parent / "sskj-results"))
     root = tmp_path / "shared"
     proc = subprocess.run(["bash", str(SUBMIT), str(CPU_EXPERIMENT), "--run-id", RUN_ID, "--results-root", str(root)],

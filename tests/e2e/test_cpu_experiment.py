@@ -52,7 +52,7 @@ def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = dict(os.environ)
     env.update(
         RESULT_ROOT=str(root), RUN_ID="20261130-000000", PORT=str(PORT),
-        CONCURRENCIES="1 2 4", SHAPES="128x32", MIN_PROMPTS="8", PROMPTS_PER_CONCURRENCY="2",
+        CONCURRENCIES="1 2 4", SHAPES="128x32", MIN_PROMPTS="8", PROMPTS_PER_CONCURRENCY="2", REPEATS="1",
         SSKJ_RESULTS_BIN=str(Path(sys.executable).parent / "sskj-results"),
     )
     env.pop("PLATFORM", None)
