@@ -222,6 +222,19 @@ def test_tiny_model_prompts_exact_at_the_cpu_experiment_shapes(tmp_path: Path) -
         assert len(set(prompts)) == 16 and all(len(tok.encode(p)) == length for p in prompts)
 
 
+@pytest.mark.slow  # trains the tiny model's BPE (make_tiny_model.py), a few seconds
+def test_every_token_of_the_tiny_model_streams_as_text_on_its_own() -> None:
+    # a token that decodes to nothing alone (a lone byte of a multi-byte character) is held back by a streaming
+    # server: the client then records TTFT 0 and whole outputs in one chunk (docs/CPU_ENGINE_NOTES.md)
+    pytest.importorskip("tokenizers")
+    tiny = _script("make_tiny_model")
+    backend = tiny.train_tokenizer(tiny.Recipe())
+    assert backend.get_vocab_size() == tiny.Recipe().vocab_size  # the model's ids all have a token
+    special = set(tiny.SPECIAL_TOKENS)
+    texts = [backend.decode([i]) for i in range(backend.get_vocab_size()) if backend.id_to_token(i) not in special]
+    assert all(texts) and all(text.isascii() for text in texts)
+
+
 def test_parse_records_the_prompt_method_of_each_scenario(tmp_path: Path) -> None:
     import shutil
 

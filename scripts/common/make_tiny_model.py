@@ -4,8 +4,8 @@
 The model is what the CPU ("embedded default") platform serves: a real Llama
 architecture that vLLM's CPU backend loads, small enough to start in about a
 minute on two cores. Its weights are random (fixed seed) and its tokenizer is a
-byte-level BPE trained with `tokenizers` on synthetic text made here, so no
-download is ever needed.
+byte-level BPE over printable ASCII (every token streams as text) trained with
+`tokenizers` on synthetic text made here, so no download is ever needed.
 
 Usage:
     make_tiny_model.py [OUT_DIR] [--force]
@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 # Bump when anything below changes the produced files.
-RECIPE_VERSION = 1
+# 2: the BPE's alphabet is printable ASCII only (every token decodes to text on its own)
+RECIPE_VERSION = 2
 STAMP_NAME = ".sskj_tiny_model.json"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT_DIR = REPO_ROOT / "models" / "tiny-llama"
@@ -199,8 +200,32 @@ def _write_stamp(out_dir: Path, recipe: Recipe) -> None:
 # --------------------------------------------------------------------------
 
 
+def _byte_chars() -> dict[int, str]:
+    """The byte-level pre-tokenizer's character for each byte (GPT-2's byte-to-unicode table)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars = dict(zip(printable, map(chr, printable)))
+    for extra, byte in enumerate(b for b in range(256) if b not in chars):
+        chars[byte] = chr(256 + extra)
+    return chars
+
+
+def ascii_alphabet() -> list[str]:
+    """The BPE's alphabet: the byte-level characters of printable ASCII, tab and newline.
+
+    With all 256 bytes in the vocabulary a random model emits lone bytes of
+    multi-byte UTF-8 characters, which a streaming server holds back until the
+    character completes: the client then sees no text for many tokens (TTFT
+    recorded as 0, whole outputs in one chunk), and TPOT/ITL time chunks, not
+    tokens. With ASCII only, every token decodes to text on its own; other
+    characters of an input are left out by the tokenizer (no unknown token).
+    """
+    chars = _byte_chars()
+    return [chars[b] for b in (*range(0x20, 0x7F), 0x09, 0x0A)]
+
+
 def train_tokenizer(recipe: Recipe) -> Any:
-    """The byte-level BPE of the recipe (a `tokenizers.Tokenizer`; needs only `tokenizers`)."""
+    """The byte-level BPE of the recipe over an ASCII alphabet (a `tokenizers.Tokenizer`; needs only
+    `tokenizers`)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     backend = Tokenizer(models.BPE(unk_token=None))
@@ -210,7 +235,7 @@ def train_tokenizer(recipe: Recipe) -> Any:
         vocab_size=recipe.vocab_size,
         min_frequency=2,
         special_tokens=list(SPECIAL_TOKENS),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        initial_alphabet=ascii_alphabet(),
         show_progress=False,
     )
     backend.train_from_iterator(synthetic_corpus(recipe), trainer=trainer)
