@@ -84,11 +84,32 @@ def test_a_point_whose_tokens_arrive_in_bursts_is_disqualified_with_tpot_and_itl
     scenario = run_with(tmp_path, [16.0] * 4 + [1.0] * 4)
     found = check(scenario, "streaming_granularity")
     assert found.ok is False and found.value == 0.5
-    assert found.message.startswith("4 of 8 successful requests got more than 1.5 output tokens per streamed chunk (50.0%")
+    assert found.message.startswith("4 of 8 successful requests got more than 1.5 output tokens per streamed chunk "
+                                    "(chunks less than 0.1 ms apart count as one) (50.0%")
     assert "TPOT and ITL are unreliable" in found.message
     assert scenario.validity is not None and scenario.validity.unreliable_metrics == ["tpot_ms", "itl_ms"]
     assert grade(scenario.validity) == "disqualified"
     assert mark(scenario.validity) == "✖ streaming_granularity"
+
+
+def test_one_token_chunks_read_back_to_back_are_a_burst(tmp_path: Path) -> None:
+    # the CPU engine at concurrency 1 (recorded 2026-12-02): a TTFT of ~180 ms, then all 63 one-token chunks within
+    # 0.4 ms. One token per chunk as counted, one chunk as read: bursty (TPOT 0.006 ms was the symptom)
+    run = tmp_path / "run"
+    write_metadata(run, {"experiment": "validity", "model": "tiny", "engine": "vllm", "chip": "cpu", "run_id": "r1"},
+                   {"server_args": "vllm serve tiny"}, detect=False)
+    case = Case(prompts=8)
+    case.write(run)
+    raw = run / "raw_outputs" / f"{case.stem}.jsonl"
+    data = json.loads(raw.read_text())
+    for i, n in enumerate(data["output_lens"]):
+        data["itls"][i] = [0.00001] * (n - 1) if i < 4 else [0.002] * (n - 1)  # 10 µs apart, or 2 ms apart
+    raw.write_text(json.dumps(data) + "\n")
+    assert not parse_run_dir(run).problems
+    (scenario,) = load_run(run).scenarios
+    found = check(scenario, "streaming_granularity")
+    assert found.ok is False and found.value == 0.5
+    assert scenario.validity is not None and scenario.validity.unreliable_metrics == ["tpot_ms", "itl_ms"]
 
 
 def test_a_few_multi_token_chunks_leave_the_point_valid(tmp_path: Path) -> None:

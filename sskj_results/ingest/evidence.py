@@ -28,7 +28,7 @@ from ..contract.models import Validity, ValidityThresholds
 from .rawkeys import SGLANG, VLLM
 from .readers import Details, RawRun
 from .sidecars import prometheus_counters
-from ..analysis.validity import RANDOM_DATASETS, Evidence, judge
+from ..analysis.validity import CHUNK_GAP_FLOOR_MS, RANDOM_DATASETS, Evidence, judge
 
 
 @dataclass(frozen=True)
@@ -98,12 +98,20 @@ def _fixed_length(run: RawRun) -> tuple[Optional[bool], Optional[str]]:
 
 
 def tokens_per_chunk(details: Details) -> tuple[Optional[np.ndarray], Optional[str]]:
-    """Output tokens / streamed chunks of each successful request with output (the first chunk and one per
-    inter-token gap), or why unknown."""
+    """Output tokens / streamed chunks of each successful request with output, or why unknown. A chunk is the
+    first one and one per inter-token gap of at least CHUNK_GAP_FLOOR_MS: chunks closer than that were read
+    together (a burst the client timed at read, not at arrival), so they count as one (docs/VALIDITY.md)."""
     if details.itl_flat.size == 0:
         return None, "the client recorded no inter-token gaps (no streaming, or no details)"
+    counts = details.itl_counts.astype(np.int64)
+    real = (details.itl_flat >= CHUNK_GAP_FLOOR_MS / 1000.0).astype(np.int64)
+    gaps = np.zeros(counts.size, dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    filled = counts > 0
+    if filled.any():
+        gaps[filled] = np.add.reduceat(real, starts[filled])
     ok = details.success & (details.output_lens > 0)
-    return details.output_lens[ok] / (details.itl_counts[ok] + 1.0), None
+    return details.output_lens[ok] / (gaps[ok] + 1.0), None
 
 
 def evidence(run: RawRun, run_dir: Optional[Path] = None, stem: Optional[str] = None,
