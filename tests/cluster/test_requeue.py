@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from shellkit import free_port, port_listening
+from shellkit import free_port, port_listening, wait_no_tagged
 from slurmkit import SUBMIT, LocalSlurm
 
 
@@ -44,6 +44,9 @@ def test_requeued_job_resumes_the_same_run(slurm: LocalSlurm, job_env, fake_expe
     while slurm.job_state(job_id).get("JobState") not in ("PENDING", "RUNNING", "COMPLETED"):
         assert time.monotonic() < deadline, slurm.job_state(job_id)
         time.sleep(0.5)
+    # Only once the first start's processes are gone (its SIGTERM handler stops the engine): a start forced
+    # while they still run can fail at launch on a loaded machine, before the job script runs at all.
+    wait_no_tagged(tag, timeout=60)
     subprocess.run(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], env=env, capture_output=True,
                    timeout=30)
 
