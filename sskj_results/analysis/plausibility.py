@@ -51,7 +51,7 @@ def repeated_ngram_share(text: str, n: int = NGRAM, min_ngrams: int = MIN_NGRAMS
     count = len(w) - n + 1
     if count < min_ngrams:
         return None
-    distinct = len({tuple(w[i:i + n]) for i in range(count)})
+    distinct = len(set(zip(*(w[i:] for i in range(n)))))  # the n-grams, as tuples (zip stops at the last one)
     return 1.0 - distinct / count
 
 
