@@ -50,9 +50,11 @@ def rank_server(tmp_path, base_env):
 def test_stop_reaches_the_servers_in_every_nodes_container(tmp_path, rank_server, nodes: str) -> None:
     tag, proc, env = rank_server
     needle = f"SSKJ_SERVER_TAG={tag}".encode()
-    deadline = time.monotonic() + 5
-    while b"sleep" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
-        time.sleep(0.05)  # env has exec'ed sleep
+    deadline = time.monotonic() + 30
+    # env has exec'ed sleep: its program (the first word; `env ... sleep 60` holds "sleep" as an argument too)
+    while not Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"sleep") \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert needle in Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0") and proc.poll() is None
     done = bash_lib(f"LIB_SERVER_PID='' LIB_SERVER_CONTAINER=c1 LIB_SERVER_TAG={tag} LIB_SERVER_NODES={nodes}\n"
                     "lib::stop_server", env)
