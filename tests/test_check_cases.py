@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from sskj_results.analysis.plausibility import tpot_bound
-from sskj_results.analysis.validity import DEFAULT_THRESHOLDS, Evidence, streaming_granularity
+from sskj_results.analysis.validity import (DEFAULT_THRESHOLDS, Evidence, judge, latency_order, retokenized_tokens,
+                                           streaming_granularity, streaming_summary)
 
 
 def streamed(tokens_per_chunk: list[float], draft_tokens: int | None = None) -> Evidence:
@@ -50,3 +51,68 @@ def test_a_tpot_speedup_of_exactly_one_plus_k_is_within_the_bound_and_beyond_it_
 def test_the_seed_002_pairs_on_either_side_of_the_bound(spec: float, plain: float, ok: bool) -> None:
     bound = tpot_bound(spec, plain, 5, "vllm")
     assert bound is not None and bound.ok is ok
+
+
+# --------------------------------------------------------------------------- the client's own numbers agree
+
+
+def own(**summaries: dict[str, float]) -> Evidence:
+    return Evidence(concurrency=1, output_len=32, success=4, failed=0, summaries=summaries)
+
+
+def totals(counted: float, retokenized: float | None) -> Evidence:
+    return Evidence(concurrency=1, output_len=32, success=4, failed=0, counted_output_tokens=counted,
+                    retokenized_output_tokens=retokenized)
+
+
+@pytest.mark.parametrize("counted, retokenized", [(218_257, 2_356), (285, 3), (26_009, 16_265)])
+def test_tokens_counted_but_never_retokenized_fail_with_both_totals(counted: int, retokenized: int) -> None:
+    c = retokenized_tokens(totals(counted, retokenized), DEFAULT_THRESHOLDS)
+    assert c.ok is False and c.value == pytest.approx((counted - retokenized) / counted)
+    assert f"counted {counted:,} output tokens" in c.message and f"retokenize to {retokenized:,}" in c.message
+    assert "tokens whose text never arrived" in c.message
+
+
+def test_retokenized_tokens_boundary_and_the_real_files_direction() -> None:
+    assert retokenized_tokens(totals(1000, 800), DEFAULT_THRESHOLDS).ok is True  # exactly 20 % fewer
+    assert retokenized_tokens(totals(1000, 799), DEFAULT_THRESHOLDS).ok is False
+    # the shared CPU fixtures: a tiny random model's texts retokenize into more tokens than counted (48 vs 5,980)
+    assert retokenized_tokens(totals(48, 5_980), DEFAULT_THRESHOLDS).ok is True
+    unknown_total = retokenized_tokens(totals(1000, None), DEFAULT_THRESHOLDS)
+    assert unknown_total.ok is True and unknown_total.value is None and "not applicable" in unknown_total.message
+
+
+def test_a_median_ttft_above_the_median_e2e_is_impossible_and_named_with_its_numbers() -> None:
+    c = latency_order(own(ttft_ms={"mean": 90.0, "p50": 98.006}, e2e_ms={"mean": 120.0, "p50": 97.987}),
+                      DEFAULT_THRESHOLDS)
+    assert c.ok is False and c.value == pytest.approx(0.019)
+    assert "median TTFT 98.006 ms > median E2E 97.987 ms" in c.message and "mean" not in c.message.split(":")[0]
+    # equal is possible (one-token outputs: the first token is the last); the check orders shared statistics only
+    assert latency_order(own(ttft_ms={"p50": 97.987, "p99": 300.0}, e2e_ms={"p50": 97.987}), DEFAULT_THRESHOLDS).ok
+    assert latency_order(own(ttft_ms={"p50": 1.0}), DEFAULT_THRESHOLDS).value is None
+
+
+@pytest.mark.parametrize("median, mean", [(0.014, 12.0), (0.17, 2.0), (0.05, 5.3)])
+def test_chunking_seen_only_in_the_summaries_marks_tpot_and_itl_unreliable(median: float, mean: float) -> None:
+    ev = own(itl_ms={"p50": median, "mean": mean}, tpot_ms={"mean": mean})
+    v = judge(ev)
+    c = next(c for c in v.checks if c.name == "streaming_summary")
+    assert c.ok is False and c.value == pytest.approx(median / mean)
+    assert f"median ITL {median:.3g} ms against mean ITL {mean:.3g} ms" in c.message
+    assert v.unreliable_metrics == ["tpot_ms", "itl_ms"]
+
+
+def test_streaming_summary_boundary_and_when_it_does_not_judge() -> None:
+    assert streaming_summary(own(itl_ms={"p50": 1.0, "mean": 10.0}), DEFAULT_THRESHOLDS).ok is True  # exactly 10 %
+    assert streaming_summary(own(itl_ms={"p50": 0.999, "mean": 10.0}), DEFAULT_THRESHOLDS).ok is False
+    # no mean ITL: against the TPOT mean
+    by_tpot = streaming_summary(own(itl_ms={"p50": 0.1}, tpot_ms={"mean": 7.0}), DEFAULT_THRESHOLDS)
+    assert by_tpot.ok is False and "against TPOT mean 7 ms" in by_tpot.message
+    # the real files' ratios (0.82 to 1.28) pass
+    assert streaming_summary(own(itl_ms={"p50": 6.45, "mean": 7.86}), DEFAULT_THRESHOLDS).ok is True
+    per_request = Evidence(concurrency=1, output_len=32, success=1, failed=0, tokens_per_chunk=np.array([1.0]),
+                           summaries={"itl_ms": {"p50": 0.01, "mean": 10.0}})
+    assert "not applicable" in streaming_summary(per_request, DEFAULT_THRESHOLDS).message
+    speculative = Evidence(concurrency=1, output_len=32, success=1, failed=0, speculative=True, draft_tokens=4,
+                           summaries={"itl_ms": {"p50": 0.01, "mean": 10.0}})
+    assert streaming_summary(speculative, DEFAULT_THRESHOLDS).ok is None
