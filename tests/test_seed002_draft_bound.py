@@ -63,9 +63,10 @@ def imported_seed(tmp_path: Path, *extra: str) -> dict[str, Path]:
     return runs
 
 
-def compared(tmp_path: Path, runs: dict[str, Path]) -> tuple[dict, str]:
+def compared(tmp_path: Path, runs: dict[str, Path], *extra: str) -> tuple[dict, str]:
     out = tmp_path / "cmp"
-    invoke("compare", str(runs["vllm"]), str(runs["sglang"]), str(runs["dspark"]), "--out", str(out), "--no-plots")
+    invoke("compare", str(runs["vllm"]), str(runs["sglang"]), str(runs["dspark"]), "--out", str(out), "--no-plots",
+           *extra)
     return (json.loads((out / "comparison.json").read_text(encoding="utf-8")),
             (out / "comparison.md").read_text(encoding="utf-8"))
 
@@ -81,7 +82,7 @@ def test_the_teams_names_of_dspark_resolve_to_its_row_and_family() -> None:
 def test_seed_002_summaries_flag_c2_i131072_o256_and_no_other_row(tmp_path: Path) -> None:
     runs = imported_seed(tmp_path)
     assert runs["dspark"].name.startswith("nvidia_h200_vllm-dspark")  # the file names' `dspark`, as its row
-    doc, md = compared(tmp_path, runs)
+    doc, md = compared(tmp_path, runs, "--html")
     bounds = [(s["name"], b) for s in doc["scenarios"] for b in s["draft_bounds"]]
     assert len(bounds) == 21 and all(b["run"] == "vllm-dspark" and b["plain"] == "vllm" for _, b in bounds)
     beyond = [(name, b) for name, b in bounds if not b["ok"]]
@@ -97,6 +98,9 @@ def test_seed_002_summaries_flag_c2_i131072_o256_and_no_other_row(tmp_path: Path
     assert len(marked) == 1 and marked[0].startswith("| c2_i131072_o256 | vllm-dspark | 2 | 131072 | 256 |")
     assert marked[0].endswith(" | 1.00 | 1.41 | 1.42 | 780.85 | ✅ | unknown ✖ | ⚠ TPOT 7.08x vllm > 1 + 5 |")
     assert "- Draft bound: `⚠ TPOT Sx PLAIN > 1 + k`" in md
+    page = (tmp_path / "cmp" / "comparison.html").read_text(encoding="utf-8")
+    assert page.count('<th class="left">Draft bound</th>') == 1  # the interactive table's column, one row marked
+    assert page.count('<td class="left">⚠ TPOT 7.08x vllm &gt; 1 + 5</td>') == 1
     section = md.split("## Speculative decoding", 1)[1].split("\n## ", 1)[0]
     assert "1 of 21 beyond it" in section
     assert "- c2_i131072_o256, vllm-dspark: TPOT 7.08x faster than vllm (plain decoding), beyond the draft bound " \
@@ -114,3 +118,12 @@ def test_a_speculative_run_of_an_unknown_engine_is_said_to_be_unpaired(tmp_path:
     (line,) = doc["draft_bound_unpaired"]
     assert "'myspec' is no engine row's name or alias" in line and "held to no draft bound" in line
     assert f"- Unpaired: {line.split(':', 1)[0]}" in md
+
+
+def test_a_run_recorded_as_dspark_by_metadata_is_paired_as_vllm_dspark(tmp_path: Path) -> None:
+    runs = imported_seed(tmp_path)
+    invoke("metadata", str(runs["dspark"]), "--meta", "engine=dspark")  # the seed's own name, as a user records it
+    doc, _ = compared(tmp_path, runs)
+    assert {r["label"]: r["engine"] for r in doc["runs"]}["dspark"] == "dspark"
+    beyond = [(s["name"], b["run"]) for s in doc["scenarios"] for b in s["draft_bounds"] if not b["ok"]]
+    assert beyond == [("c2_i131072_o256", "dspark")] and doc["draft_bound_unpaired"] == []
