@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sskj_results.analysis.plausibility import tpot_bound
+from sskj_results.analysis.plausibility import degenerate, tpot_bound
 from sskj_results.analysis.validity import (DEFAULT_THRESHOLDS, Evidence, judge, latency_order, retokenized_tokens,
                                            streaming_granularity, streaming_summary)
 
@@ -116,3 +116,8 @@ def test_streaming_summary_boundary_and_when_it_does_not_judge() -> None:
     speculative = Evidence(concurrency=1, output_len=32, success=1, failed=0, speculative=True, draft_tokens=4,
                            summaries={"itl_ms": {"p50": 0.01, "mean": 10.0}})
     assert streaming_summary(speculative, DEFAULT_THRESHOLDS).ok is None
+
+
+def test_a_digit_run_is_degenerate_from_eleven_digits_on() -> None:
+    assert degenerate("1" * 11) and degenerate("1 2 3 4 5 6 7 8 9 0 1") and degenerate(" \n\t ")
+    assert not degenerate("1" * 10) and not degenerate("") and not degenerate("Chapter 12345678901")

@@ -99,6 +99,14 @@ def test_one_token_outputs_have_no_tpot(tmp_path: Path, details: bool) -> None:
     assert s.latencies.ttft_ms.mean == 50.0  # the rest as the client wrote it
 
 
+def test_two_token_outputs_keep_the_clients_tpot_as_written(tmp_path: Path) -> None:
+    n = 8  # the boundary: one gap per request is a gap to time, even when the client says it took 0.0 ms
+    (s,) = imported(tmp_path, "sglang_1201_4_128_2.jsonl",
+                    sglang_summary(random_output_len=2, total_output_tokens=2 * n, total_output_tokens_retokenized=2 * n,
+                                   num_prompts=n, completed=n, mean_tpot_ms=0.0, median_tpot_ms=0.0, p99_tpot_ms=0.0))
+    assert s.latencies.tpot_ms.mean == 0.0 and not any("no gap to time" in note for note in s.notes)
+
+
 def vllm_detailed(tokens_per_chunk: int, counters: bool) -> dict[str, Any]:
     """`vllm bench serve --save-detailed` of 8 requests of 33 tokens streamed tokens_per_chunk at a time, with the
     client's spec_decode_* counters (4 draft tokens per step, acceptance 2.86) when counters."""
