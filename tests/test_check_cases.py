@@ -121,3 +121,30 @@ def test_streaming_summary_boundary_and_when_it_does_not_judge() -> None:
 def test_a_digit_run_is_degenerate_from_eleven_digits_on() -> None:
     assert degenerate("1" * 11) and degenerate("1 2 3 4 5 6 7 8 9 0 1") and degenerate(" \n\t ")
     assert not degenerate("1" * 10) and not degenerate("") and not degenerate("Chapter 12345678901")
+
+
+def test_how_to_change_a_lower_bound_and_an_impossible_order() -> None:
+    from sskj_results.analysis.grades import RULES, passing_limit
+
+    low = streaming_summary(own(itl_ms={"p50": 0.014, "mean": 12.0}), DEFAULT_THRESHOLDS)
+    limit = passing_limit("streaming_summary", [(low, 4)])
+    assert limit is not None and limit <= low.value and limit > low.value / 2  # the value itself passes, 0 is not it
+    short = retokenized_tokens(totals(26_009, 16_265), DEFAULT_THRESHOLDS)
+    limit = passing_limit("retokenized_tokens", [(short, 4)])
+    assert limit is not None and short.value is not None and limit >= short.value
+    assert RULES["latency_order"].field == ""  # no threshold makes TTFT above E2E possible
+
+
+def test_compare_judges_a_recorded_median_itl_share_again_as_a_lower_bound() -> None:
+    from types import SimpleNamespace
+
+    from sskj_results.analysis.grades import regrade
+    from sskj_results.contract.models import ValidityThresholds
+
+    v = judge(own(itl_ms={"p50": 0.5, "mean": 10.0}))  # 5 %
+    point = SimpleNamespace(concurrency=1, failed=0, acceptance=None, output_len=32)
+    looser = regrade(v, point, ValidityThresholds(min_median_itl_share=0.05))  # type: ignore[arg-type]
+    stricter = regrade(v, point, ValidityThresholds(min_median_itl_share=0.06))  # type: ignore[arg-type]
+    assert looser is not None and stricter is not None
+    assert next(c for c in looser.checks if c.name == "streaming_summary").ok is True
+    assert next(c for c in stricter.checks if c.name == "streaming_summary").ok is False

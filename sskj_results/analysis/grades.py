@@ -263,6 +263,8 @@ def passing_limit(name: str, points: Sequence[Point]) -> Optional[float]:
         return None
     if name == "prompts_per_slot":
         return math.floor(min(values) * 100) / 100
+    if name == "streaming_summary":  # a lower bound, like prompts_per_slot
+        return math.floor(min(values) * 1e4) / 1e4
     if name == "achieved_concurrency":
         fractions = [c.value / conc for c, conc in points if c.value is not None and conc]
         return math.floor(min(fractions) * 100) / 100 if fractions else None
