@@ -148,3 +148,18 @@ def test_compare_judges_a_recorded_median_itl_share_again_as_a_lower_bound() -> 
     assert looser is not None and stricter is not None
     assert next(c for c in looser.checks if c.name == "streaming_summary").ok is True
     assert next(c for c in stricter.checks if c.name == "streaming_summary").ok is False
+
+
+def test_a_speculative_run_without_a_plain_run_of_its_family_or_a_draft_count_is_unpaired() -> None:
+    from sskj_results.analysis.speccompare import unpaired
+    from sskj_results.contract.models import Config
+
+    from .test_plausibility import seed_002_runs
+
+    sglang, vllm, dspark = seed_002_runs()
+    (line,) = unpaired([sglang, dspark], ["sglang", "vllm-dspark"])
+    assert line.startswith("vllm-dspark: ") and "no plain run of its engine family (vllm)" in line
+    assert unpaired([vllm, dspark], ["vllm", "vllm-dspark"]) == []
+    dspark.results = dspark.results.model_copy(update={"config": Config(spec_method="dspark")})
+    (line,) = unpaired([vllm, dspark], ["vllm", "vllm-dspark"])
+    assert "unknown number of draft tokens per step" in line

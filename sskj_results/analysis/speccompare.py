@@ -81,7 +81,8 @@ def unpaired(runs: Sequence[RunData], labels: Sequence[str]) -> list[str]:
         if families[si] is None:
             out.append(f"{labels[si]}: decodes speculatively, but its engine {run.engine!r} is no engine row's name "
                        "or alias (catalog/engines.py), so its engine family is unknown and no plain run is paired "
-                       "with it: its TPOT speedup is held to no draft bound (import with --engine ENGINE)")
+                       "with it: its TPOT speedup is held to no draft bound (record its engine by a row's name or "
+                       "alias: `metadata RUN_DIR --meta engine=vllm-dspark`, or `import-legacy --engine`)")
         elif not any(not speculative[pi] and families[pi] == families[si] for pi in range(len(runs))):
             out.append(f"{labels[si]}: decodes speculatively, but no plain run of its engine family "
                        f"({families[si]}) is compared: its TPOT speedup is held to no draft bound")
