@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sskj_results.catalog.engines import engine
+from sskj_results.catalog.engines import engine, recorded_engine
 from sskj_results.cli import main
+from sskj_results.contract.errors import ConfigError
 
 SEED_TABLE = Path(__file__).parent / "data" / "compare" / "seed002_table.md"
 MODEL = "/data/models/DeepSeek-V4-Flash"
@@ -74,9 +75,14 @@ def compared(tmp_path: Path, runs: dict[str, Path], *extra: str) -> tuple[dict, 
 def test_the_teams_names_of_dspark_resolve_to_its_row_and_family() -> None:
     for name in ("dspark", "DSpark", "vllm-dspark", "vllm_dspark", "dspark-vllm", "vllm-dspark-0.3", "dspark-0.3",
                  "vllm_dspark2"):
-        row = engine(name)
+        row = recorded_engine(name)
         assert (row.name, row.lineage) == ("vllm-dspark", "vllm"), name
-    assert engine("vllm-0.11").name == "vllm" and engine("sglang-x").name == "sglang"
+    assert recorded_engine("vllm-0.11").name == "vllm" and recorded_engine("sglang-x").name == "sglang"
+    # launching keeps its own names: an alias is a recorded name, not an ENGINE to start
+    with pytest.raises(ConfigError, match="unknown engine 'dspark'"):
+        engine("dspark")
+    with pytest.raises(ConfigError, match="unknown engine 'tgi'"):
+        recorded_engine("tgi")
 
 
 def test_seed_002_summaries_flag_c2_i131072_o256_and_no_other_row(tmp_path: Path) -> None:

@@ -159,13 +159,13 @@ def draft_tokens_of(engine_name: Optional[str], spec_tokens: Optional[int]) -> O
     """A run's config.spec_tokens as draft tokens per step, as its engine row says (catalog/engines.py): vLLM's
     num_speculative_tokens as it is; SGLang's `--speculative-num-draft-tokens` counts the verified root token too,
     so one less; None for an unknown engine."""
-    from ..catalog.engines import engine
+    from ..catalog.engines import recorded_engine
     from ..contract.errors import SskjError
 
     if not spec_tokens:
         return None
     try:
-        row = engine(engine_name or "")
+        row = recorded_engine(engine_name or "")
     except SskjError:
         return None
     if row.spec_tokens_are_draft:

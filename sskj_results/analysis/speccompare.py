@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..catalog.engines import engine as engine_row
+from ..catalog.engines import recorded_engine
 from ..contract.comparison_models import DraftBound, StatTest
 from ..contract.errors import SskjError
 from .configdiff import is_speculative
@@ -25,10 +25,10 @@ from .rundata import RunData
 
 
 def family(run: RunData) -> Optional[str]:
-    """The engine a run's engine is a build of (catalog/engines.py `lineage`: vLLM for vLLM-DSpark), None for an
-    unknown engine."""
+    """The engine a run's engine is a build of (catalog/engines.py `lineage`: vLLM for vLLM-DSpark; the run's engine
+    name as recorded, an alias such as `dspark` too), None for an unknown engine."""
     try:
-        return engine_row(run.engine).lineage
+        return recorded_engine(run.engine).lineage
     except SskjError:
         return None
 

@@ -208,17 +208,25 @@ ENGINES: tuple[Engine, ...] = (
 
 
 def engine(name: str) -> Engine:
-    """The row of an engine name: exact (a row's name or alias, any case), else the row of the longest name or
-    alias it starts with (vllm-dspark2 -> vllm-dspark, dspark-0.3 -> vllm-dspark, vllm_dspark -> vllm-dspark)."""
+    """The row of an engine name: exact, else the longest row name it starts with (vllm-dspark2 -> vllm-dspark)."""
+    rows = [e for e in ENGINES if name == e.name or name.startswith(e.name)]
+    if not rows:
+        known = ", ".join(e.name for e in ENGINES)
+        raise ConfigError(f"unknown engine {name!r} (known: {known}, or a name starting with one of them)")
+    return max(rows, key=lambda e: len(e.name))
+
+
+def recorded_engine(name: str) -> Engine:
+    """The row of an engine name as a run records it (the team's own names too): `engine`'s rule, else a row's
+    alias (any case), else the row of the longest name or alias it starts with (dspark -> vllm-dspark,
+    dspark-0.3 -> vllm-dspark, vllm_dspark2 -> vllm-dspark). Launching takes `engine`'s names only."""
     low = name.strip().lower()
     for e in ENGINES:
         if low == e.name or low in e.aliases:
             return e
     found = [(len(word), e) for e in ENGINES for word in (e.name, *e.aliases) if low.startswith(word)]
     if not found:
-        known = ", ".join(e.name for e in ENGINES)
-        raise ConfigError(f"unknown engine {name!r} (known: {known}, their aliases, or a name starting with one of "
-                          "them)")
+        return engine(name)  # its error names the known engines
     return max(found, key=lambda pair: pair[0])[1]
 
 
