@@ -145,3 +145,29 @@ def test_whitespace_and_digit_runs_are_degenerate_outputs() -> None:
     assert c.ok is False and c.value == 0.75 and "3 of 4 saved outputs" in c.message
     short = repetitive_outputs(["42", "Yes.", "3.14", PROSE], DEFAULT_THRESHOLDS)  # short answers stay unjudged
     assert short.ok is True and short.value == 0.0
+
+
+FIXTURES = Path("/work/shared/fixtures/raw")
+DATA_RAW = Path(__file__).resolve().parent / "data" / "raw"
+NEW_CHECKS = ("retokenized_tokens", "latency_order", "streaming_summary")
+
+
+@pytest.mark.parametrize("folder", [FIXTURES, DATA_RAW], ids=["shared-fixtures", "tests-data-raw"])
+def test_the_real_files_gain_no_new_flag(folder: Path) -> None:
+    """The real client files we hold (vLLM CPU engine; sglang.bench_serving and vllm bench serve) stay clean: every
+    new check passes, their streaming is judged as before, and their TPOT is the client's."""
+    from sskj_results.ingest.evidence import judge_run
+    from sskj_results.ingest.scenario import read_raw_file
+
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is not on this machine")
+    judged = 0
+    for path in sorted(folder.iterdir()):
+        for run in read_raw_file(path, path.name, digest=False).runs:
+            checks = {c.name: c for c in judge_run(run).checks}
+            for name in NEW_CHECKS:
+                assert checks[name].ok is True, (path.name, checks[name].message)
+            assert checks["streaming_granularity"].ok is True, (path.name, checks["streaming_granularity"].message)
+            assert run.client["tpot_ms"]["mean"] > 0
+            judged += 1
+    assert judged == 5
