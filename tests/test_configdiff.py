@@ -155,14 +155,19 @@ def test_seed_002_header_and_table():
         "- SLO reference: TTFT P95 < 3000.0ms, TPOT mean < 50.0ms (S2)",
     ]
     start = md.index("## Side-by-side results") + 2
-    # the 63 rows, byte for byte, then the Accept len column a table with a speculative run adds (docs/COMPARE.md)
+    # the 63 rows, byte for byte, then the Accept len column a table with a speculative run adds and the Draft
+    # bound column of a table with a row beyond it (docs/COMPARE.md)
     table = md[start:start + 65]
-    assert [line.rsplit(" | ", 1)[0] + " |" for line in table[:1] + table[2:]] == seed[:1] + seed[2:]
-    assert table[0].endswith(" | SLO | Accept len |") and table[1] == seed[1] + "---:|"
-    accept = [line.rsplit(" | ", 1)[1] for line in table[2:]]
+    assert [line.rsplit(" | ", 2)[0] + " |" for line in table[:1] + table[2:]] == seed[:1] + seed[2:]
+    assert table[0].endswith(" | SLO | Accept len | Draft bound |") and table[1] == seed[1] + "---:|---|"
+    accept = [line.rsplit(" | ", 2)[1] for line in table[2:]]
     # the seed's runs record no acceptance: DSpark's is unknown (never 0), the others are not speculative
     assert {(line.split(" | ")[1], a) for a, line in zip(accept, table[2:])} == {
-        ("sglang", "- |"), ("vllm", "- |"), ("dspark", "unknown ✖ |")}
+        ("sglang", "-"), ("vllm", "-"), ("dspark", "unknown ✖")}
+    # DSpark at c2_i131072_o256 is 7.08x faster than vLLM with 5 draft tokens: beyond 1 + 5, and no other row
+    bound = {tuple(line.split(" | ")[:2]): line.rsplit(" | ", 1)[1] for line in table[2:]}
+    assert {key: mark for key, mark in bound.items() if mark != "- |"} == {
+        ("| c2_i131072_o256", "dspark"): "⚠ TPOT 7.08x vllm > 1 + 5 |"}
     assert len(parse_seed_table()[1]) == 63
     assert doc.compared == ["engine", "speculative decoding"]
     assert not doc.configurations_differ  # the DSpark model belongs to the speculative variant

@@ -35,7 +35,7 @@ from ..contract.metrics import PER_REPEAT_COMPARED, PER_REQUEST_COMPARED, metric
 from ..contract.errors import UsageError
 from ..contract.models import Scenario, SloSpec, Validity, ValidityThresholds
 from .grades import SHARED_CHECKS, Severity, failed, regrade
-from .speccompare import draft_bounds, itl_note, with_bound_caveats
+from .speccompare import draft_bounds, itl_note, unpaired, with_bound_caveats
 from .rundata import RunData, graded, reference_slo, run_labels, same_thresholds, scenario_status, table_row
 from .validity import CHECK_ORDER, DEFAULT_THRESHOLDS, parse_thresholds
 
@@ -469,6 +469,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
             run_to_run=run_to_run(groups),
         ),
         scenarios=scenarios, unmatched=unmatched, itl_not_comparable=itl_note(runs, labels),
+        draft_bound_unpaired=unpaired(runs, labels),
         throughput_basis=per_device,
     )
 

@@ -82,6 +82,15 @@ RULES: dict[str, Rule] = {
     "acceptance": Rule("qualifying", "",
                        "record the engine's acceptance: its /metrics before and after each scenario "
                        "(server_metrics/), or a client that reports it; check that speculation was on"),
+    "retokenized_tokens": Rule("disqualifying", "max_retokenized_shortfall",
+                               "outputs whose every counted token arrives as text: look at the generated texts "
+                               "(cut short? empty or special tokens?) and the client's token counting"),
+    "latency_order": Rule("disqualifying", "",
+                          "statistics computed over the same successful requests, under their own keys: look at the "
+                          "client version that wrote the file"),
+    "streaming_summary": Rule("disqualifying", "min_median_itl_share",
+                              "a stream the client sees token by token (no buffering proxy); the client's per-request "
+                              "gaps (sglang --output-details, vllm --save-detailed) to judge each request"),
     "acceptance_bound": Rule("disqualifying", "max_accept_length_excess",
                              "record the draft tokens per step the engine really used (config spec_tokens) and "
                              "an acceptance measured over the scenario (server_metrics/), not a lifetime average"),
@@ -170,7 +179,7 @@ def _limit(name: str, t: ValidityThresholds, scenario: Scenario) -> Optional[flo
 
 
 def _passes(name: str, value: float, limit: float) -> bool:
-    if name in ("prompts_per_slot", "achieved_concurrency"):
+    if name in ("prompts_per_slot", "achieved_concurrency", "streaming_summary"):
         return value >= limit
     if name in ("output_token_parity", "prompt_token_parity"):
         return abs(value) <= limit
@@ -254,6 +263,8 @@ def passing_limit(name: str, points: Sequence[Point]) -> Optional[float]:
         return None
     if name == "prompts_per_slot":
         return math.floor(min(values) * 100) / 100
+    if name == "streaming_summary":  # a lower bound, like prompts_per_slot
+        return math.floor(min(values) * 1e4) / 1e4
     if name == "achieved_concurrency":
         fractions = [c.value / conc for c, conc in points if c.value is not None and conc]
         return math.floor(min(fractions) * 100) / 100 if fractions else None

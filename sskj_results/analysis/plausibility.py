@@ -5,7 +5,7 @@ Two checks join a scenario's validity block after the others (`with_checks`):
 | check | value | passes when |
 |---|---|---|
 | acceptance_bound | the scenario's acceptance length | 1 <= value <= (1 + draft tokens) x max(1 + max_accept_length_excess (0.02), n / (n - 1)) on n-token outputs |
-| repetitive_outputs | share of saved outputs whose repeated word 4-grams exceed max_repeated_ngram_share (0.5); outputs under 11 words count as not repetitive | <= max_repetitive_share (0.25) |
+| repetitive_outputs | share of saved outputs whose repeated word 4-grams exceed max_repeated_ngram_share (0.5); whitespace-only and digit-run outputs are repetitive (share 1); other outputs under 11 words count as not repetitive | <= max_repetitive_share (0.25) |
 
 A verification step emits the target's own token plus at most k accepted
 draft tokens, so an acceptance length outside [1, 1 + k] was not measured on
@@ -45,8 +45,27 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
+# an output of no letter with at least this many digits is a digit run (NGRAM + MIN_NGRAMS - 1: as long, in
+# characters, as the shortest measured output is in words)
+MIN_DIGIT_RUN = NGRAM + MIN_NGRAMS - 1
+_LETTER = re.compile(f"[^\\W\\d_]|[{_CJK}]")
+
+
+def degenerate(text: str) -> bool:
+    """An output made only of whitespace (a non-empty text), or only of digits, blanks and punctuation with at least
+    MIN_DIGIT_RUN digits: the most degenerate outputs, which the word n-grams see as one word or none."""
+    if not text:
+        return False
+    if not text.strip():
+        return True
+    return _LETTER.search(text) is None and sum(c.isdigit() for c in text) >= MIN_DIGIT_RUN
+
+
 def repeated_ngram_share(text: str, n: int = NGRAM, min_ngrams: int = MIN_NGRAMS) -> Optional[float]:
-    """Share of a text's word n-grams that repeat an earlier one: 1 - distinct / all; None when too short."""
+    """Share of a text's word n-grams that repeat an earlier one: 1 - distinct / all; 1 for a degenerate output
+    (whitespace only, a digit run); None when too short."""
+    if degenerate(text):
+        return 1.0
     w = words(text)
     count = len(w) - n + 1
     if count < min_ngrams:
@@ -70,7 +89,8 @@ def repetitive_outputs(texts: Optional[Sequence[str]], t: ValidityThresholds) ->
     if not texts:
         return ValidityCheck(name="repetitive_outputs", ok=None, value=None, threshold=limit,
                              message="no saved output (no successful request)")
-    # an output too short to measure counts as not repetitive: it cannot degenerate far
+    # an output too short to measure counts as not repetitive: it cannot degenerate far (whitespace and digit runs
+    # are measured as wholly repetitive: `degenerate`)
     shares = repetition_shares(texts)
     per_output = t.max_repeated_ngram_share
     repetitive = sum(1 for s in shares if s > per_output)
@@ -139,13 +159,13 @@ def draft_tokens_of(engine_name: Optional[str], spec_tokens: Optional[int]) -> O
     """A run's config.spec_tokens as draft tokens per step, as its engine row says (catalog/engines.py): vLLM's
     num_speculative_tokens as it is; SGLang's `--speculative-num-draft-tokens` counts the verified root token too,
     so one less; None for an unknown engine."""
-    from ..catalog.engines import engine
+    from ..catalog.engines import recorded_engine
     from ..contract.errors import SskjError
 
     if not spec_tokens:
         return None
     try:
-        row = engine(engine_name or "")
+        row = recorded_engine(engine_name or "")
     except SskjError:
         return None
     if row.spec_tokens_are_draft:

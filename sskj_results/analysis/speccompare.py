@@ -4,7 +4,9 @@
   each plain run of the same engine family (vLLM-DSpark against vLLM, SGLang
   EAGLE against SGLang) must stay within 1 + draft tokens
   (`plausibility.tpot_bound`). Runs of other families are not held to it:
-  their TPOT differs for reasons beyond speculation.
+  their TPOT differs for reasons beyond speculation. A speculative run held
+  to no bound (family unknown, no plain run of its family, draft tokens
+  unknown) is said to be unpaired (`unpaired`), never silently skipped.
 * ITL: a speculative step delivers several tokens in one streamed chunk, so
   ITL counts chunks, not tokens; between runs whose speculative settings
   differ it is not comparable (TPOT is).
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from ..catalog.engines import engine as engine_row
+from ..catalog.engines import recorded_engine
 from ..contract.comparison_models import DraftBound, StatTest
 from ..contract.errors import SskjError
 from .configdiff import is_speculative
@@ -23,10 +25,10 @@ from .rundata import RunData
 
 
 def family(run: RunData) -> Optional[str]:
-    """The engine a run's engine is a build of (catalog/engines.py `lineage`: vLLM for vLLM-DSpark), None for an
-    unknown engine."""
+    """The engine a run's engine is a build of (catalog/engines.py `lineage`: vLLM for vLLM-DSpark; the run's engine
+    name as recorded, an alias such as `dspark` too), None for an unknown engine."""
     try:
-        return engine_row(run.engine).lineage
+        return recorded_engine(run.engine).lineage
     except SskjError:
         return None
 
@@ -64,6 +66,29 @@ def draft_bounds(runs: Sequence[RunData], labels: Sequence[str],
             if bound is not None:
                 out.append(DraftBound(run=labels[si], plain=labels[pi], speedup=bound.speedup, bound=bound.bound,
                                       draft_tokens=bound.draft_tokens, ok=bound.ok, message=bound.message))
+    return out
+
+
+def unpaired(runs: Sequence[RunData], labels: Sequence[str]) -> list[str]:
+    """Why each speculative run is held to no draft bound at all: its engine has no row (family unknown), no plain
+    run of its family is among the runs, or its draft tokens per step are unknown; [] when every one is paired."""
+    speculative = [is_speculative(r) for r in runs]
+    families = [family(r) for r in runs]
+    out = []
+    for si, run in enumerate(runs):
+        if not speculative[si]:
+            continue
+        if families[si] is None:
+            out.append(f"{labels[si]}: decodes speculatively, but its engine {run.engine!r} is no engine row's name "
+                       "or alias (catalog/engines.py), so its engine family is unknown and no plain run is paired "
+                       "with it: its TPOT speedup is held to no draft bound (record its engine by a row's name or "
+                       "alias: `metadata RUN_DIR --meta engine=vllm-dspark`, or `import-legacy --engine`)")
+        elif not any(not speculative[pi] and families[pi] == families[si] for pi in range(len(runs))):
+            out.append(f"{labels[si]}: decodes speculatively, but no plain run of its engine family "
+                       f"({families[si]}) is compared: its TPOT speedup is held to no draft bound")
+        elif run_draft_tokens(run, range(len(run.results.scenarios))) is None:
+            out.append(f"{labels[si]}: decodes speculatively with an unknown number of draft tokens per step "
+                       "(config spec_tokens): its draft bound 1 + k is unknown")
     return out
 
 

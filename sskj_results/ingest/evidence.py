@@ -166,7 +166,8 @@ def evidence(run: RawRun, run_dir: Optional[Path] = None, stem: Optional[str] = 
         client_cpu_s=cpu, client_wall_s=wall, tokens_per_chunk=per_chunk,
         speculative=spec.speculative if spec else None, spec_method=spec.method if spec else None,
         draft_tokens=spec.draft_tokens if spec else None, accept_length=spec.accept_length if spec else None,
-        unknown_reasons=tuple(reasons),
+        counted_output_tokens=run.total_output_tokens, retokenized_output_tokens=run.total_output_tokens_retokenized,
+        summaries=run.client, unknown_reasons=tuple(reasons),
     )
 
 
@@ -185,8 +186,17 @@ def _why_no_acceptance(run_dir: Optional[Path], stem: Optional[str], runs_in_fil
             "(vllm:spec_decode_*, sglang:spec_verify_calls_total)")
 
 
+def file_speculation(run: RawRun) -> Optional[Speculation]:
+    """The speculative setting a raw file shows by itself: the vLLM client's own `spec_decode_*` counters over its
+    benchmark (draft tokens per step and acceptance, as a live run's phase gives them); None without them."""
+    acceptance = run.acceptance
+    if acceptance is None or acceptance.source != "client_counters":
+        return None
+    return Speculation(speculative=True, draft_tokens=acceptance.draft_length, accept_length=acceptance.length)
+
+
 def judge_run(run: RawRun, run_dir: Optional[Path] = None, stem: Optional[str] = None, runs_in_file: int = 1,
               thresholds: Optional[ValidityThresholds] = None, spec: Optional[Speculation] = None) -> Validity:
     """The validity block of one raw run (parse: with its run directory and the phase's speculative setting;
-    import-legacy: without)."""
-    return judge(evidence(run, run_dir, stem, runs_in_file, spec), thresholds)
+    import-legacy: without, the file's own speculative counters standing for it)."""
+    return judge(evidence(run, run_dir, stem, runs_in_file, spec or file_speculation(run)), thresholds)

@@ -123,6 +123,7 @@ class RawRun:
     # the client's own totals over successful requests, and its random-length spread (validity checks)
     total_input_tokens: Optional[float] = None
     total_output_tokens: Optional[float] = None
+    total_output_tokens_retokenized: Optional[float] = None  # sglang: its generated texts tokenized again
     random_range_ratio: Optional[float] = None
     fixed_output_len: Optional[int] = None  # a dataset's fixed output length (sglang `sharegpt_output_len`)
     index: Optional[int] = None  # position in a JSON array of runs (the file's or line's), else None
@@ -550,6 +551,7 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
     total_input = _number(data, "total_input_tokens")
     total_output = _number(data, "total_output_tokens")
     run.total_input_tokens, run.total_output_tokens = total_input, total_output
+    run.total_output_tokens_retokenized = _number(data, "total_output_tokens_retokenized")
     run.random_range_ratio = _number(data, "random_range_ratio")
     run.fixed_output_len = _int(data, "sharegpt_output_len")
     if run.input_throughput is None and total_input is not None and duration:

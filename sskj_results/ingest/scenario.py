@@ -247,8 +247,18 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
     measured = details is not None
     extra = run.client_extra
     method = {"e2e_ms": e2e_method, "tpot_ms": e2e_method}  # the others: per_request
+    client = run.client
+    notes = list(run.notes)
+    no_gap = _no_gap_metrics(run)
+    if no_gap:
+        # the clients' mean of an empty list is 0.0: one token per output has no gap to time
+        client = {k: v for k, v in client.items() if k not in no_gap}
+        computed.update({k: empty for k in no_gap})
+        notes.append(f"{' and '.join(m.split('_')[0].upper() for m in no_gap)} unknown: every successful request "
+                     "returned one output token, which has no gap to time (the client's 0.0 is its value for no "
+                     "sample, not a measurement)")
     latencies = Latencies(**{
-        name: _percentiles(run.client.get(name, {}), computed[name], f"latencies.{name}",
+        name: _percentiles(client.get(name, {}), computed[name], f"latencies.{name}",
                            method.get(name, "per_request"), reconstructed, extra.get(name), measured)
         for name in LATENCY_NAMES
     })
@@ -264,7 +274,7 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         raw_requests=raw_requests, raw_requests_capped=bool(details is not None and total > cap),
         slo_attainment=attainment, request_goodput=goodput, reconstructed=reconstructed, repeat=repeat,
         num_prompts=run.num_prompts, request_rate=run.request_rate, dataset_name=run.dataset_name,
-        request_format=run.request_format, notes=list(run.notes), source=source, empty_outputs=run.empty_outputs,
+        request_format=run.request_format, notes=notes, source=source, empty_outputs=run.empty_outputs,
         client=run.client_print, acceptance=run.acceptance, client_extras=run.client_extras, **distributions,
     )
 
@@ -279,6 +289,26 @@ def _distributions(details: Any, stats_ok: np.ndarray) -> dict[str, Any]:
     }
     return {m.name: Distribution.model_validate(summarize(derived_values(m.derive, columns), scale=1.0))
             for m in SECTION_METRICS if m.derive}
+
+
+def _one_token_outputs(run: RawRun) -> bool:
+    """Every successful request returned at most one output token (and some returned one): from the per-request
+    lengths, else from the request's length (1) or the client's total (at most one token per success)."""
+    details = run.details
+    if details is not None:
+        ok = details.success & (details.output_lens > 0)
+        return bool(ok.any()) and not bool(np.any(details.output_lens[ok] > 1))
+    if run.success <= 0:
+        return False
+    return run.output_len == 1 or (run.total_output_tokens is not None and 0 < run.total_output_tokens <= run.success)
+
+
+def _no_gap_metrics(run: RawRun) -> tuple[str, ...]:
+    """TPOT and ITL where the run's outputs had one token each and the client wrote no nonzero statistic of them
+    (its empty-sample 0.0): unknown, not 0."""
+    if not _one_token_outputs(run):
+        return ()
+    return tuple(m for m in ("tpot_ms", "itl_ms") if not any(v for v in run.client.get(m, {}).values()))
 
 
 def _missing(run: RawRun, metric: str) -> list[str]:

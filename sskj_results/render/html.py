@@ -26,7 +26,7 @@ import gzip
 import html
 import json
 import re
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from ..analysis.rundata import RunData, run_labels
 from .validity_md import validity_mark
@@ -46,7 +46,8 @@ from .figures import (
     shape_points,
 )
 from .markdown_html import inline, markdown_blocks, split_sections
-from .mdparts import ACCEPT_HEADER, accept_cell, shows_acceptance
+from . import spec_md
+from .mdparts import ACCEPT_HEADER, BOUND_HEADER, accept_cell, shows_acceptance
 from .report import report_rows
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
@@ -57,7 +58,7 @@ TABLE_COLUMNS = (  # (header, Row attribute, decimals) of the interactive result
     ("Req/s", "request_throughput", 2), ("OutTok/s", "output_token_throughput", 2),
     ("TTFT P95(ms)", "ttft_p95_ms", 2), ("TTFT P99(ms)", "ttft_p99_ms", 2), ("TPOT Mean(ms)", "tpot_mean_ms", 2),
     ("TPOT P95(ms)", "tpot_p95_ms", 2), ("TPOT P99(ms)", "tpot_p99_ms", 2), ("E2E P99(ms)", "e2e_p99_ms", 2),
-    ("SLO", "slo", None), (ACCEPT_HEADER, "accept", None), ("Valid", "valid", None),
+    ("SLO", "slo", None), (ACCEPT_HEADER, "accept", None), ("Valid", "valid", None), (BOUND_HEADER, "bound", None),
 )
 FILTERS = (("scenario", "Scenario"), ("engine", "Engine"), ("chip", "Chip"), ("slo", "SLO"))
 # A filter is a list of its values up to this many; beyond, a text box: the rows whose value contains the text.
@@ -89,9 +90,11 @@ def plotly_js_gzip_base64() -> tuple[str, str]:
 # --------------------------------------------------------------------------- the interactive table
 
 
-def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
+def results_table_html(rows: Sequence[Row], valid: bool = False,
+                       bound_marks: Optional[Mapping[tuple[str, str], str]] = None) -> str:
     """The side-by-side table with its filters: one row per run per scenario; with `valid`, the Valid
-    column of report.md (✔, ✖ and the failed checks, blank when unknown)."""
+    column of report.md (✔, ✖ and the failed checks, blank when unknown); with bound_marks, comparison.md's Draft
+    bound column ((scenario, run) -> its mark, `-` the others)."""
     if not rows:
         return "<p>No measured scenarios.</p>"
     options: dict[str, set[str]] = {key: set() for key, _ in FILTERS}
@@ -104,6 +107,8 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
         same.add("valid")
     if not shows_acceptance(rows):
         same.add("accept")
+    if not bound_marks:
+        same.add("bound")
     columns = [c for c in TABLE_COLUMNS if c[1] not in same]
     body = []
     escaped: dict[str, str] = {}  # the same few engine, chip, SLO and Valid texts on every row: escaped once
@@ -115,7 +120,7 @@ def results_table_html(rows: Sequence[Row], valid: bool = False) -> str:
 
     for row in rows:
         values = {"slo": row.slo_status.overall, "chip": row.chip or "-", "valid": validity_mark(row),
-                  "accept": accept_cell(row)}
+                  "accept": accept_cell(row), "bound": (bound_marks or {}).get((row.scenario, row.run), "-")}
         attrs = {"scenario": row.scenario, "engine": row.engine, "chip": row.chip or "-", "slo": row.slo_status.overall,
                  "run": row.run}
         for key, _ in FILTERS:
@@ -279,7 +284,8 @@ def render_comparison_html(doc: ComparisonDoc, runs: Sequence[RunData], markdown
     labels = [info.label for info in doc.runs]
     figures = curve_figures([(label, shape_points(run)) for label, run in zip(labels, runs)], doc.slo, doc.title)
     cdfs, total = capped_cdfs(comparison_cdfs(doc, runs), doc.slo)
-    return page(markdown, "Side-by-side results", results_table_html(rows), plots_section(figures, cdfs, total),
+    table = results_table_html(rows, bound_marks=spec_md.beyond_marks(doc))
+    return page(markdown, "Side-by-side results", table, plots_section(figures, cdfs, total),
                 {"figures": figures, "cdfs": cdfs}, plots_before="Runs")
 
 

@@ -4,7 +4,7 @@ section and the registry's metric sections (contract/metrics.py), plot lines. Pu
 from __future__ import annotations
 
 from pathlib import PurePath
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 from ..contract.escape import md_code, md_text
 from ..contract.comparison_models import Row
@@ -120,12 +120,22 @@ def acceptance_notes(rows: Sequence[Row]) -> list[str]:
     return lines
 
 
-def results_table(rows: Sequence[Row]) -> list[str]:
-    """Header, alignment row and one line per row; an Accept len column when some row is speculative."""
-    if not shows_acceptance(rows):
-        return [TABLE_HEADER, TABLE_ALIGN] + [table_line(r) for r in rows]
-    return ([f"{TABLE_HEADER} {ACCEPT_HEADER} |", TABLE_ALIGN + "---:|"]
-            + [f"{table_line(r)} {cell(accept_cell(r))} |" for r in rows])
+BOUND_HEADER = "Draft bound"
+
+
+def results_table(rows: Sequence[Row], bound_marks: Optional[Mapping[tuple[str, str], str]] = None) -> list[str]:
+    """Header, alignment row and one line per row (the team's columns as they print them); an Accept len column
+    when some row is speculative; a Draft bound column when bound_marks, (scenario, run) -> its mark, names a row
+    (comparison.md: a speculative row beyond the draft bound; `-` the others)."""
+    header, align = TABLE_HEADER, TABLE_ALIGN
+    lines = [table_line(r) for r in rows]
+    if shows_acceptance(rows):
+        header, align = f"{header} {ACCEPT_HEADER} |", align + "---:|"
+        lines = [f"{line} {cell(accept_cell(r))} |" for line, r in zip(lines, rows)]
+    if bound_marks:
+        header, align = f"{header} {BOUND_HEADER} |", align + "---|"
+        lines = [f"{line} {cell(bound_marks.get((r.scenario, r.run), '-'))} |" for line, r in zip(lines, rows)]
+    return [header, align] + lines
 
 
 def report_table(rows: Sequence[Row]) -> list[str]:

@@ -341,7 +341,7 @@ SECTIONS: tuple[Section, ...] = (
         _report_summary(_run(page), page.label, page.spec, page.recompute, page.rows)))),
     Section("results", "Results", ("report",), lambda page: block("Results", _results(page))),
     Section("side-by-side", "Side-by-side results", ("comparison",),
-            lambda page: block("Side-by-side results", results_table(page.rows))),
+            lambda page: block("Side-by-side results", results_table(page.rows, spec_md.beyond_marks(_doc(page))))),
     Section("notes", "Notes", ("report", "comparison"), lambda page: block("Notes", (
         comparison_md.notes(_doc(page)) if page.doc else _report_notes(page)))),
     Section("goodput", "Goodput", ("report", "comparison"),

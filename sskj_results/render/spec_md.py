@@ -124,11 +124,13 @@ def report_section(run: RunData) -> list[str]:
 def comparison_section(doc: ComparisonDoc) -> list[str]:
     """`## Speculative decoding` of comparison.md: the ITL caveat and the draft bounds; [] without either."""
     bounds = [(s.name, b) for s in doc.scenarios for b in s.draft_bounds]
-    if not bounds and doc.itl_not_comparable is None:
+    if not bounds and doc.itl_not_comparable is None and not doc.draft_bound_unpaired:
         return []
     lines = ["## Speculative decoding", ""]
     if doc.itl_not_comparable:
         lines += [f"- {md_text(doc.itl_not_comparable)}", ""]
+    if doc.draft_bound_unpaired:
+        lines += [f"- Unpaired: {md_text(text)}" for text in doc.draft_bound_unpaired] + [""]
     if bounds:
         beyond = [(name, b) for name, b in bounds if not b.ok]
         lines += [f"TPOT speedup of each speculative run over a plain run of its engine family, against the draft "
@@ -142,3 +144,21 @@ def comparison_section(doc: ComparisonDoc) -> list[str]:
         if beyond:
             lines.append("")
     return lines
+
+
+def beyond_marks(doc: ComparisonDoc) -> dict[tuple[str, str], str]:
+    """(scenario, run label) -> its Draft bound cell in the side-by-side table, for each speculative row beyond the
+    draft bound against some plain run (the largest speedup named)."""
+    marks: dict[tuple[str, str], tuple[float, str]] = {}
+    for s in doc.scenarios:
+        for b in s.draft_bounds:
+            key = (s.name, b.run)
+            if not b.ok and b.speedup > marks.get(key, (0.0, ""))[0]:
+                marks[key] = (b.speedup, f"⚠ TPOT {b.speedup:.2f}x {b.plain} > 1 + {b.draft_tokens}")
+    return {key: text for key, (_, text) in marks.items()}
+
+
+BEYOND_NOTE = ("- Draft bound: `⚠ TPOT Sx PLAIN > 1 + k`: the speculative run's TPOT mean is S times faster than the "
+               "plain run PLAIN of its engine family, beyond the draft bound 1 + k (k draft tokens per step), which "
+               "speculative decoding alone cannot give (Speculative decoding; docs/VALIDITY.md); `-`: within it, or "
+               "not held to it.")
