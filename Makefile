@@ -10,7 +10,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-fast venv bytecode shellcheck browser slurm schema clean-venv
+.PHONY: test test-fast venv bytecode shellcheck browser slurm schema clean-venv bench
 
 # The real-engine and Slurm tests (one local cluster, the engine's envs/
 # installed once) run in one process beside the rest of the suite, which runs
@@ -75,6 +75,11 @@ slurm:
 	  else \
 	    echo "slurm-wlm/munge missing and not root: install them (apt-get install slurm-wlm munge) for tests/cluster"; \
 	  fi; }
+
+# The benchmarks' ratios (import, collect, energy; a few minutes), appended to benchmarks/results/record.jsonl
+# and judged against their budgets and the last entries (docs/PERFORMANCE.md). Run before stopping; CI times nothing.
+bench: venv
+	$(PY) benchmarks/record.py
 
 schema: venv
 	$(VENV)/bin/sskj-results schema --write schema/results.schema.json

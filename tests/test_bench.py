@@ -83,3 +83,33 @@ def test_scale_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
     assert "report --html" in proc.stdout and "target <= 30 s" in proc.stdout
     raw = sorted(p.name for p in (tmp_path / "work" / "raw").iterdir())
     assert raw[:2] == ["sglang_0707_1_128_16.jsonl", "sglang_0707_1_192_16.jsonl"] and len(raw) == 12
+
+
+def _record_module():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(BENCH))
+    try:
+        import record
+    finally:
+        sys.path.remove(str(BENCH))
+    return record
+
+
+def test_the_speed_record_names_a_ratio_over_budget_or_clearly_worse_than_before(tmp_path: Path) -> None:
+    """`make bench` (benchmarks/record.py): a 30 % slower import than the recent median is named, as is a ratio
+    over its budget; the ordinary spread of a shared machine is not. Judged on ratios, never on seconds."""
+    record = _record_module()
+    previous = [{"ratios": {"import_over_floor_cpu": v, "compare_over_import": 0.5}} for v in (1.10, 1.2, 1.05, 1.15)]
+    assert record.judge({"import_over_floor_cpu": 1.2, "compare_over_import": 0.55}, previous) == []
+    slower = record.judge({"import_over_floor_cpu": 1.125 * 1.3, "compare_over_import": 0.5}, previous)
+    assert slower == ["import_over_floor_cpu 1.463 is 1.30x the median of its last 4 recorded values (1.125): "
+                      "clearly worse"]
+    over = record.judge({"compare_over_import": 1.2}, previous)
+    assert over[0] == "compare_over_import 1.200 is over its budget of 1.0" and "clearly worse" in over[1]
+    assert record.judge({"new_ratio": 9.0}, previous) == []  # no budget, no history: nothing to judge against
+    # the window: only the last 5 entries count
+    old_fast = [{"ratios": {"import_over_floor_cpu": 0.5}}] * 10 + [{"ratios": {"import_over_floor_cpu": 1.2}}] * 5
+    assert record.judge({"import_over_floor_cpu": 1.3}, old_fast) == []
+    bad = tmp_path / "record.jsonl"
+    bad.write_text('{"ratios": {}}\nnot json\n', encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"record.jsonl:2: not a JSON line"):
+        record.read_record(bad)

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from sskj_results.analysis.compare import build_comparison
 from sskj_results.analysis.grades import grade, regrade
 from sskj_results.analysis.plausibility import (
-    acceptance_bound, draft_tokens_of, repeated_ngram_share, repetitive_outputs, synthetic_acceptance,
+    SAMPLE_BATCH, SAMPLE_WHOLE, acceptance_bound, draft_tokens_of, repeated_ngram_share, repetitive_outputs, sample_order,
+    sequential_shares, synthetic_acceptance, wilson_interval,
 )
 from sskj_results.analysis.rundata import run_data
 from sskj_results.cli import main
@@ -73,7 +74,7 @@ def _fixture_check(name: str) -> list:
 def test_what_the_check_says_about_the_tiny_random_models_outputs() -> None:
     """The tiny random model repeats by construction: a fifth to a third of its 16-64 token outputs repeat more
     than half their 4-grams, against 8 % of a real model's. With the 25 % limit the check flags two of its four
-    sglang runs (33 % and 35 %) and passes the others: 20 % of 32-token outputs, and 8-token outputs too short
+    sglang runs (33 %, 35 %) and passes the others: 20 % of 32-token outputs, and 8-token outputs too short
     to judge but one; vllm bench serve's 32-token outputs repeat less (1 of 24)."""
     said = {name: [(c.ok, None if c.value is None else round(c.value, 3)) for c in _fixture_check(name)]
             for name in ("vllm_0705_2_128_32.jsonl", "vllm_0705_3_8500_8.jsonl", "vllm_0705_4_64_16.jsonl",
@@ -324,3 +325,38 @@ def test_short_outputs_allow_the_prefill_token_in_the_count() -> None:
     assert acceptance_bound(13 / 3, 3, T, output_len=13).ok is True
     assert acceptance_bound(13 / 3, 3, T).ok is False
     assert acceptance_bound(4.5, 3, T, output_len=13).ok is False
+
+
+def test_the_repetition_measure_reads_a_large_point_until_its_share_is_decided() -> None:
+    """Its work per point is bounded (docs/VALIDITY.md): up to 64 outputs are read whole; more are read in a fixed
+    order seeded by their count, 16 at a time, until the 95 % interval of the share is on one side of the limit.
+    Far from the limit: 16 outputs; near it: more. The message says how many were read."""
+    loop = "again and again and again " * 8
+
+    def point(share: float, n: int = 1000) -> list[str]:  # repetitive outputs in a periodic order
+        return [loop if i % 100 < share * 100 else f"{PROSE} {i}" for i in range(n)]
+
+    assert sample_order(1000) == sample_order(1000) and sorted(sample_order(1000)) == list(range(1000))
+    clean = repetitive_outputs(point(0.0), T)
+    assert clean.ok is True and "0 of 16 saved outputs sampled from 1000 (enough to decide)" in clean.message
+    bad = repetitive_outputs(point(0.90), T)
+    assert bad.ok is False and "16 saved outputs sampled from 1000" in bad.message
+    near = repetitive_outputs(point(0.32), T)  # 7 points above the limit: read until the interval clears 25 %
+    read = int(near.message.split(" of ")[1].split(" saved")[0])
+    assert 16 < read <= 1000 and near.ok is False
+    low, high = wilson_interval(round(near.value * read), read)
+    assert low > 0.25 or read == 1000
+    order = sample_order(1000)  # the value is the share among the outputs read, in that order
+    assert near.value == sum(1 for i in order[:read] if i % 100 < 32) / read
+    assert sequential_shares(point(0.0), 0.25, 0.5)[0] == SAMPLE_BATCH == 16
+    whole = point(0.30, 64)  # 64 outputs: every one is read, whatever the first 16 say
+    assert sequential_shares(whole, 0.25, 0.5)[0] == SAMPLE_WHOLE == 64
+    assert "of 64 saved outputs repeat" in repetitive_outputs(whole, T).message
+    long_loop = "x " * 10 + "again and again and again " * 20_000  # the tail is what is read, at most 64 KiB
+    assert repetitive_outputs([long_loop], T).ok is False
+
+
+def test_wilson_interval() -> None:
+    low, high = wilson_interval(8, 32)
+    assert low == pytest.approx(0.1325, abs=1e-3) and high == pytest.approx(0.4211, abs=1e-3)  # by hand: 0.2768 -+ 0.1443
+    assert wilson_interval(0, 32)[0] == pytest.approx(0.0, abs=1e-12)

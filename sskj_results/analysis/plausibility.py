@@ -5,7 +5,7 @@ Two checks join a scenario's validity block after the others (`with_checks`):
 | check | value | passes when |
 |---|---|---|
 | acceptance_bound | the scenario's acceptance length | 1 <= value <= (1 + draft tokens) x max(1 + max_accept_length_excess (0.02), n / (n - 1)) on n-token outputs |
-| repetitive_outputs | share of saved outputs whose repeated word 4-grams exceed max_repeated_ngram_share (0.5); whitespace-only and digit-run outputs are repetitive (share 1); other outputs under 11 words count as not repetitive | <= max_repetitive_share (0.25) |
+| repetitive_outputs | share of saved outputs whose repeated word 4-grams exceed max_repeated_ngram_share (0.5); whitespace-only and digit-run outputs are repetitive (share 1); other outputs under 11 words count as not repetitive; read whole up to 64 outputs, else as a sequential sample (batches of 16 in a fixed order until decided) | <= max_repetitive_share (0.25) |
 
 A verification step emits the target's own token plus at most k accepted
 draft tokens, so an acceptance length outside [1, 1 + k] was not measured on
@@ -20,9 +20,10 @@ about 1 + k (each step costs at least one target forward).
 from __future__ import annotations
 
 import math
+import random
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from ..contract.clientinfo import Acceptance
 from ..contract.validity_models import Validity, ValidityCheck, ValidityThresholds
@@ -36,6 +37,16 @@ MIN_NGRAMS = 8
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _WORD = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+|[^\\w\\s]")
 PLAUSIBILITY_CHECKS = ("acceptance_bound", "repetitive_outputs")
+# The repetition measure's work per point is bounded: a point of up to SAMPLE_WHOLE outputs is read whole; a larger
+# one as a sequential sample, in a fixed pseudo-random order (seeded by their count: the same order every time, and
+# no aliasing with a periodic order of requests), SAMPLE_BATCH at a time, until the 95 % (Wilson) interval of the
+# repetitive share lies wholly on one side of the limit, or every output is read. A point far from the limit is
+# judged on 16 outputs; one near it is read further, up to whole. Each output is measured on at most its last
+# SAMPLE_CHARS characters (a loop, once a model falls into it, lasts to the end of the output).
+SAMPLE_WHOLE = 64
+SAMPLE_BATCH = 16
+SAMPLE_Z = 1.96
+SAMPLE_CHARS = 65536
 # 1 + accepted / steps is at least 1 by definition (rounding aside): no excess is allowed below
 ACCEPT_FLOOR = 1.0 - 1e-9
 
@@ -74,13 +85,46 @@ def repeated_ngram_share(text: str, n: int = NGRAM, min_ngrams: int = MIN_NGRAMS
     return 1.0 - distinct / count
 
 
-def repetition_shares(texts: Iterable[str]) -> list[float]:
-    """repeated_ngram_share of every output long enough to be measured."""
-    return [s for s in (repeated_ngram_share(t) for t in texts) if s is not None]
+def sample_order(count: int) -> list[int]:
+    """The order in which the repetition measure reads a point's ``count`` outputs: a permutation seeded by the
+    count (deterministic)."""
+    order = list(range(count))
+    random.Random(count).shuffle(order)
+    return order
+
+
+def wilson_interval(hits: int, n: int, z: float = SAMPLE_Z) -> tuple[float, float]:
+    """The Wilson score interval of a share hits / n (n > 0)."""
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def sequential_shares(texts: Sequence[str], limit: float, per_output: float,
+                      batch: int = SAMPLE_BATCH) -> tuple[int, list[float]]:
+    """(outputs read, the repeated shares of those long enough to judge): all of up to SAMPLE_WHOLE outputs, else
+    outputs read in sample_order, a batch at a time, until the interval of the repetitive share (shares above per_output, over the outputs read) is decided
+    against limit, or all are read."""
+    order = sample_order(len(texts))
+    step = len(order) if len(order) <= SAMPLE_WHOLE else batch
+    shares: list[float] = []
+    read = 0
+    while read < len(order):
+        for i in order[read:read + step]:
+            s = repeated_ngram_share(texts[i][-SAMPLE_CHARS:])
+            if s is not None:
+                shares.append(s)
+        read = min(read + step, len(order))
+        low, high = wilson_interval(sum(1 for s in shares if s > per_output), read)
+        if high <= limit or low > limit:
+            break
+    return read, shares
 
 
 def repetitive_outputs(texts: Optional[Sequence[str]], t: ValidityThresholds) -> ValidityCheck:
-    """The share of saved outputs that repeat more than max_repeated_ngram_share of their 4-grams."""
+    """The share of saved outputs that repeat more than max_repeated_ngram_share of their 4-grams (a sequential
+    sample: as many as it takes to decide)."""
     limit = t.max_repetitive_share
     if texts is None:
         return ValidityCheck(name="repetitive_outputs", ok=None, value=None, threshold=limit,
@@ -91,15 +135,17 @@ def repetitive_outputs(texts: Optional[Sequence[str]], t: ValidityThresholds) ->
                              message="no saved output (no successful request)")
     # an output too short to measure counts as not repetitive: it cannot degenerate far (whitespace and digit runs
     # are measured as wholly repetitive: `degenerate`)
-    shares = repetition_shares(texts)
     per_output = t.max_repeated_ngram_share
+    read, shares = sequential_shares(texts, limit, per_output)
     repetitive = sum(1 for s in shares if s > per_output)
-    share = repetitive / len(texts)
+    share = repetitive / read
     ok = share <= limit
     mean = f"; mean repeated share {sum(shares) / len(shares):.0%}" if shares else ""
-    text = (f"{repetitive} of {len(texts)} saved outputs repeat more than {per_output:.0%} of their word "
+    what = (f"{len(texts)} saved outputs" if read == len(texts)
+            else f"{read} saved outputs sampled from {len(texts)} (enough to decide)")
+    text = (f"{repetitive} of {what} repeat more than {per_output:.0%} of their word "
             f"{NGRAM}-grams ({share:.1%}; {len(shares)} long enough to judge, {NGRAM + MIN_NGRAMS - 1} words or "
-            f"more{mean}), {'at most' if ok else 'above'} {limit:.0%}")
+            f"more, at most the last {SAMPLE_CHARS:,} characters of each{mean}), {'at most' if ok else 'above'} {limit:.0%}")
     if not ok:
         text += (": degenerate outputs, which a drafter predicts easily (random prompts? a tiny model?); "
                  "speculative speedups measured on them do not carry over to real text")

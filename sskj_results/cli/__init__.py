@@ -60,7 +60,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 PLUMBING = frozenset({
     "slo-next", "slurm-plan", "slurm-compare", "slurm-nodes", "next", "run-client", "engine", "package-version",
     "phase", "patches", "wait-health", "server-cmd", "platform", "run-settings", "client-cmd", "env", "redact",
-    "setup-envs", "check-names", "runset", "config", "phase-begin", "step", "phase-end", "run-summary",
+    "setup-envs", "check-names", "runset", "config", "phase-begin", "step", "phase-end", "run-summary", "engine-owner",
 })
 
 

@@ -45,6 +45,7 @@ from .figures import (
     report_cdfs,
     shape_points,
 )
+from .longtables import ROWS_ID, fold_long_tables, rows_script
 from .markdown_html import inline, markdown_blocks, split_sections
 from . import spec_md
 from .mdparts import ACCEPT_HEADER, BOUND_HEADER, accept_cell, shows_acceptance
@@ -172,7 +173,7 @@ def _slug(title: str) -> str:
 
 
 # the ids the page's own elements and script use: a section never takes one of them
-PAGE_IDS = frozenset({"sskj-data", "plotly-gz", "results-table", "results-filters", "results-count", "cdf-select",
+PAGE_IDS = frozenset({"sskj-data", "plotly-gz", ROWS_ID, "results-table", "results-filters", "results-count", "cdf-select",
                       "fig-cdf"})
 
 
@@ -259,6 +260,7 @@ def document(title: str, title_html: str, nav: str, body: str, source: str, data
     """A self-contained page: head (CSP, style), header, body, footer, the data as JSON (`data_id`), plotly.js
     inlined, the shared script (assets/common.js: sortable tables, the plotly loader) and the page's own script (an asset)."""
     version, plotly_b64 = plotly_js_gzip_base64()
+    body, packed_rows = fold_long_tables(body)
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -273,7 +275,8 @@ def document(title: str, title_html: str, nav: str, body: str, source: str, data
         "MIT license, inlined), works offline.</footer>",
         _json_script(data_id, data),
         f'<script type="application/octet-stream" id="plotly-gz">{plotly_b64}</script>',
-        f"<script>{_asset('common.js')}\n{_asset(script)}</script>",
+        rows_script(packed_rows),
+        f"<script>{_asset('common.js')}\n{_asset(script)}\n{_asset('longtables.js')}</script>",
         "</body></html>",
     ]) + "\n"
 

@@ -26,24 +26,27 @@ function sskjSortable(table) {
   });
 }
 
+// The text of base64-encoded gzip (plotly.js, a long table's rows), decompressed by the browser's own
+// DecompressionStream: a promise.
+function sskjUnpack(text) {
+  "use strict";
+  var bin = atob(text.replace(/\s+/g, ""));
+  var bytes = new Uint8Array(bin.length);
+  for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+  return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
+}
+
 // The pages' plotly.js is inlined gzip-compressed and base64-encoded (#plotly-gz): decompressed by the browser's
 // own DecompressionStream and run; then ready(), or failed(message, state) with state "unsupported" or "failed".
 function sskjLoadPlotly(ready, failed) {
   "use strict";
-  function b64bytes(text) {
-    var bin = atob(text.replace(/\s+/g, ""));
-    var out = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) { out[i] = bin.charCodeAt(i); }
-    return out;
-  }
   if (typeof DecompressionStream === "undefined") {
     failed("This browser cannot decompress the inlined plotly.js (DecompressionStream is missing): " +
            "open the file in a current Chrome, Edge, Firefox or Safari.", "unsupported");
     return;
   }
   var packed = document.getElementById("plotly-gz");
-  var stream = new Blob([b64bytes(packed.textContent)]).stream().pipeThrough(new DecompressionStream("gzip"));
-  new Response(stream).text().then(function (code) {
+  sskjUnpack(packed.textContent).then(function (code) {
     var script = document.createElement("script");
     script.textContent = code;
     document.head.appendChild(script);
