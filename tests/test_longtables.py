@@ -100,3 +100,17 @@ def test_a_report_of_300_scenarios_draws_100_rows_then_every_row_on_demand(brows
     texts = driver.execute_script("return Array.from(window.__t.tBodies[0].rows, r => r.cells[0].textContent)")
     collator = "return arguments[0].slice().sort((a, b) => a.localeCompare(b, undefined, {numeric: true}))"
     assert texts == driver.execute_script(collator, texts)  # sorted over all 300 rows, not the first 100
+
+
+def test_a_long_list_folds_and_a_folded_tables_sort_values_are_the_numbers_shown() -> None:
+    items = "".join(f"<li>c{i}, completeness: ✖ 1 of 3 requests failed</li>" for i in range(400))
+    out, packed = fold_long_tables(f"<ul>{items}</ul><ul><li>short</li></ul>")
+    assert packed is not None and _unpack(packed) == [[f"<li>c{i}, completeness: ✖ 1 of 3 requests failed</li>"
+                                                       for i in range(SHOWN_ROWS, 400)]]
+    assert out.startswith('<ul data-long="0" data-rows="400"><li>c0,') and out.count("<li>") == SHOWN_ROWS + 1
+    assert "The first 100 of 400 items are drawn." in out and out.endswith("<ul><li>short</li></ul>")
+    rows = "".join(f'<tr><td class="right" data-v="{i + 0.123456789!r}">{i + 0.123456789:.2f}</td>'
+                   f'<td class="right" data-v="inf">inf</td></tr>' for i in range(300))
+    out, packed = fold_long_tables(f"<table><thead><tr><th>x</th></tr></thead><tbody>{rows}</tbody></table>")
+    assert '<td class="right" data-v="0.12">0.12</td><td class="right" data-v="inf">inf</td>' in out
+    assert packed is not None and _unpack(packed)[0][-1].startswith('<tr><td class="right" data-v="299.12">299.12</td>')

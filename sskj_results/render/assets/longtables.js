@@ -1,6 +1,6 @@
 
-// Long tables (render/longtables.py): a table of many rows arrives with its first rows drawn and the others
-// packed (#sskj-rows: the gzip of a JSON list, one list of row HTML per long table, base64). They are put back
+// Long tables and lists (render/longtables.py): a table of many rows (a list of many items) arrives with its first
+// rows drawn and the others packed (#sskj-rows: the gzip of a JSON list, one list of row HTML per long table, base64). They are put back
 // on demand: the table's "Show all" button, a click on one of its headers (sorted over every row), a filter of
 // the results table (filtered over every row). body[data-long-tables] is "folded", then "loading", "ready".
 (function () {
@@ -24,11 +24,11 @@
     if (key === null) { return Promise.resolve(); }
     return rows().then(function (all) {
       if (table.getAttribute("data-long") === null) { return; }  // another call got here first
-      table.tBodies[0].insertAdjacentHTML("beforeend", all[parseInt(key, 10)].join(""));
+      (table.tBodies ? table.tBodies[0] : table).insertAdjacentHTML("beforeend", all[parseInt(key, 10)].join(""));
       table.removeAttribute("data-long");
       Array.prototype.forEach.call(document.querySelectorAll('p.long-table[data-long="' + key + '"]'),
                                    function (p) { p.parentNode.removeChild(p); });
-      if (!document.querySelector("table[data-long]")) { document.body.setAttribute("data-long-tables", "ready"); }
+      if (!document.querySelector("table[data-long], ul[data-long]")) { document.body.setAttribute("data-long-tables", "ready"); }
       else { document.body.setAttribute("data-long-tables", "folded"); }
     }).catch(function (err) {
       Array.prototype.forEach.call(document.querySelectorAll('p.long-table[data-long="' + key + '"]'),
@@ -46,7 +46,7 @@
   });
   Array.prototype.forEach.call(document.querySelectorAll("button[data-long]"), function (button) {
     button.addEventListener("click", function () {
-      var table = document.querySelector('table[data-long="' + button.getAttribute("data-long") + '"]');
+      var table = document.querySelector('[data-long="' + button.getAttribute("data-long") + '"]:not(p):not(button)');
       if (table) { button.disabled = true; unfold(table); }
     });
   });
