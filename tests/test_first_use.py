@@ -32,6 +32,29 @@ def test_the_builtin_text_is_package_data_with_the_key_earlier_runs_recorded() -
     assert set(BUILTIN_TEXTS) == {"shakespeare"}
 
 
+def test_a_platform_name_resolves_in_the_clone_around_the_current_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A regular `pip install .` has no checkout behind the package: `--platform nvidia_h200` is looked up in the
+    clone the command runs in ($REPO_ROOT first, as the scripts export it)."""
+    import shutil
+
+    from sskj_results.cli import common
+
+    clone = tmp_path / "clone"
+    (clone / common.REPO_MARKER).parent.mkdir(parents=True)
+    (clone / common.REPO_MARKER).touch()
+    (clone / "platforms").mkdir()
+    shutil.copy(REPO / "platforms" / "nvidia_h200.env", clone / "platforms")
+    monkeypatch.setattr(common, "REPO_ROOT", tmp_path / "venv" / "lib")  # where a wheel's package has no checkout
+    monkeypatch.delenv("REPO_ROOT", raising=False)
+    monkeypatch.chdir(clone / "platforms")
+    assert common.repo_root() == clone
+    assert common.PlatformFile().convert("nvidia_h200", None, None).resolve() == \
+        (clone / "platforms" / "nvidia_h200.env").resolve()
+    monkeypatch.setenv("REPO_ROOT", str(REPO))
+    assert common.repo_root() == REPO
+
+
 # ------------------------------------------------------------------ the shared fixtures: ../shared beside the project
 
 
