@@ -110,7 +110,7 @@ def _every_command_works(clone: Path, venv: Path, tmp_path: Path, how: str) -> N
     assert not (clone / ".venv").exists()
 
 
-@pytest.mark.slow  # a fresh venv with every dependency from pip (1-3 min with a warm cache) and 2 x 10 dry runs
+@pytest.mark.slow  # a fresh venv with every dependency from pip, 2 x 9 dry runs: 7 min 10 s at load average 12-16
 def test_pip_install_and_pip_install_e_each_dry_run_every_shipped_experiment(tmp_path: Path) -> None:
     """The README's other install paths, into a fresh venv of one's own, from a clean clone: a regular
     `pip install .` (the package as a wheel in site-packages: package data only, no checkout behind it), then
