@@ -38,11 +38,10 @@ venv: $(STAMP)
 bytecode: venv
 	@$(PY) -m compileall -q sskj_results >/dev/null
 
-$(STAMP): pyproject.toml requirements/corpus.txt
+$(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
-	$(PY) -m pip install --quiet --no-deps -r requirements/corpus.txt
 	touch $(STAMP)
 
 shellcheck:

@@ -16,8 +16,6 @@ from sskj_results.cli import main
 from sskj_results.contract.errors import UsageError
 from sskj_results.render.history import failure_lines, history_markdown
 
-FIXTURES = Path("/work/shared/fixtures/raw")
-
 
 def frame(rows: list[dict[str, Any]]):
     return to_frame({c.name: [r.get(c.name) for r in rows] for c in COLUMNS})
@@ -169,10 +167,9 @@ def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code != 0 and "\n" == result.output[-1] and result.output.count("\n") == 1
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="the shared raw fixtures are not on this machine")
-def test_imported_public_corpora_no_crash_and_no_change_on_one_run_setups(tmp_path: Path) -> None:
+def test_imported_public_corpora_no_crash_and_no_change_on_one_run_setups(tmp_path: Path, shared_raw: Path) -> None:
     runs = tmp_path / "runs"
-    result = CliRunner().invoke(main, ["import-legacy", str(FIXTURES), "--out", str(runs)])
+    result = CliRunner().invoke(main, ["import-legacy", str(shared_raw), "--out", str(runs)])
     assert result.exit_code == 0, result.output
     result = CliRunner().invoke(main, ["history", str(runs), "--out", str(tmp_path / "h"), "--html",
                                        "--fail-on-regression"])
@@ -215,13 +212,12 @@ def test_a_bad_timestamp_in_a_table_is_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "h").exists()
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="the shared raw fixtures are not on this machine")
-def test_collected_csv_and_parquet_give_the_history_of_the_run_directories(tmp_path: Path) -> None:
+def test_collected_csv_and_parquet_give_the_history_of_the_run_directories(tmp_path: Path, shared_raw: Path) -> None:
     from sskj_results.contract.escape import csv_text, csv_text_read
 
     assert csv_text_read(csv_text("--07-05")) == "--07-05" and csv_text_read("'x") == "'x"
     runs = tmp_path / "runs"
-    assert CliRunner().invoke(main, ["import-legacy", str(FIXTURES), "--out", str(runs)]).exit_code == 0
+    assert CliRunner().invoke(main, ["import-legacy", str(shared_raw), "--out", str(runs)]).exit_code == 0
     texts = []
     for source in ("runs", "t.csv", "t.parquet"):
         if source != "runs":

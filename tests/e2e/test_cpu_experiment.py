@@ -1,7 +1,12 @@
-"""End to end: the README's main command with a real vLLM CPU engine and the real sglang.bench_serving.
+"""End to end: the README's main command as a newcomer runs it, with a real vLLM CPU engine and the real
+sglang.bench_serving.
 
-Reduced grid (3 concurrencies x 1 shape, 2 phases). On a fresh machine the
-run first installs envs/ and builds models/tiny-llama (a few minutes).
+A clean clone (tests/clone.py: `git clone`, with the working tree's uncommitted changes laid over it), no
+.venv, no `make venv`, no venv or sskj-results on PATH: `bash experiments/cpu/tiny_vllm_ngram/run_bench.sh`
+creates the clone's .venv (`pip install -e .`), builds the tiny model in the clone and runs a reduced grid
+(3 concurrencies x 1 shape, 2 phases). The engine and client environments are the one thing shared:
+SSKJ_ENVS_DIR, else this checkout's envs/ (installed by the first run, a few minutes, reused after: they are
+not what a newcomer's clone lacks, and CI must not install vLLM twice).
 """
 
 from __future__ import annotations
@@ -17,11 +22,11 @@ import pytest
 
 from sskj_results.contract.io import load_run
 from sskj_results.ingest.rawio import loads_lenient
+from tests.clone import REPO, clean_clone, newcomer_env
 
 pytestmark = pytest.mark.e2e
 
-REPO = Path(__file__).resolve().parents[2]
-MAIN = REPO / "experiments" / "cpu" / "tiny_vllm_ngram" / "run_bench.sh"
+MAIN = Path("experiments") / "cpu" / "tiny_vllm_ngram" / "run_bench.sh"
 PORT = 18731
 
 
@@ -46,22 +51,37 @@ def _processes_mentioning(text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cpu_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return clean_clone(tmp_path_factory.mktemp("newcomer") / "sskj")
+
+
+@pytest.fixture(scope="module")
+def cpu_run(clone: Path) -> Path:
     assert not _listening(PORT), f"port {PORT} is busy before the run"
-    root = tmp_path_factory.mktemp("cpu_run") / "run"
-    env = dict(os.environ)
-    env.update(
+    assert not (clone / ".venv").exists()
+    root = clone.parent / "results" / "run"
+    env = newcomer_env(dict(
         RESULT_ROOT=str(root), RUN_ID="20261130-000000", PORT=str(PORT),
         CONCURRENCIES="1 2 4", SHAPES="128x32", MIN_PROMPTS="8", PROMPTS_PER_CONCURRENCY="2", REPEATS="1",
-        SSKJ_RESULTS_BIN=str(Path(sys.executable).parent / "sskj-results"),
-    )
-    env.pop("PLATFORM", None)
-    proc = subprocess.run(["bash", str(MAIN)], env=env, capture_output=True, text=True, timeout=1800)
+        SSKJ_ENVS_DIR=os.environ.get("SSKJ_ENVS_DIR") or str(REPO / "envs"),
+    ))
+    env.pop("SSKJ_MODELS_DIR", None)  # the tiny model is built in the clone, as a newcomer's is
+    proc = subprocess.run(["bash", str(MAIN)], cwd=clone, env=env, capture_output=True, text=True, timeout=2400)
     log = root.parent / "run.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(proc.stdout + proc.stderr)
-    assert proc.returncode == 0, f"main command failed ({proc.returncode}); tail:\n{(proc.stdout + proc.stderr)[-4000:]}"
+    assert proc.returncode == 0, \
+        f"main command failed ({proc.returncode}); tail:\n{(proc.stdout + proc.stderr)[-4000:]}"
     assert f"comparison: {root}/comparison.md" in proc.stderr
     return root
+
+
+def test_the_newcomers_run_made_its_own_venv_and_model(clone: Path, cpu_run: Path) -> None:
+    """The script found no sskj-results, created the clone's .venv with `pip install -e .` and ran from it."""
+    log = (cpu_run.parent / "run.log").read_text()
+    assert f"creating {clone}/.venv" in log
+    assert (clone / ".venv" / "bin" / "sskj-results").is_file()
+    assert (clone / "models" / "tiny-llama" / "config.json").is_file()
 
 
 def test_every_results_json_validates(cpu_run: Path) -> None:
