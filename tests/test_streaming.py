@@ -21,10 +21,12 @@ from sskj_results.catalog.clients import client_streams
 from sskj_results.cli import main
 from sskj_results.contract.io import load_run
 from sskj_results.contract.models import Scenario
+from sskj_results.ingest.metadata import write_metadata
+from sskj_results.ingest.parse_run import parse_run_dir
 from sskj_results.ingest.rawkeys import RunError
 from sskj_results.ingest.readers import read_run
 from sskj_results.ingest.streaming import command_streaming
-from sskj_results.run.client_info import client_record
+from sskj_results.run.client_info import client_record, write_client_info
 
 LAT = [0.0273, 0.0270, 0.0346, 0.0201, 0.0255, 0.0288, 0.0312, 0.0190]
 
@@ -174,3 +176,25 @@ def test_the_client_record_says_whether_the_client_streams() -> None:
     record = client_record("sglang", "sglang.bench_serving", "python", "0.5.4", "1", "0", "--disable-stream")
     assert record["streaming"] is False
     assert client_record("vllm", "", "python", "", "0", "", "")["streaming"] is True
+
+
+def test_parse_records_the_mode_from_the_loops_record_of_the_client_command(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    write_metadata(run, {"experiment": "e", "model": "m", "engine": "vllm", "chip": "cpu", "run_id": "r",
+                         "client": "sglang.bench_serving"}, {"server_args": "python -m vllm serve m"}, detect=False)
+    (run / "raw_outputs").mkdir()
+    for stem, line, extra in (("cpu_vllm_1130_2_32_8", nostream_line(), "--disable-stream"),
+                              ("cpu_vllm_1130_4_32_8", {**nostream_line(), "max_concurrency": 4}, "")):
+        (run / "raw_outputs" / f"{stem}.jsonl").write_text(json.dumps(line) + "\n")
+        write_client_info(run, stem, client="sglang", module="sglang.bench_serving", impl="python", version="0.5.4",
+                          seed="1", warmup_requests="0", extra=extra)
+    parse_run_dir(run)
+    by_conc = {s.concurrency: s for s in load_run(run).scenarios}
+    agreed, contradicted = by_conc[2], by_conc[4]
+    assert agreed.streaming is False
+    assert agreed.streaming_source == "command: the recorded client command ran without streaming (--disable-stream)"
+    assert agreed.latencies.tpot_ms.mean is None and agreed.unmeasured["tpot_ms"]["mean"] < 0
+    # the record says it streamed, the file holds no gaps and TTFT = E2E: the run's own data is recorded, noted
+    assert contradicted.streaming is False and contradicted.streaming_source.startswith("file: ")
+    assert any("the recorded client command streamed (client_info), but the raw run says otherwise" in n
+               for n in contradicted.notes)
