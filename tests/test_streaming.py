@@ -198,3 +198,13 @@ def test_parse_records_the_mode_from_the_loops_record_of_the_client_command(tmp_
     assert contradicted.streaming is False and contradicted.streaming_source.startswith("file: ")
     assert any("the recorded client command streamed (client_info), but the raw run says otherwise" in n
                for n in contradicted.notes)
+
+
+@pytest.mark.parametrize("over_ms,streaming", [(0.0, False), (0.9, False), (1.1, None), (-0.01, True)])
+def test_a_ttft_at_most_1_ms_over_the_e2e_is_the_mark_of_no_streaming(over_ms: float, streaming: Any) -> None:
+    """The client reads the TTFT after parsing the one response: up to 1 ms later; further over decides nothing."""
+    line = nostream_line(details=False)
+    for stat in ("mean", "median", "p99"):
+        line[f"{stat}_ttft_ms"] = line[f"{stat}_e2e_latency_ms"] + over_ms
+    line.update(mean_tpot_ms=0.0, median_tpot_ms=0.0, p99_tpot_ms=0.0)
+    assert read_run(line, 1).streaming is streaming
