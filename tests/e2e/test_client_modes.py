@@ -35,8 +35,9 @@ from sskj_results.cli import main
 from sskj_results.contract.io import load_run
 from sskj_results.contract.models import Scenario
 
-# the real clients (sglang's import ~10 s, vllm's ~40 s on a loaded 2-core machine; about 90 s in all, the envs/
-# installed first on a fresh machine): in make test's engine part with the CPU experiment, not in make test-fast
+# the real clients (one process per client: sglang's ~20 s, vllm's ~45 s for all their modes on a loaded 2-core
+# machine, side by side; the envs/ installed first on a fresh machine): in make test's engine part with the CPU
+# experiment, not in make test-fast
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,6 +59,14 @@ for argv in json.loads(sys.argv[1]):
     parser = FlexibleArgumentParser()
     add_cli_args(parser)
     main(parser.parse_args(argv))
+"""
+# `python -m sglang.bench_serving ARGV` once per mode in one process (runpy runs the module as `-m` does, a fresh
+# module each time): its heavy imports (transformers) load once
+SGLANG_DRIVER = """
+import json, runpy, sys
+for argv in json.loads(sys.argv[1]):
+    sys.argv = ["sglang.bench_serving", *argv]
+    runpy.run_module("sglang.bench_serving", run_name="__main__", alter_sys=True)
 """
 
 
@@ -167,17 +176,16 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     def port(mode: Mode) -> int:
         return refusing_port if mode.refusing else ok_port
 
-    def sglang(mode: Mode) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(SGLANG_PY), "-m", "sglang.bench_serving", *_argv(mode, port(mode), raw, paths)],
-                              capture_output=True, text=True, env=env, timeout=600)
+    def client(python: Path, driver: str, name: str) -> subprocess.CompletedProcess[str]:
+        argvs = [_argv(m, port(m), raw, paths) for m in MODES if m.client == name]
+        return subprocess.run([str(python), "-c", driver, json.dumps(argvs)], capture_output=True, text=True,
+                              env=env, timeout=900)
 
-    vllm_argvs = [_argv(m, port(m), raw, paths) for m in MODES if m.client == "vllm"]
     try:
-        with ThreadPoolExecutor(max_workers=3) as pool:
-            vllm = pool.submit(subprocess.run, [str(VLLM_PY), "-c", VLLM_DRIVER, json.dumps(vllm_argvs)],
-                               capture_output=True, text=True, env=env, timeout=900)
-            runs = list(pool.map(sglang, [m for m in MODES if m.client == "sglang"]))
-            runs.append(vllm.result())
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            jobs = [pool.submit(client, SGLANG_PY, SGLANG_DRIVER, "sglang"),
+                    pool.submit(client, VLLM_PY, VLLM_DRIVER, "vllm")]
+            runs = [job.result() for job in jobs]
     finally:
         for server in servers:
             server.terminate()
