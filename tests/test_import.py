@@ -238,10 +238,17 @@ def test_no_details_uses_client_values_only(tmp_path: Path) -> None:
 def test_disable_stream_is_noted(tmp_path: Path) -> None:
     raw = tmp_path / "raw"
     raw.mkdir()
-    write_jsonl(raw / "sglang_0101_2_32_4.jsonl", [sglang_run(itls=[[] for _ in range(6)])])
+    run = sglang_run(itls=[[] for _ in range(6)])
+    write_jsonl(raw / "sglang_0101_2_32_4.jsonl", [run])
     assert _import(raw, tmp_path / "out").exit_code == 0
     (s,) = _scenarios(tmp_path / "out")
     assert any("--disable-stream" in n for n in s.notes)
+    assert s.streaming is False and s.streaming_source.startswith("file: no successful request")
+    assert s.latencies.ttft_ms.mean is None and s.latencies.ttft_ms.p95 is None and s.latencies.ttft_ms.count is None
+    assert s.unmeasured["ttft_ms"] == {"mean": run["mean_ttft_ms"], "p50": run["median_ttft_ms"], "p99": run["p99_ttft_ms"]}
+    assert all(r.ttft_ms is None and r.tpot_ms is None and r.itl_ms is None and r.e2e_ms is not None
+               for r in s.raw_requests)
+    assert s.slo_attainment is None and s.request_goodput is None and s.prefill_tok_s.count == 0
 
 
 def test_mixed_detail_and_summary_lines_in_one_file(tmp_path: Path) -> None:

@@ -47,6 +47,7 @@ PINNED = {
     "interactivity": "Float64", "energy_j": "Float64", "joules_per_output_token": "Float64",
     "output_tokens_per_kwh": "Float64", "cost_per_million_output_tokens": "Float64", "power_valid": "boolean",
     "power_reason": "string", "power_sampler": "string", "price_per_accel_hour": "Float64",
+    "streaming": "boolean", "streaming_source": "string",
 }
 
 

@@ -60,8 +60,10 @@ PathLike = Union[str, "os.PathLike[str]"]
 PRUNE_DIRS = frozenset({"raw_outputs", "logs", "gpu_logs", "server_metrics", "plots", "node_modules", "__pycache__"})
 # Scenario fields that are not columns: per-request data (use load_run for it).
 SCENARIO_SKIP = frozenset({"raw_requests"})
-# Nested fields that are not columns either: a list per scenario and free JSON (use load_run for them).
-NESTED_SKIP = frozenset({"scenarios[].acceptance.per_position", "scenarios[].client_extras.steady_state"})
+# Nested fields that are not columns either: a list per scenario, free JSON and the client's values of what a
+# scenario did not measure (provenance, never a measurement; use load_run for them).
+NESTED_SKIP = frozenset({"scenarios[].acceptance.per_position", "scenarios[].client_extras.steady_state",
+                         "scenarios[].unmeasured"})
 # Prefixes of nested scenario objects ("" drops the prefix: latencies.ttft_ms.p95 -> ttft_ms_p95).
 PREFIX = {"latencies": "", "slo_status": "slo_", "accelerator_usage": "accelerator_"}
 # Columns named otherwise than by the rules, by JSON path.

@@ -240,6 +240,22 @@ def client_temperature(client: str, extra: str) -> Optional[float]:
         return None
 
 
+# the option that turns each client's streaming off (none: `vllm bench serve`'s request functions always stream)
+STREAM_OFF_FLAGS: dict[str, Optional[str]] = {"sglang": "--disable-stream", "vllm": None}
+
+
+def client_streams(client: str, extra: str) -> Optional[bool]:
+    """Whether the client streams its responses with CLIENT_EXTRA_ARGS (`extra`); None when they cannot be read."""
+    import shlex
+
+    try:
+        words = shlex.split(extra)
+    except ValueError:
+        return None
+    flag = STREAM_OFF_FLAGS.get(client)
+    return not (flag is not None and flag in words)
+
+
 def client_command(r: ClientRequest) -> list[str]:
     """The client's argv for one scenario. Raises ValueError for an unknown module or implementation."""
     row = choose_module(r.client, module=r.module)

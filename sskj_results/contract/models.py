@@ -357,6 +357,14 @@ class _ScenarioBase(_Model):
         "Absent keys are the client's own values.",
     )
     repeat: Optional[int] = Field(default=None, ge=1, description="Repeat index when the same shape was run more than once.")
+    streaming: Optional[bool] = Field(default=None, description="Whether the client streamed: true, per-token "
+        "timing measured; false (sglang `--disable-stream`): TTFT, TPOT, ITL and what rests on them (SLO attainment, "
+        "goodput, prefill rate) are not measured, null, the client's values in `unmeasured`; null: not known.")
+    streaming_source: Optional[str] = Field(default=None, description="How `streaming` is known, with the evidence: "
+        "`command: …` (the client command the run loop recorded, client_info/), `file: …` (what the raw run holds).")
+    unmeasured: dict[str, dict[str, float]] = Field(default_factory=dict, description="The client's own statistics "
+        "of metrics not measured (`ttft_ms`, `tpot_ms`, `itl_ms` without streaming: TTFT = whole latency, TPOT 0 or "
+        "float noise), by statistic as `latencies` names them, ms: provenance, never a measurement.")
     num_prompts: Optional[int] = Field(default=None, ge=0, description="Requests sent.")
     request_rate: Optional[float] = Field(default=None, description="Request rate, req/s; null means unlimited (all at once).")
     empty_outputs: Optional[int] = Field(

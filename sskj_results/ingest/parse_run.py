@@ -22,6 +22,7 @@ from .hashing import sha256_files_each
 from .naming import name_scenarios
 from .plausible import FLAG
 from .clientprint import best_acceptance, client_of_run, draft_length, read_client_info
+from .streaming import command_streaming
 from .rawsources import list_raw_dir
 from .scenario import RAW_REQUESTS_CAP, Problem, _bulk, _skip_entry, build_scenario, read_raw_file, run_time, unexpected
 from .sidecars import (
@@ -187,6 +188,7 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
             method, source = prompt_method_of(run_dir, path.stem, warnings)
             for run in outcome.runs:
                 try:
+                    command_streaming(run, info)
                     scenario = build_scenario(run, spec, Source(file=label, line=run.line, index=run.index, sha256=digest,
                                                                      format=run.format),
                                               cap=cap)

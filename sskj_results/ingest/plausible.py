@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .rawkeys import RunError, _number, _stat_key
+from .rawkeys import _METRIC, RunError, _number, _stat_key
 
 FLAG = "impossible value: "
 
@@ -22,19 +22,29 @@ THROUGHPUT_KEYS = (
     "max_output_tokens_per_s",
 )
 TOTAL_KEYS = ("total_input_tokens", "total_output_tokens", "total_output_tokens_retokenized")
+# a latency statistic above minus this (ms: 0.1 µs) is float noise around 0, not a negative value
+NOISE_MS = 1e-4
+_UNIT_MS = {"_s": 1000.0}
 _FIX = ("correct it or remove the key (an absent key is unknown), or measure the run again")
 
 
-def refuse_negative(data: dict[str, Any]) -> None:
-    """A negative throughput, latency statistic or token total: the run is refused, naming the key."""
+def refuse_negative(data: dict[str, Any], skip: tuple[str, ...] = ()) -> None:
+    """A negative throughput, latency statistic or token total: the run is refused, naming the key.
+
+    Not refused: the statistics of the metrics in `skip` (a run without streaming does not measure TTFT, TPOT or
+    ITL: its client writes TPOT as float noise around 0, streaming.py), and a latency statistic within float noise
+    of zero (above -NOISE_MS: a difference of two clock readings that should be equal)."""
     for key, value in data.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value < 0:
             continue
+        parts = _stat_key(key)
         if key in THROUGHPUT_KEYS:
             what = "a throughput"
         elif key in TOTAL_KEYS:
             what = "a token total"
-        elif _stat_key(key) is not None:
+        elif parts is not None:
+            if _METRIC[parts[1]] in skip or value * _UNIT_MS.get(parts[2], 1.0) > -NOISE_MS:
+                continue
             what = "a latency statistic"
         else:
             continue

@@ -27,6 +27,7 @@ from ..contract.clientinfo import Acceptance, ClientExtras, ClientFingerprint
 from .clientprint import file_acceptance, file_extras, file_fingerprint, saved_texts
 from .filenames import NameHints, prompts_in_name
 from .plausible import flag_token_counts, plausible_duration, refuse_negative
+from .streaming import NOT_STREAMED, set_aside, stream_mode
 from .runfacts import _recorded_chip, _started
 from .rawkeys import (
     _COMPLETED,
@@ -104,7 +105,11 @@ class RawRun:
     request_format: Optional[str] = None
     model: Optional[str] = None
     details: Optional[Details] = None
-    streaming: bool = True
+    # whether the client streamed (None: the run cannot tell), how that is known, and the client's own values of
+    # the metrics a run without streaming does not measure (streaming.py)
+    streaming: Optional[bool] = None
+    streaming_source: Optional[str] = None
+    unmeasured: dict[str, dict[str, float]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     # other statistics the client wrote (p25, p99.99, min, max …), per metric
     client_extra: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -507,14 +512,19 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
         reason = f"; first error: {first.strip().splitlines()[0][:300]}" if first.strip() else ""
         counted = f"0 of {total} requests succeeded" if total else "0 requests succeeded (completed: 0; no request count)"
         raise RunError(f"{counted}{reason}")
-    refuse_negative(data)
+    client, extra = _client_stats(data, notes)
+    if details is not None:
+        streaming, evidence = stream_mode(client, details.output_lens, details.itl_counts, details.success, fmt)
+    else:
+        streaming, evidence = stream_mode(client, None, None, None, fmt)
+    unmeasured = set_aside(client, extra) if streaming is False else {}
+    refuse_negative(data, skip=NOT_STREAMED if streaming is False else ())
     rate = _request_rate(data, notes)
     if prompts_from_name is not None and num_prompts is None:
         num_prompts = prompts_from_name
     concurrency = _concurrency(data, arrays, hints, rate, notes, prompts_from_name)
     input_len, output_len, averaged = _lengths(data, arrays, hints, options, success, notes)
     duration = plausible_duration(data, _DURATION, notes)
-    client, extra = _client_stats(data, notes)
     backend = data.get("backend") if isinstance(data.get("backend"), str) else None
     run = RawRun(
         format=fmt, line=line, concurrency=concurrency, input_len=input_len, output_len=output_len,
@@ -574,12 +584,9 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
                 f"{empty} of {success} successful requests returned 0 output tokens: counted as successes, excluded from "
                 "the statistics computed from per-request data; the client's own statistics include them"
             )
-    if details is not None:
-        ok = details.success
-        multi = ok & (details.output_lens > 1)
-        if multi.any() and not np.any(details.itl_counts[multi] > 0):
-            run.streaming = False
-            notes.append(
-                "no streamed chunks (client ran with --disable-stream): TTFT equals E2E; TPOT and ITL are not measured"
-            )
+    run.streaming, run.streaming_source, run.unmeasured = streaming, f"file: {evidence}", unmeasured
+    if streaming is False:
+        notes.append(f"not streamed (the client ran with --disable-stream: {evidence}): TTFT, TPOT and ITL are not "
+                     "measured (null; the client's own values are kept in `unmeasured`); E2E, throughput and "
+                     "counts are")
     return run

@@ -27,6 +27,7 @@ from .naming import scenario_name
 from .rawio import FileScan, LineError
 from .rawkeys import RunError
 from .readers import RawRun, ReadOptions, read_run
+from .streaming import NOT_STREAMED
 
 RAW_REQUESTS_CAP = 20000
 RAW_SUFFIXES = (".jsonl", ".json")
@@ -221,6 +222,8 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
     raw_requests: list[RawRequest] = []
     attainment = goodput = None
     e2e_method = "per_request"
+    timed = run.streaming is not False  # without streaming, TTFT, TPOT and ITL are not measured (streaming.py)
+    unmeasured = () if timed else NOT_STREAMED
     if details is not None:
         # successes with 0 output tokens are counted, but no statistic of ours is computed over them
         stats_ok = details.success & (details.output_lens > 0)
@@ -232,10 +235,12 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
             e2e_method = "ttft_plus_itls"
         # only what the client did not write itself is reported from the arrays
         arrays = {"ttft_ms": per.ttft, "e2e_ms": per.e2e, "tpot_ms": per.tpot, "itl_ms": per.itl}
-        computed = {name: summarize(arrays[name], _missing(run, name)) for name in LATENCY_NAMES}
-        distributions = _distributions(details, stats_ok)
-        attainment = slo_attainment(stats_ok, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
-        if stats_ok.size:
+        computed = {name: empty if name in unmeasured else summarize(arrays[name], _missing(run, name))
+                    for name in LATENCY_NAMES}
+        distributions = _distributions(details, stats_ok, timed)
+        if timed:
+            attainment = slo_attainment(stats_ok, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
+        if stats_ok.size and timed:
             good = good_requests(stats_ok, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
             goodput = goodput_rate(good, run.duration_s)
         if not np.array_equal(stats_ok, details.success):
@@ -243,7 +248,7 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
                 details.ttfts, details.output_lens, details.itl_flat, details.itl_counts,
                 details.success, details.latencies,
             )
-        raw_requests = _raw_requests(details, e2e_all, tpot_all, cap)
+        raw_requests = _raw_requests(details, e2e_all, tpot_all, cap, timed)
     measured = details is not None
     extra = run.client_extra
     method = {"e2e_ms": e2e_method, "tpot_ms": e2e_method}  # the others: per_request
@@ -259,7 +264,8 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
                      "sample, not a measurement)")
     latencies = Latencies(**{
         name: _percentiles(client.get(name, {}), computed[name], f"latencies.{name}",
-                           method.get(name, "per_request"), reconstructed, extra.get(name), measured)
+                           method.get(name, "per_request"), reconstructed, extra.get(name),
+                           measured and name not in unmeasured)
         for name in LATENCY_NAMES
     })
     total = run.success + (run.failed or 0)
@@ -276,16 +282,18 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         num_prompts=run.num_prompts, request_rate=run.request_rate, dataset_name=run.dataset_name,
         request_format=run.request_format, notes=notes, source=source, empty_outputs=run.empty_outputs,
         client=run.client_print, acceptance=run.acceptance, client_extras=run.client_extras, **distributions,
+        streaming=run.streaming, streaming_source=run.streaming_source, unmeasured=run.unmeasured,
     )
 
 
-def _distributions(details: Any, stats_ok: np.ndarray) -> dict[str, Any]:
+def _distributions(details: Any, stats_ok: np.ndarray, timed: bool = True) -> dict[str, Any]:
     """The registry's per-request distributions sskj computes (contract/metrics.py, `derive`), over the successful
-    requests with output: every request, not only the raw_requests kept."""
+    requests with output: every request, not only the raw_requests kept (TTFT unknown when not `timed`)."""
+    ttfts = details.ttfts[stats_ok].astype(float) * 1000
     columns = {
         "input_tokens": np.where(details.input_lens >= 0, details.input_lens, np.nan)[stats_ok].astype(float),
         "output_tokens": details.output_lens[stats_ok].astype(float),
-        "ttft_ms": details.ttfts[stats_ok].astype(float) * 1000,
+        "ttft_ms": ttfts if timed else np.full(ttfts.shape, np.nan),
     }
     return {m.name: Distribution.model_validate(summarize(derived_values(m.derive, columns), scale=1.0))
             for m in SECTION_METRICS if m.derive}
@@ -316,13 +324,16 @@ def _missing(run: RawRun, metric: str) -> list[str]:
     return [stat for stat in PCT_FIELDS if stat not in client]
 
 
-def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: int) -> list[RawRequest]:
+def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: int,
+                  timed: bool = True) -> list[RawRequest]:
+    """The requests as the client measured them; TTFT, TPOT and ITL null when not `timed` (no streaming)."""
     n = min(len(details.errors), cap)
     ok = details.success[:n]
-    ttft = _ms(np.where(ok, details.ttfts[:n], np.nan))
+    timing = ok if timed else np.zeros(n, dtype=bool)
+    ttft = _ms(np.where(timing, details.ttfts[:n], np.nan))
     e2e = _ms(e2e_all[:n])
-    tpot = _ms(tpot_all[:n])
-    itl = _ms(np.where(ok, request_itl_means(details.itl_flat, details.itl_counts)[:n], np.nan))
+    tpot = _ms(np.where(timing, tpot_all[:n], np.nan))
+    itl = _ms(np.where(timing, request_itl_means(details.itl_flat, details.itl_counts)[:n], np.nan))
     inputs = details.input_lens[:n].tolist()
     outputs = details.output_lens[:n].tolist()
     errors = details.errors

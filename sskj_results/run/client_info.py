@@ -4,7 +4,8 @@ Written by the run loop's `step` before the client starts (the command it
 builds from the same settings); read by `parse` into the scenario's `client`
 (ingest/clientprint.py). Keys: client, module, implementation, version, seed,
 warmup_requests (null when the flag is not passed), temperature (the requests' sampling temperature, with
-CLIENT_EXTRA_ARGS over the client's default: catalog/clients.client_temperature).
+CLIENT_EXTRA_ARGS over the client's default: catalog/clients.client_temperature), streaming (false when
+CLIENT_EXTRA_ARGS turn the client's streaming off: catalog/clients.client_streams).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
-from ..catalog.clients import choose_module, client_temperature, implementation
+from ..catalog.clients import choose_module, client_streams, client_temperature, implementation
 from ..contract.errors import ConfigError
 from ..contract.io import atomic_write_text
 
@@ -34,7 +35,7 @@ def client_record(client: str, module: str, impl: str, version: str, seed: str,
 
     return {"client": client, "module": row.module, "implementation": impl, "version": version or None,
             "seed": whole(seed), "warmup_requests": whole(warmup_requests) if row.warmup_flag else None,
-            "temperature": client_temperature(client, extra)}
+            "temperature": client_temperature(client, extra), "streaming": client_streams(client, extra)}
 
 
 def write_client_info(run_dir: Path, stem: str, **fields: str) -> Path:
