@@ -147,17 +147,18 @@ def test_whitespace_and_digit_runs_are_degenerate_outputs() -> None:
     assert short.ok is True and short.value == 0.0
 
 
-FIXTURES = Path("/work/shared/fixtures/raw")
 DATA_RAW = Path(__file__).resolve().parent / "data" / "raw"
 NEW_CHECKS = ("retokenized_tokens", "latency_order", "streaming_summary")
 
 
-@pytest.mark.parametrize("folder", [FIXTURES, DATA_RAW], ids=["shared-fixtures", "tests-data-raw"])
-def test_the_real_files_gain_no_new_flag(folder: Path) -> None:
+@pytest.mark.parametrize("which", ["shared-fixtures", "tests-data-raw"])
+def test_the_real_files_gain_no_new_flag(which: str, request: pytest.FixtureRequest) -> None:
     """The real client files we hold (vLLM CPU engine; sglang.bench_serving and vllm bench serve) stay clean: every
     new check passes, their streaming is judged as before, and their TPOT is the client's."""
     from sskj_results.ingest.evidence import judge_run
     from sskj_results.ingest.scenario import read_raw_file
+
+    folder = request.getfixturevalue("shared_raw") if which == "shared-fixtures" else DATA_RAW
 
     if not folder.is_dir():
         pytest.skip(f"{folder} is not on this machine")

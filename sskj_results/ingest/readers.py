@@ -513,10 +513,13 @@ def read_run(data: dict[str, Any], line: int, hints: NameHints = NameHints(),
         counted = f"0 of {total} requests succeeded" if total else "0 requests succeeded (completed: 0; no request count)"
         raise RunError(f"{counted}{reason}")
     client, extra = _client_stats(data, notes)
+    total_out = _number(data, "total_output_tokens")
+    per_output = total_out / success if total_out is not None and success else None
     if details is not None:
-        streaming, evidence = stream_mode(client, details.output_lens, details.itl_counts, details.success, fmt)
+        streaming, evidence = stream_mode(client, details.output_lens, details.itl_counts, details.success, fmt,
+                                          per_output)
     else:
-        streaming, evidence = stream_mode(client, None, None, None, fmt)
+        streaming, evidence = stream_mode(client, None, None, None, fmt, per_output)
     unmeasured = set_aside(client, extra) if streaming is False else {}
     refuse_negative(data, skip=NOT_STREAMED if streaming is False else ())
     rate = _request_rate(data, notes)

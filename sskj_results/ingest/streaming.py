@@ -37,11 +37,13 @@ def _not_below(a: float, b: float) -> bool:
 
 def stream_mode(client: dict[str, dict[str, float]], output_lens: Optional[np.ndarray],
                 itl_counts: Optional[np.ndarray], success: Optional[np.ndarray],
-                fmt: Optional[str] = None) -> tuple[Optional[bool], str]:
+                fmt: Optional[str] = None, tokens_per_output: Optional[float] = None) -> tuple[Optional[bool], str]:
     """(streamed, the evidence in words) of one raw run: True, False, or None when the run cannot tell.
 
     `client` is the client's statistics per metric (ms); the arrays are the per-request ones when the file has
-    them (None otherwise), `fmt` the raw format. Without streaming the client's TTFT is the latency itself, or a
+    them (None otherwise), `fmt` the raw format, `tokens_per_output` the client's output tokens per successful
+    request (its totals). Where every output is one token, a TTFT equal to the E2E says nothing: the one token is
+    the first and the last, streamed or not. Without streaming the client's TTFT is the latency itself, or a
     few microseconds more (sglang's completions request reads the clock for the latency before it parses the one
     response, then for the TTFT); with streaming the first token comes before the last, a TTFT below the E2E."""
     ttft, e2e = client.get("ttft_ms", {}), client.get("e2e_ms", {})
@@ -55,6 +57,13 @@ def stream_mode(client: dict[str, dict[str, float]], output_lens: Optional[np.nd
             gaps = bool(np.any(itl_counts[multi] > 0))
     if gaps:
         return True, "the requests' itls hold gaps between streamed chunks"
+    one_token = (gaps is None and output_lens is not None and success is not None
+                 and not np.any(success & (output_lens > 1))) or (
+        output_lens is None and tokens_per_output is not None and tokens_per_output <= 1)
+    if one_token and not below:
+        if fmt == VLLM and STREAM_OFF_FLAGS["vllm"] is None:
+            return True, "vllm bench serve has no mode without streaming (its request functions always stream)"
+        return None, "every output is one token: its TTFT is its E2E whether the run streamed or not"
     if below:
         return True, "the client's TTFT statistics are below its E2E ones (the first token came before the last)"
     stats = f"the client's TTFT statistics ({', '.join(common)}) are its E2E ones, or at most {PARSE_MS:g} ms more"
