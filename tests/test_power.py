@@ -1,0 +1,128 @@
+"""Tests across repeats with the pooled run-to-run variance (analysis/pooled.py), the minimum detectable change,
+and the golden rules: identical inputs and identical reruns are not significant, a planted change is found."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sskj_results.analysis import pooled, stats
+from sskj_results.analysis.compare import CompareOptions, build_comparison
+from sskj_results.render.report import render_comparison
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCH))
+try:
+    from bench_power import make_run
+finally:
+    sys.path.remove(str(BENCH))
+
+
+def pair(repeats: int, shift: float, seed: int, grid: str = "grid"):
+    rng = np.random.default_rng(seed)
+    return [make_run("a", repeats, 0.0, rng, grid), make_run("b", repeats, shift, rng, grid)]
+
+
+def verdicts(doc) -> list[tuple[str, str, str]]:
+    return [(s.name, t.metric, t.verdict) for s in doc.scenarios for t in s.tests]
+
+
+def test_identical_inputs_are_not_significant() -> None:
+    rng = np.random.default_rng(1)
+    run = make_run("a", 3, 0.0, rng)
+    doc = build_comparison([run, make_run_copy(run)], CompareOptions(plots=False))
+    tests = [t for s in doc.scenarios for t in s.tests]
+    assert tests and {t.verdict for t in tests} == {"no significant difference"}
+    assert all(t.p_raw == pytest.approx(1.0) and t.ratio == pytest.approx(1.0) for t in tests)
+    assert all(t.test.startswith("moderated-t") for t in tests)
+
+
+def make_run_copy(run):
+    from dataclasses import replace
+
+    return replace(run, path="b")
+
+
+@pytest.mark.parametrize("repeats", [2, 3, 5])
+def test_identical_reruns_are_not_significant(repeats: int) -> None:
+    """Two runs of one setup (12 scenarios, run-to-run noise 3 %): no verdict on any metric, seeded pairs."""
+    for seed in range(3):
+        doc = build_comparison(pair(repeats, 0.0, 100 + seed), CompareOptions(plots=False))
+        called = [v for v in verdicts(doc) if v[2] in ("faster", "slower")]
+        assert called == [], (seed, called)
+
+
+def test_a_planted_ten_percent_with_five_repeats_is_found() -> None:
+    """+10 % TTFT in every scenario of the 12-scenario grid, 5 repeats: the pooled variance finds it in 16 of
+    these 36 tests (Welch's t on each scenario's 5 + 5 medians, the test before pooling, found 3), and TPOT,
+    which did not change, is never called."""
+    found = 0
+    for seed in range(3):
+        doc = build_comparison(pair(5, 0.10, 200 + seed), CompareOptions(plots=False))
+        ttft = [v for v in verdicts(doc) if v[1] == "ttft_ms"]
+        found += sum(v[2] == "slower" for v in ttft)
+        assert not [v for v in verdicts(doc) if v[1] in ("tpot_ms",) and v[2] != "no significant difference"]
+    assert found >= 12, found  # of 36
+
+
+def test_no_significant_difference_shows_its_minimum_detectable_change() -> None:
+    doc = build_comparison(pair(3, 0.0, 7), CompareOptions(plots=False))
+    md = render_comparison(doc)
+    tests = [t for s in doc.scenarios for t in s.tests]
+    assert tests and all(t.mdc is not None and t.mdc > 0.05 for t in tests)
+    first = doc.scenarios[0].tests[0]
+    assert f"no significant difference (MDC {first.mdc * 100:.1f}%)" in md
+    assert "MDC (minimum detectable change)" in md
+    # the test's MDC from its standard error: Holm's threshold for a lone change among the family's tests
+    se = math.log(first.ci_high / first.ci_low) / (2 * float(__import__("scipy.stats").stats.t.ppf(0.975, first.df)))
+    lone = 0.05 / doc.settings.family_size
+    assert first.mdc == pytest.approx(stats.minimum_detectable_change(se, first.df, alpha=lone, min_change=0.05))
+
+
+def test_minimum_detectable_change_is_beyond_min_change_and_grows_with_noise() -> None:
+    small = stats.minimum_detectable_change(0.001, 100, alpha=0.05, min_change=0.05)
+    assert small > 0.05 and small == pytest.approx(math.expm1(math.log(1.05) + 0.001 * 0.845), rel=1e-3)
+    assert stats.minimum_detectable_change(0.05, 100, alpha=0.05, min_change=0.05) > \
+        stats.minimum_detectable_change(0.03, 100, alpha=0.05, min_change=0.05)
+    assert stats.minimum_detectable_change(0.03, 4, alpha=0.05, min_change=0.05) > \
+        stats.minimum_detectable_change(0.03, 100, alpha=0.05, min_change=0.05)
+
+
+def test_prior_recovers_its_degrees_of_freedom_and_scale() -> None:
+    """Variances drawn from the model (s² ~ s0² d0 / chi²(d0), then s²'s own chi²(d) / d): the fit finds d0
+    and s0² back; equal true variances give an infinite d0 (one pooled variance)."""
+    rng = np.random.default_rng(3)
+    d0, s0, d = 12.0, 0.04**2, 4
+    true = s0 * d0 / rng.chisquare(d0, 4000)
+    seen = true * rng.chisquare(d, 4000) / d
+    fit_d0, fit_s0 = pooled.fit_prior(seen, [d] * 4000)
+    assert fit_d0 == pytest.approx(d0, rel=0.3) and fit_s0 == pytest.approx(s0, rel=0.1)
+    same = s0 * rng.chisquare(d, 4000) / d
+    inf_d0, pooled_s0 = pooled.fit_prior(same, [d] * 4000)
+    assert inf_d0 > 200 and pooled_s0 == pytest.approx(s0, rel=0.05)
+    assert pooled.fit_prior([1.0, 2.0], [4, 4]) == (0.0, 0.0)  # too few tests: each keeps its own variance
+
+
+def test_repeats_cannot_vary_less_than_their_requests() -> None:
+    """Repeat medians that agree by chance far better than their requests allow are held to the sampling
+    variance of a median: a 4 % shift inside a 20 % request spread is not significant on 2 + 2 repeats."""
+    rng = np.random.default_rng(8)
+    reqs = [rng.lognormal(0.0, 0.2, 64) for _ in range(4)]
+    reqs = [r / np.median(r) * level for r, level in zip(reqs, (100.0, 100.1, 104.0, 104.1))]
+    floor = float(np.mean([pooled.median_variance(r) for r in reqs]))
+    assert floor == pytest.approx((1.2533 * 0.2) ** 2 / 64, rel=0.5)
+    item = pooled.repeats(pooled.MODERATED_MEDIANS, np.array([100.0, 100.1]), np.array([104.0, 104.1]), floor)
+    (bounded,) = pooled.moderated([item], confidence=0.95)
+    (unbounded,) = pooled.moderated([pooled.Repeats(item.test, item.base, item.cand, 0.0)], confidence=0.95)
+    assert unbounded.p_raw is not None and unbounded.p_raw < 0.001
+    assert bounded.p_raw is not None and bounded.p_raw > 0.1
+
+
+def test_summary_counts_only_the_verdicts_that_occur() -> None:
+    doc = build_comparison(pair(2, 0.0, 9, "one"), CompareOptions(plots=False))
+    line = next(x for x in render_comparison(doc).splitlines() if x.startswith("Verdicts: "))
+    assert line.startswith("Verdicts: ") and " 0 " not in line and "no significant difference" in line
