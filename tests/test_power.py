@@ -126,3 +126,47 @@ def test_summary_counts_only_the_verdicts_that_occur() -> None:
     doc = build_comparison(pair(2, 0.0, 9, "one"), CompareOptions(plots=False))
     line = next(x for x in render_comparison(doc).splitlines() if x.startswith("Verdicts: "))
     assert line.startswith("Verdicts: ") and " 0 " not in line and "no significant difference" in line
+
+
+def test_plan_says_how_many_repeats_a_change_needs_at_the_noise_past_runs_showed() -> None:
+    from sskj_results.analysis.powerplan import plan_lines, plan_repeats
+
+    rng = np.random.default_rng(12)
+    past = [make_run("a", 3, 0.0, rng), make_run("b", 3, 0.0, rng)]
+    plans = {p.metric: p for p in plan_repeats(past, 0.15, alpha=0.05, min_change=0.05)}
+    ttft = plans["ttft_ms"]
+    # 3 % run-to-run noise and the median of 64 requests of spread 0.2: sqrt(0.03² + pi/2 * 0.2² / 64) = 4.3 %
+    assert ttft.sd == pytest.approx(0.0434, rel=0.2) and ttft.df == 2 * 12 * 2 and ttft.shapes == 12
+    assert ttft.repeats is not None and 2 <= ttft.repeats <= 5 and ttft.mdc <= 0.15
+    finer = {p.metric: p for p in plan_repeats(past, 0.10, alpha=0.05, min_change=0.05)}["ttft_ms"]
+    assert finer.repeats is not None and finer.repeats > ttft.repeats
+    assert plan_repeats(past, 0.04, alpha=0.05, min_change=0.05)[0].repeats is None  # below --min-change: never
+    lines = plan_lines(list(plans.values()), 0.15, 2)
+    assert lines[0].startswith(f"TTFT median (ms): run-to-run noise {ttft.sd * 100:.1f} % a repeat") and f"REPEATS={ttft.repeats} finds" in lines[0]
+    single = [make_run("c", 1, 0.0, rng)]
+    assert plan_lines(plan_repeats(single, 0.1, alpha=0.05, min_change=0.05), 0.1, 1)[0].startswith(
+        "no shape was repeated in the 1 run(s)")
+
+
+def test_compare_plan_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from sskj_results.cli import main
+    from sskj_results.contract.io import save_run
+
+    run = make_run("a", 2, 0.0, np.random.default_rng(4), "one")
+    scenarios = []
+    for s, samples in zip(run.results.scenarios, run.samples):
+        from sskj_results.contract.models import RawRequest
+
+        raw = [RawRequest(request_id=str(k), ttft_ms=float(a), tpot_ms=float(b), e2e_ms=float(c), success=True)
+               for k, (a, b, c) in enumerate(zip(samples.metric("ttft_ms"), samples.metric("tpot_ms"),
+                                                 samples.metric("e2e_ms")))]
+        scenarios.append(s.model_copy(update={"raw_requests": raw}))
+    (tmp_path / "past").mkdir()
+    save_run(run.results.model_copy(update={"scenarios": scenarios}), tmp_path / "past" / "results.json")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["compare", "--plan", "0.2", "past"])
+    assert result.exit_code == 0, result.output
+    assert "TTFT median (ms): run-to-run noise" in result.output and "80 % power" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["past"]
