@@ -16,7 +16,7 @@ of tests with one; the median minimum detectable change of the TTFT tests. Seede
 give the same table.
 
     python benchmarks/bench_power.py [--quick] [--pairs N] [--null-pairs N] [--repeats 2,3,5]
-        [--shifts 0,5,10,15,20,30] [--seed N] [--json OUT]
+        [--shifts 0,5,10,15,20,30] [--seed N] [--grid grid|one] [--across-metrics] [--json OUT]
 """
 
 from __future__ import annotations
@@ -117,8 +117,17 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=20260707)
     parser.add_argument("--grid", choices=sorted(GRIDS), default="grid",
                         help="grid: the 12 scenarios of a real run (default); one: the scenario c4_i512_o256 alone")
+    parser.add_argument("--across-metrics", action="store_true",
+                        help="pool a metric with too few scenarios with the run's other metrics (measured, not "
+                             "compare's default: the metrics of one scenario are correlated)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.across_metrics:
+        import functools
+
+        from sskj_results.analysis import compare, pooled
+
+        compare.pooled.pool = functools.partial(pooled.pool, across_metrics=True)  # type: ignore[assignment]
     if args.quick:
         args.pairs, args.null_pairs = 30, 100
     rows = []

@@ -170,3 +170,17 @@ def test_compare_plan_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert result.exit_code == 0, result.output
     assert "TTFT median (ms): run-to-run noise" in result.output and "80 % power" in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["past"]
+
+
+@pytest.mark.parametrize("repeats, tests", [(5, 12), (2, 12), (2, 1)])
+def test_the_pooled_test_is_calibrated(repeats: int, tests: int) -> None:
+    """Identical normal noise on the log scale: each test rejects at its alpha (5 %) in about 5 % of draws,
+    pooled over 12 tests (d0 large) or alone (its own 2n - 2 degrees of freedom)."""
+    rng = np.random.default_rng(21)
+    p_values = []
+    for _ in range(2400 // tests):
+        items = [pooled.Repeats(pooled.MODERATED, rng.normal(0, 0.04, repeats), rng.normal(0, 0.04, repeats))
+                 for _ in range(tests)]
+        p_values += [o.p_raw for o in pooled.moderated(items, confidence=0.95)]
+    rate = float(np.mean(np.array(p_values) < 0.05))
+    assert 0.04 <= rate <= 0.06, rate

@@ -247,7 +247,7 @@ def test_ratio_intervals_never_go_below_zero():
 def test_welch_needs_two_repeats_per_side():
     out = compare_means_welch(np.array([100.0]), np.array([120.0, 121.0]))
     assert out.verdict == INSUFFICIENT
-    assert out.reason == "1 vs 2 repeats: Welch's t-test needs at least 2 per side"
+    assert out.reason == "1 vs 2 repeats: a test across repeats needs at least 2 per side"
 
 
 def test_welch_without_variance():

@@ -341,6 +341,7 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
         if prompts and options.allow_prompt_difference:
             caveat = f"{caveat}; {prompts}" if caveat else prompts
         repeated = len(base_members) > 1 or len(cand_members) > 1  # the repeat is then the unit of every test
+        outcome: Union[stats.Outcome, pooled.Repeats]
         for metric in PER_REQUEST_COMPARED:
             base_pool, cand_pool = pool(base_run, base_members, metric), pool(cand_run, cand_members, metric)
             if metric_row(metric).origin == "sskj" and not base_pool.size and not cand_pool.size:

@@ -20,7 +20,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from .stats import INSUFFICIENT, Outcome, _out_of_range, compare_means_welch, not_comparable
+from .stats import INSUFFICIENT, Outcome, _out_of_range, compare_means_welch
 
 MODERATED = "moderated-t"  # one value per repeat (throughput, goodput), log scale, pooled variance
 MODERATED_MEDIANS = "moderated-t-repeat-medians"  # one median per repeat of a per-request metric
@@ -67,25 +67,9 @@ def repeats(test: str, base: np.ndarray, cand: np.ndarray, floor: float = 0.0) -
     Welch's t-test on the values, with Fieller's interval)."""
     base = np.asarray(base, dtype=float)
     cand = np.asarray(cand, dtype=float)
-    n1, n2 = base.size, cand.size
-    extreme = _out_of_range(base, cand)
-    if extreme:
-        return not_comparable(test, extreme, n1, n2)
-    if n1 < 2 or n2 < 2:
-        return Outcome(
-            test=test, n_baseline=n1, n_candidate=n2, verdict=INSUFFICIENT,
-            baseline_value=_geomean(base), candidate_value=_geomean(cand),
-            reason=f"{n1} vs {n2} repeats: a test across repeats needs at least 2 per side",
-        )
-    if base.min() <= 0 or cand.min() <= 0:
+    if base.size < 2 or cand.size < 2 or _out_of_range(base, cand) or min(base.min(), cand.min()) <= 0:
         return replace(compare_means_welch(base, cand), test=test)
     return Repeats(test, np.log(base), np.log(cand), floor)
-
-
-def _geomean(values: np.ndarray) -> Optional[float]:
-    if not values.size:
-        return None
-    return float(np.exp(np.log(values).mean())) if values.min() > 0 else float(values.mean())
 
 
 def _trigamma_inverse(x: float) -> float:

@@ -239,7 +239,7 @@ def compare_means_welch(
             test=WELCH, n_baseline=n1, n_candidate=n2, verdict=INSUFFICIENT,
             baseline_value=float(base.mean()) if n1 else None,
             candidate_value=float(cand.mean()) if n2 else None,
-            reason=f"{n1} vs {n2} repeats: Welch's t-test needs at least 2 per side",
+            reason=f"{n1} vs {n2} repeats: a test across repeats needs at least 2 per side",
         )
     m1, m2 = float(base.mean()), float(cand.mean())
     if m1 <= 0:
