@@ -184,3 +184,18 @@ def test_the_pooled_test_is_calibrated(repeats: int, tests: int) -> None:
         p_values += [o.p_raw for o in pooled.moderated(items, confidence=0.95)]
     rate = float(np.mean(np.array(p_values) < 0.05))
     assert 0.04 <= rate <= 0.06, rate
+
+
+def test_the_benchmark_runs_and_writes_its_table(tmp_path: Path) -> None:
+    """A guard against rot: one pair a cell, one scenario; the table and the JSON have every cell."""
+    import json
+    import subprocess
+
+    out = tmp_path / "power.json"
+    done = subprocess.run([sys.executable, str(BENCH / "bench_power.py"), "--grid", "one", "--pairs", "2",
+                           "--null-pairs", "2", "--repeats", "2,3", "--shifts", "0,30", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert sum(line.startswith("| 2 | +") or line.startswith("| 3 | +") for line in done.stdout.splitlines()) == 4
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["repeats"], r["shift"], r["pairs"]) for r in rows] == [(2, 0.0, 2), (2, 0.3, 2), (3, 0.0, 2), (3, 0.3, 2)]
