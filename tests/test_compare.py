@@ -374,7 +374,7 @@ def test_repeated_runs_test_across_repeats_on_output_throughput():
     geomean = lambda v: float(np.exp(np.mean(np.log(v))))  # noqa: E731
     assert welch.ratio == pytest.approx(geomean([1500.0, 1490.0, 1510.0]) / geomean([1000.0, 1010.0, 995.0]))
     assert welch.ci_low < welch.ratio < welch.ci_high
-    # the repeat is the unit of the per-request metrics too: one median per repeat, Welch's t across them
+    # the repeat is the unit of the per-request metrics too: one median per repeat, the pooled t-test across them
     others = [t for t in sc.tests if t.metric != "output_token_throughput"]
     assert {(t.test, t.n_baseline, t.n_candidate) for t in others} == {("moderated-t-repeat-medians", 3, 3)}
     assert doc.settings.run_to_run == "tested"

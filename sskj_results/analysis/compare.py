@@ -10,7 +10,8 @@ Scenarios are matched by (concurrency, input_len, output_len). The first run
 it on the per-request TTFT, TPOT and E2E of successful requests, and on the
 output token throughput of repeated runs (see docs/COMPARE.md). When a side
 has a shape more than once the repeat is the unit of every test: one median
-per repeat of each per-request metric, Welch's t-test across repeats.
+per repeat of each per-request metric, a t-test across repeats whose run-to-run
+variance is pooled over the comparison's scenarios (`pooled`).
 """
 
 from __future__ import annotations

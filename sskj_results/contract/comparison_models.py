@@ -198,8 +198,8 @@ class Settings(_Doc):
     strict: bool = Field(default=False, description="`compare --strict`: any failed validity check refused a test, "
                                                     "qualified points too.")
     run_to_run: RunToRun = Field(default="ignored", description="`tested`: every matched shape was repeated on some "
-                                 "side, the repeat is the unit of its tests (one median per repeat, Welch's t across "
-                                 "repeats); `ignored`: no shape was repeated, per-request tests within one run ignore "
+                                 "side, the repeat is the unit of its tests (one median per repeat, a t-test across "
+                                 "repeats with the pooled run-to-run variance); `ignored`: no shape was repeated, per-request tests within one run ignore "
                                  "run-to-run variation; `partly`: some shapes were (docs/COMPARE.md).")
 
 class ConfigDifference(_Doc):

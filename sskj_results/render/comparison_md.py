@@ -151,8 +151,8 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
     else:
         how = (f"on the per-request {per_request_words} of successful requests (two-sided Mann–Whitney U; ratio = "
                f"candidate median / baseline median, bootstrap {s.confidence:.0%} CI over {s.bootstrap_resamples} "
-               f"resamples), and on {repeated} when a shape was repeated at least twice per side (Welch's t-test; "
-               "ratio of means"
+               f"resamples), and on {repeated} when a shape was repeated at least twice per side (a t-test across "
+               "repeats; ratio of geometric means"
                f"{'; across accelerator counts on one run too, then insufficient samples' if doc.throughput_basis else ''})")
         if s.run_to_run == "partly":
             how += ("; a shape repeated on some side is tested with the repeat as the unit (one median per repeat, "
