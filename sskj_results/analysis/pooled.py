@@ -1,4 +1,4 @@
-"""Tests across repeats with a pooled run-to-run variance, and the change a test could have detected. Pure maths:
+"""Tests across repeats with a pooled run-to-run variance (the minimum detectable change is `stats`). Pure maths:
 numpy arrays in, `stats.Outcome`s out; no I/O.
 
 The model (docs/COMPARE.md, *The noise model*): a repeat's value of a metric at one shape (the median of its
