@@ -174,7 +174,7 @@ def test_comparison_json_shape_and_verdicts(runs_dir):
     nc = test_of("c16_i128_o32", ngram, "e2e_ms")
     assert (nc.verdict, nc.reason, nc.p_value) == ("not comparable", "no per-request data in the candidate", None)
     welch = test_of("c2_i256_o64", ngram, "output_token_throughput")
-    assert (welch.test, welch.verdict, welch.n_baseline, welch.n_candidate) == ("welch-t", "faster", 3, 3)
+    assert (welch.test, welch.verdict, welch.n_baseline, welch.n_candidate) == ("moderated-t", "faster", 3, 3)
     assert test_of("c2_i256_o64", vllm, "output_token_throughput").verdict == "no significant difference"
     assert [(u.run, u.scenario, u.missing_in) for u in doc.unmatched] == [
         ("sglang", "c32_i128_o32", [ngram]), (vllm, "c32_i128_o32", [ngram])]
@@ -358,7 +358,7 @@ def test_baseline_option_reorders_and_adds(runs_dir):
     assert [i.path for i in doc.runs] == ["vllm_ngram", "sglang"]
 
 
-def test_repeated_runs_use_welch_on_output_throughput():
+def test_repeated_runs_test_across_repeats_on_output_throughput():
     def rep(engine: str, values: list[float], seed: int) -> Results:
         return results(engine, [scenario(4, 100, 50, repeat=i + 1, throughput=v, ttft=latencies(10, 100, seed + i),
                                           tpot=latencies(10, 10, seed + 10 + i)) for i, v in enumerate(values)])
@@ -370,12 +370,13 @@ def test_repeated_runs_use_welch_on_output_throughput():
     assert sc.name == "c4_i100_o50"
     assert [r.scenario for r in sc.rows] == ["c4_i100_o50_r1", "c4_i100_o50_r2", "c4_i100_o50_r3"] * 2
     (welch,) = [t for t in sc.tests if t.metric == "output_token_throughput"]
-    assert welch.test == "welch-t" and welch.verdict == "faster"
-    assert welch.ratio == pytest.approx(1500.0 / 1001.6666, rel=1e-4)
+    assert welch.test == "moderated-t" and welch.verdict == "faster"
+    geomean = lambda v: float(np.exp(np.mean(np.log(v))))  # noqa: E731
+    assert welch.ratio == pytest.approx(geomean([1500.0, 1490.0, 1510.0]) / geomean([1000.0, 1010.0, 995.0]))
     assert welch.ci_low < welch.ratio < welch.ci_high
-    # the repeat is the unit of the per-request metrics too: one median per repeat, Welch's t across them
+    # the repeat is the unit of the per-request metrics too: one median per repeat, the pooled t-test across them
     others = [t for t in sc.tests if t.metric != "output_token_throughput"]
-    assert {(t.test, t.n_baseline, t.n_candidate) for t in others} == {("welch-t-repeat-medians", 3, 3)}
+    assert {(t.test, t.n_baseline, t.n_candidate) for t in others} == {("moderated-t-repeat-medians", 3, 3)}
     assert doc.settings.run_to_run == "tested"
     single = results("c", [scenario(4, 100, 50, throughput=1200.0, ttft=latencies(30, 100, 7), tpot=latencies(30, 10, 8))])
     doc = build_comparison([run_data(base, "a"), run_data(single, "c")], CompareOptions(plots=False))

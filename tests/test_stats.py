@@ -214,7 +214,8 @@ def test_welch_higher_throughput_is_faster():
     assert reverse.verdict == SLOWER
 
 
-def test_welch_interval_matches_the_textbook_formula():
+def test_welch_interval_is_fiellers_interval_of_the_ratio():
+    """Fieller's interval: the ratios r whose difference m2 - r * m1 Welch's t does not reject."""
     from scipy import stats as sps
 
     base = np.array([100.0, 104.0, 97.0, 101.0])
@@ -222,17 +223,31 @@ def test_welch_interval_matches_the_textbook_formula():
     out = compare_means_welch(base, cand, confidence=0.95)
     v1, v2 = base.var(ddof=1) / 4, cand.var(ddof=1) / 3
     df = (v1 + v2) ** 2 / (v1**2 / 3 + v2**2 / 2)
-    half = sps.t.ppf(0.975, df) * math.sqrt(v1 + v2)
-    diff = cand.mean() - base.mean()
-    assert out.ci_low == pytest.approx(1 + (diff - half) / base.mean())
-    assert out.ci_high == pytest.approx(1 + (diff + half) / base.mean())
+    q = sps.t.ppf(0.975, df)
+    for bound in (out.ci_low, out.ci_high):  # on the boundary: |t| of m2 - r m1 equals q
+        assert (cand.mean() - bound * base.mean()) ** 2 == pytest.approx(q * q * (v2 + bound * bound * v1))
+    assert out.ci_low < out.ratio < out.ci_high
     assert out.p_raw == pytest.approx(sps.ttest_ind(cand, base, equal_var=False).pvalue)
+
+
+def test_ratio_intervals_never_go_below_zero():
+    """A noisy small candidate: the old interval 1 + (diff - half) / m1 went below 0; a ratio cannot."""
+    base = np.array([100.0, 160.0, 40.0])
+    cand = np.array([5.0, 60.0, 1.0])
+    welch = compare_means_welch(base, cand)
+    assert welch.ci_low is not None and welch.ci_low >= 0.0 and welch.ci_low < welch.ratio < welch.ci_high
+    from sskj_results.analysis import pooled
+
+    item = pooled.repeats(pooled.MODERATED, base, cand)
+    assert isinstance(item, pooled.Repeats)
+    (moderated,) = pooled.moderated([item], confidence=0.95)
+    assert moderated.ci_low is not None and 0.0 < moderated.ci_low < moderated.ratio < moderated.ci_high
 
 
 def test_welch_needs_two_repeats_per_side():
     out = compare_means_welch(np.array([100.0]), np.array([120.0, 121.0]))
     assert out.verdict == INSUFFICIENT
-    assert out.reason == "1 vs 2 repeats: Welch's t-test needs at least 2 per side"
+    assert out.reason == "1 vs 2 repeats: a test across repeats needs at least 2 per side"
 
 
 def test_welch_without_variance():

@@ -10,7 +10,8 @@ Scenarios are matched by (concurrency, input_len, output_len). The first run
 it on the per-request TTFT, TPOT and E2E of successful requests, and on the
 output token throughput of repeated runs (see docs/COMPARE.md). When a side
 has a shape more than once the repeat is the unit of every test: one median
-per repeat of each per-request metric, Welch's t-test across repeats.
+per repeat of each per-request metric, a t-test across repeats whose run-to-run
+variance is pooled over the comparison's scenarios (`pooled`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from . import stats
+from . import pooled, stats
 from .configdiff import (
     config_differences, is_speculative, one_model_with_speculative_variant, prompt_refusal, server_command,
     speculative_flags,
@@ -261,10 +262,25 @@ def _stat_test(label: str, metric: MetricName, outcome: stats.Outcome, caveat: O
         ci_low=_finite(outcome.ci_low), ci_high=_finite(outcome.ci_high),
         n_baseline=outcome.n_baseline, n_candidate=outcome.n_candidate,
         baseline_value=outcome.baseline_value, candidate_value=outcome.candidate_value, reason=reason,
+        mdc=outcome.mdc, df=outcome.df if outcome.df is not None and math.isfinite(outcome.df) else None,
     )
 
 
-Pending = tuple[int, MetricName, stats.Outcome, Optional[str], Grades]
+Pending = tuple[int, MetricName, Union[stats.Outcome, pooled.Repeats], Optional[str], Grades]
+
+
+def _repeat_medians(base: Sequence[np.ndarray], cand: Sequence[np.ndarray]) -> Union[stats.Outcome, pooled.Repeats]:
+    """One median per repeat of a per-request metric (a repeat without values is left out), ready for the pooled
+    test, with the within-repeat bound of a repeat's variance (the mean sampling variance of the medians)."""
+    kept = [v for v in list(base) + list(cand) if v.size]
+    base_medians = np.array([float(np.median(v)) for v in base if v.size], dtype=float)
+    cand_medians = np.array([float(np.median(v)) for v in cand if v.size], dtype=float)
+    if not base_medians.size or not cand_medians.size:
+        side = "baseline" if not base_medians.size else "candidate"
+        return stats.not_comparable(pooled.MODERATED_MEDIANS, f"no per-request data in the {side}",
+                                    base_medians.size, cand_medians.size)
+    floor = float(np.mean([pooled.median_variance(v) for v in kept]))
+    return pooled.repeats(pooled.MODERATED_MEDIANS, base_medians, cand_medians, floor)
 
 
 def _repeat_values(scenarios: Sequence[Scenario], metric: MetricName, recomputed: bool) -> np.ndarray:
@@ -326,16 +342,17 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
         if prompts and options.allow_prompt_difference:
             caveat = f"{caveat}; {prompts}" if caveat else prompts
         repeated = len(base_members) > 1 or len(cand_members) > 1  # the repeat is then the unit of every test
+        outcome: Union[stats.Outcome, pooled.Repeats]
         for metric in PER_REQUEST_COMPARED:
             base_pool, cand_pool = pool(base_run, base_members, metric), pool(cand_run, cand_members, metric)
             if metric_row(metric).origin == "sskj" and not base_pool.size and not cand_pool.size:
                 continue  # computed on neither side (no per-request data): no test to report
             if difference:
-                outcome = stats.not_comparable(stats.WELCH_MEDIANS if repeated else stats.MANN_WHITNEY, difference)
+                outcome = stats.not_comparable(pooled.MODERATED_MEDIANS if repeated else stats.MANN_WHITNEY,
+                                               difference)
             elif repeated:
-                outcome = stats.compare_repeat_medians(
-                    [base_run.samples[j].metric(metric) for j in base_members],
-                    [cand_run.samples[j].metric(metric) for j in cand_members], confidence=options.confidence)
+                outcome = _repeat_medians([base_run.samples[j].metric(metric) for j in base_members],
+                                          [cand_run.samples[j].metric(metric) for j in cand_members])
             else:
                 outcome = stats.compare_latency(
                     base_pool, cand_pool, alpha=options.alpha, n_resamples=options.n_resamples,
@@ -348,8 +365,11 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
                 cand_values = _repeat_values(cand_scen, repeat_metric, recompute[ci])
                 if metric_row(repeat_metric).origin == "sskj" and not base_values.size and not cand_values.size:
                     continue  # measured on neither side (no per-request data): no test to report
+                test = pooled.MODERATED if repeated else stats.WELCH
                 if difference:
-                    outcome = stats.not_comparable(stats.WELCH, difference)
+                    outcome = stats.not_comparable(test, difference)
+                elif repeated:
+                    outcome = pooled.repeats(test, base_values, cand_values)
                 else:
                     outcome = stats.compare_means_welch(base_values, cand_values, confidence=options.confidence)
                 out.append((ci, repeat_metric, outcome, None, invalid))
@@ -414,10 +434,11 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
     prompts = prompt_refusal(differences)
     per_device = devices_differ(runs)
     pending: list[tuple[int, int, MetricName, stats.Outcome, Optional[str], Grades]] = []
-    for gi, group in enumerate(groups):
-        for ci, metric, outcome, caveat, invalid in _group_outcomes(runs, group, options, judged, recompute, prompts,
-                                                                  per_device is not None):
-            pending.append((gi, ci, metric, outcome, caveat, invalid))
+    found = [(gi, found) for gi, group in enumerate(groups)
+             for found in _group_outcomes(runs, group, options, judged, recompute, prompts, per_device is not None)]
+    tested = pooled.pool([((ci, metric), item) for _, (ci, metric, item, _, _) in found], confidence=options.confidence)
+    for (gi, (ci, metric, _, caveat, invalid)), outcome in zip(found, tested):
+        pending.append((gi, ci, metric, outcome, caveat, invalid))
     decided = stats.decide(
         [p[3] for p in pending], [metric_row(p[2]).higher_is_better for p in pending],
         alpha=options.alpha, min_change=options.min_change,

@@ -24,6 +24,7 @@ SciPy is imported lazily, inside the functions that need it.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from dataclasses import dataclass, replace
 from typing import Final, Literal, Optional, Sequence
 
@@ -67,6 +68,9 @@ class Outcome:
     baseline_value: Optional[float] = None
     candidate_value: Optional[float] = None
     reason: Optional[str] = None
+    se_log: Optional[float] = None  # standard error of log(ratio), for the minimum detectable change
+    df: Optional[float] = None  # its degrees of freedom (inf: normal)
+    mdc: Optional[float] = None  # minimum detectable change at 80 % power (a fraction), set by `decide`
 
 
 def not_comparable(test: str, reason: str, n_baseline: int = 0, n_candidate: int = 0) -> Outcome:
@@ -203,9 +207,12 @@ def compare_latency(
     if base_median <= 0:
         return not_comparable(MANN_WHITNEY, f"baseline median is 0 {unit}; the ratio is undefined", n1, n2)
     ratio, low, high = median_ratio_ci(base, cand, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    z = float(NormalDist().inv_cdf(0.5 + confidence / 2))
+    se_log = (math.log(high) - math.log(low)) / (2 * z) if low > 0 and math.isfinite(high) else None
     return Outcome(
         test=MANN_WHITNEY, n_baseline=n1, n_candidate=n2, p_raw=mann_whitney_p(base, cand),
         ratio=ratio, ci_low=low, ci_high=high, baseline_value=base_median, candidate_value=cand_median,
+        se_log=se_log, df=math.inf if se_log is not None else None,
     )
 
 
@@ -217,9 +224,9 @@ def compare_means_welch(
 ) -> Outcome:
     """Repeated-run values (e.g. output token throughput per repeat): Welch's t-test, ratio of means.
 
-    The interval is Welch's interval of the difference of means
-    (Welch-Satterthwaite degrees of freedom) divided by the baseline mean:
-    ``1 + (diff -/+ t * se) / mean_baseline``. Needs two values per side.
+    The interval is Fieller's interval of the ratio of the two means with
+    Welch-Satterthwaite degrees of freedom (`fieller`): never below 0 for
+    values that are never negative. Needs two values per side.
     """
     base = np.asarray(baseline, dtype=float)
     cand = np.asarray(candidate, dtype=float)
@@ -232,7 +239,7 @@ def compare_means_welch(
             test=WELCH, n_baseline=n1, n_candidate=n2, verdict=INSUFFICIENT,
             baseline_value=float(base.mean()) if n1 else None,
             candidate_value=float(cand.mean()) if n2 else None,
-            reason=f"{n1} vs {n2} repeats: Welch's t-test needs at least 2 per side",
+            reason=f"{n1} vs {n2} repeats: a test across repeats needs at least 2 per side",
         )
     m1, m2 = float(base.mean()), float(cand.mean())
     if m1 <= 0:
@@ -254,13 +261,27 @@ def compare_means_welch(
     p = float(ttest_ind(cand, base, equal_var=False).pvalue)
     se = math.sqrt(se2)
     df = se2**2 / ((v1 / n1) ** 2 / (n1 - 1) + (v2 / n2) ** 2 / (n2 - 1))
-    half = float(student_t.ppf(0.5 + confidence / 2.0, df)) * se
-    diff = m2 - m1
+    q = float(student_t.ppf(0.5 + confidence / 2.0, df))
+    low, high = fieller(m1, m2, v1 / n1, v2 / n2, q)
+    if base.min() >= 0 and cand.min() >= 0:
+        low = max(low, 0.0)  # a ratio of non-negative means is never negative
     return Outcome(
-        test=WELCH, n_baseline=n1, n_candidate=n2, p_raw=p, ratio=m2 / m1,
-        ci_low=1.0 + (diff - half) / m1, ci_high=1.0 + (diff + half) / m1,
-        baseline_value=m1, candidate_value=m2,
+        test=WELCH, n_baseline=n1, n_candidate=n2, p_raw=p, ratio=m2 / m1, ci_low=low, ci_high=high,
+        baseline_value=m1, candidate_value=m2, se_log=se / m1 if m2 > 0 else None, df=df,
     )
+
+
+def fieller(m1: float, m2: float, var1: float, var2: float, q: float) -> tuple[float, float]:
+    """Fieller's interval of m2 / m1 for independent means with these variances (of the means) and critical
+    value q: the ratios r with (m2 - r m1)² <= q² (var2 + r² var1). Unbounded (-inf, inf) when the baseline
+    mean is not significantly different from 0 (m1² <= q² var1)."""
+    a = m1 * m1 - q * q * var1
+    if a <= 0:
+        return -math.inf, math.inf
+    b = m1 * m2
+    c = m2 * m2 - q * q * var2
+    root = math.sqrt(max(b * b - a * c, 0.0))
+    return (b - root) / a, (b + root) / a
 
 
 def compare_repeat_medians(
@@ -281,6 +302,21 @@ def compare_repeat_medians(
         side = "baseline" if not base.size else "candidate"
         return not_comparable(WELCH_MEDIANS, f"no per-request data in the {side}", base.size, cand.size)
     return replace(compare_means_welch(base, cand, confidence=confidence), test=WELCH_MEDIANS)
+
+
+POWER = 0.8  # the power of the minimum detectable change
+
+
+def minimum_detectable_change(se_log: float, df: float, *, alpha: float, min_change: float,
+                              power: float = POWER) -> float:
+    """The smallest change (a fraction: 0.12 = 12 %) found with this power by a test whose log-ratio has this
+    standard error: its estimate must clear both the critical value at alpha and the practical threshold,
+    so c = max(t_(1-alpha/2) * se, log(1 + min_change)) + t_power * se, reported as exp(c) - 1."""
+    from scipy.stats import t as student_t
+
+    df = min(df, 1e6)
+    reach = max(float(student_t.ppf(1 - alpha / 2, df)) * se_log, math.log1p(min_change))
+    return math.expm1(reach + float(student_t.ppf(power, df)) * se_log)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -324,9 +360,13 @@ def decide(
         ratios.append(ratio)
     adjusted = holm(p_raws)
     out = list(outcomes)
+    lone = alpha / max(len(open_idx), 1)  # what Holm asks of a change that is the family's only one
     for i, p_adj, ratio in zip(open_idx, adjusted, ratios):
         o = outcomes[i]
         verdict = classify(p_adj, ratio, alpha=alpha, min_change=min_change,
                            higher_is_better=higher_is_better[i])
-        out[i] = replace(o, p_adjusted=p_adj, verdict=verdict)
+        mdc = None
+        if o.se_log is not None and o.df is not None and o.se_log > 0:
+            mdc = minimum_detectable_change(o.se_log, o.df, alpha=lone, min_change=min_change)
+        out[i] = replace(o, p_adjusted=p_adj, verdict=verdict, mdc=mdc)
     return out

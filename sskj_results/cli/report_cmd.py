@@ -103,12 +103,16 @@ def report(run_dir: Path, no_plots: bool, cdf: Optional[int], html: bool, slo_ti
 @click.option("--allow-prompt-difference", is_flag=True,
               help="Give verdicts although the runs' prompt method or prompt source differ (each test then says so); "
                    "by default such runs are listed as differing in their prompts and get no verdict (docs/COMPARE.md).")
+@click.option("--plan", "plan", type=PositiveFloat(example="0.10 for 10 %"), default=None, metavar="CHANGE",
+              help="Write nothing: say how many repeats per side a comparison of the RUN_DIRs' grid needs to find "
+                   "a change of CHANGE (0.10 = 10 %) with 80 % power, at the run-to-run noise their repeats showed "
+                   "(past runs of the same setup; docs/COMPARE.md).")
 @slo_options
 @handle_errors
 def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path, min_change: float, alpha: float,
             no_plots: bool, cdf: Optional[int], html: bool, title: Optional[str], matrix: Optional[str],
-            validity: tuple[str, ...], strict: bool, allow_prompt_difference: bool, slo_tier: Optional[str],
-            slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
+            validity: tuple[str, ...], strict: bool, allow_prompt_difference: bool, plan: Optional[float],
+            slo_tier: Optional[str], slo_ttft_p95_ms: Optional[float], slo_tpot_mean_ms: Optional[float]) -> None:
     """Compare RUN_DIRs side by side, with statistical verdicts against the baseline.
 
     A run-set directory (a multi-phase run, results/<RUN_ID>) stands for its
@@ -123,6 +127,15 @@ def compare(run_dirs: tuple[Path, ...], baseline: Optional[Path], out_dir: Path,
 
     for path in run_dirs:
         check_run_path(path)
+    if plan is not None:
+        from ..analysis.powerplan import plan_lines, plan_repeats
+        from ..analysis.rundata import load_run_data
+        from ..contract.runset import expand
+
+        runs = [load_run_data(p) for p in expand(run_dirs)[0]]
+        for line in plan_lines(plan_repeats(runs, plan, alpha=alpha, min_change=min_change), plan, len(runs)):
+            click.echo(line)
+        return
     options = CompareOptions(alpha=alpha, min_change=min_change, plots=not no_plots, cdf=cdf, title=title,
                              matrix=matrix, slo=_slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms),
                              validity=validity, strict=strict, allow_prompt_difference=allow_prompt_difference)

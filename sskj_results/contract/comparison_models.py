@@ -113,24 +113,33 @@ class StatTest(_Doc):
     metric: MetricName = Field(description="A compared metric of the registry (docs/METRICS.md): per request "
                                            "(`ttft_ms`, `tpot_ms`, `e2e_ms`, …) or across repeats "
                                            "(`output_token_throughput`, `request_goodput`, …).")
-    test: str = Field(description="`mann-whitney-u` (per-request values, one run per side), `welch-t-repeat-medians` "
-                                  "(per-request values of repeated runs: Welch's t over one median per repeat) or "
-                                  "`welch-t` (one value per repeat: throughput, goodput).")
+    test: str = Field(description="`mann-whitney-u` (per-request values, one run per side), "
+                                  "`moderated-t-repeat-medians` (per-request values of repeated runs: one median per "
+                                  "repeat, moderated t on the log scale with the pooled run-to-run variance), "
+                                  "`moderated-t` (one value per repeat: throughput, goodput) or `welch-t` (one value "
+                                  "per run, or a value <= 0 that has no log; docs/COMPARE.md).")
     verdict: Verdict = Field(
         description="faster/slower only when significant and beyond --min-change; "
                     "`not comparable (invalid: <checks>)` when a point of either side is disqualified (or, with "
                     "--strict, failed any validity check).")
     p_value: Optional[float] = Field(description="Holm-Bonferroni adjusted p-value over the whole family; null without a test.")
     p_raw: Optional[float] = Field(description="Unadjusted p-value.")
-    ratio: Optional[float] = Field(description="Candidate / baseline: ratio of medians (latency), of the repeats' mean "
-                                               "medians (repeated latency) or of means (throughput).")
-    ci_low: Optional[float] = Field(description="Lower bound of the ratio's confidence interval.")
+    ratio: Optional[float] = Field(description="Candidate / baseline: ratio of medians (latency), of the geometric "
+                                               "means of the repeats' medians or values (tests across repeats) or of "
+                                               "means (`welch-t`).")
+    ci_low: Optional[float] = Field(description="Lower bound of the ratio's confidence interval (never below 0).")
     ci_high: Optional[float] = Field(description="Upper bound of the ratio's confidence interval.")
     n_baseline: int = Field(description="Samples on the baseline side (requests or repeats).")
     n_candidate: int = Field(description="Samples on the candidate side.")
-    baseline_value: Optional[float] = Field(description="Baseline median (latency, ms), mean of the repeats' medians "
-                                                        "(repeated latency) or mean (throughput, tok/s; goodput, req/s).")
+    baseline_value: Optional[float] = Field(description="Baseline median (latency, ms), geometric mean of the "
+                                                        "repeats' medians or values (tests across repeats) or mean "
+                                                        "(`welch-t`).")
     candidate_value: Optional[float] = Field(description="Candidate median or mean.")
+    mdc: Optional[float] = Field(default=None, description="Minimum detectable change: the smallest change (a "
+                                 "fraction, 0.12 = 12 %) this test would have found with 80 % power at the noise it "
+                                 "saw, at Holm's alpha for a lone change and beyond --min-change; null without a test.")
+    df: Optional[float] = Field(default=None, description="Degrees of freedom of the test's variance (a test across "
+                                "repeats: its own plus those the pooled prior earns); null for a rank test.")
     reason: Optional[str] = Field(description="Why there is no test (insufficient samples, not comparable), or a caveat.")
     qualified: list[CheckName] = Field(default_factory=list, description="Qualifying validity breaches (⚠) of either "
                                        "side: the verdict stands, for what was measured (docs/VALIDITY.md).")
@@ -189,8 +198,8 @@ class Settings(_Doc):
     strict: bool = Field(default=False, description="`compare --strict`: any failed validity check refused a test, "
                                                     "qualified points too.")
     run_to_run: RunToRun = Field(default="ignored", description="`tested`: every matched shape was repeated on some "
-                                 "side, the repeat is the unit of its tests (one median per repeat, Welch's t across "
-                                 "repeats); `ignored`: no shape was repeated, per-request tests within one run ignore "
+                                 "side, the repeat is the unit of its tests (one median per repeat, a t-test across "
+                                 "repeats with the pooled run-to-run variance); `ignored`: no shape was repeated, per-request tests within one run ignore "
                                  "run-to-run variation; `partly`: some shapes were (docs/COMPARE.md).")
 
 class ConfigDifference(_Doc):

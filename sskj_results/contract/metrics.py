@@ -29,7 +29,7 @@ Direction = Literal["lower", "higher"]
 # distribution: statistics over the successful requests (mean, p50, p90, p95, p99, std, count);
 # scalar: one value per scenario (and per repeat)
 Summary = Literal["distribution", "scalar"]
-# per-request: Mann-Whitney U over the pooled per-request values; per-repeat: Welch's t over the repeats' values
+# per-request: Mann-Whitney U over the pooled per-request values; per-repeat: a t-test over the repeats' values (analysis/pooled.py)
 Comparison = Literal["per-request", "per-repeat"]
 Origin = Literal["client", "sskj"]
 # latencies: a statistics object under scenarios[].latencies (the seed-002 table's metrics);

@@ -28,12 +28,18 @@ def _ci(test: StatTest) -> str:
 
 def _n(test: StatTest) -> str:
     """Samples per side: requests, or repeats for a test across repeats."""
-    unit = " repeats" if test.test.startswith("welch") else ""
+    unit = " repeats" if test.test != "mann-whitney-u" else ""
     return f"{test.n_baseline}/{test.n_candidate}{unit}"
 
 
-def _verdict(v: str) -> str:
-    return f"**{v}**" if v in ("faster", "slower") else v
+def _verdict(test: StatTest) -> str:
+    """The verdict; beside "no significant difference" the change the test could have detected (MDC)."""
+    v = test.verdict
+    if v in ("faster", "slower"):
+        return f"**{v}**"
+    if v == "no significant difference" and test.mdc is not None:
+        return f"{v} (MDC {test.mdc * 100:.1f}%)"
+    return v
 
 
 # --------------------------------------------------------------------------- comparison.md
@@ -141,23 +147,27 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
     if s.run_to_run == "tested":
         how = (f"on the per-request {per_request_words} of successful requests and on {repeated}, with the repeat as "
                f"the unit: each repeat's median of a per-request metric, and each repeat's {repeated}, is one "
-               "sample, Welch's t-test across the repeats; ratio = candidate / baseline of the mean over repeats, "
-               "with Welch's "
-               f"{s.confidence:.0%} CI. The verdicts test the difference against run-to-run variation")
+               "sample; a t-test across the repeats on the log scale whose run-to-run variance is pooled over the "
+               "comparison's scenarios (empirical Bayes, never below the spread of the repeats' own requests); ratio "
+               f"= candidate / baseline of the geometric mean over repeats, with its {s.confidence:.0%} CI. The "
+               "verdicts test the difference against run-to-run variation")
     else:
         how = (f"on the per-request {per_request_words} of successful requests (two-sided Mann–Whitney U; ratio = "
                f"candidate median / baseline median, bootstrap {s.confidence:.0%} CI over {s.bootstrap_resamples} "
-               f"resamples), and on {repeated} when a shape was repeated at least twice per side (Welch's t-test; "
-               "ratio of means"
+               f"resamples), and on {repeated} when a shape was repeated at least twice per side (a t-test across "
+               "repeats; ratio of geometric means"
                f"{'; across accelerator counts on one run too, then insufficient samples' if doc.throughput_basis else ''})")
         if s.run_to_run == "partly":
             how += ("; a shape repeated on some side is tested with the repeat as the unit (one median per repeat, "
-                    "Welch's t-test across repeats)")
+                    "a t-test across repeats with the pooled run-to-run variance)")
     lines = [
         f"Baseline: {code(doc.baseline)}. Every other run is compared with it per matched scenario {how}. "
         f"p-values are Holm–Bonferroni adjusted over all {s.family_size} tests with a p-value. A change is "
         f"reported only when the adjusted p < {s.alpha:g} and the ratio differs from 1 by more than "
-        f"{s.min_change * 100:g}%. Ratios below 1 mean lower latency, above 1 higher {higher}. See docs/COMPARE.md.",
+        f"{s.min_change * 100:g}%. Ratios below 1 mean lower latency, above 1 higher {higher}. MDC (minimum "
+        "detectable change): beside a \"no significant difference\", the smallest change that test would have found "
+        f"with 80% power at the noise it saw (Holm's threshold for a lone change, beyond {s.min_change * 100:g}%): a "
+        "smaller change may be there unseen. See docs/COMPARE.md.",
         "",
     ]
     if tests and s.run_to_run != "tested":
@@ -171,7 +181,8 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
     counts: Counter[str] = Counter(t.verdict for _, t in tests)
     order = ("faster", "slower", "no significant difference", "insufficient samples", "not comparable")
     invalid = tuple(sorted(v for v in counts if v not in order))  # not comparable (invalid: …)
-    lines += ["Verdicts: " + ", ".join(f"{counts[v]} {v}" for v in order + invalid) + f" ({len(tests)} tests).", ""]
+    lines += ["Verdicts: " + ", ".join(f"{counts[v]} {v}" for v in order + invalid if counts[v])
+              + f" ({len(tests)} tests).", ""]
     qualified = sum(1 for _, t in tests if t.qualified)
     if qualified:
         lines[-2] = lines[-2][:-2] + f"; {qualified} qualified ⚠, see Validity)."
@@ -179,7 +190,7 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
     if shown:
         rows = [
             [sc.name, t.run, METRIC_LABELS[t.metric], _n(t), num(t.baseline_value),
-             num(t.candidate_value), num(t.ratio, 3), _ci(t), _p(t.p_value), _verdict(t.verdict)]
+             num(t.candidate_value), num(t.ratio, 3), _ci(t), _p(t.p_value), _verdict(t)]
             + ([("⚠ " + ", ".join(t.qualified)) if t.qualified else ""] if qualified else [])
             for sc, t in shown
         ]
