@@ -103,9 +103,11 @@ def history_markdown(hist: History, title: str = "History") -> str:
              "(nothing to compare).",
              f"- Changes: {n_reg} regression(s), {len(confirmed) - n_reg} improvement(s); "
              f"{len(unconfirmed)} shift(s) not confirmed.",
-             f"- Rule: a shift beyond max({rule.min_change:.0%}, {rule.noise_factor:g} x the series' run-to-run "
-             f"noise) in the median of up to {rule.window} runs and in each of the first {rule.persist} runs after "
-             f"it, confirmed by a Mann-Whitney U test (p < {rule.alpha:g}); docs/HISTORY.md.",
+             f"- Rule: single-run outliers (beyond max({rule.min_change:.0%}, {rule.outlier_factor:g} x the "
+             f"series' run-to-run noise) from the {rule.reach} runs either side) and disqualified points set aside; "
+             f"a shift beyond {rule.min_change:.0%} in the mean and the median of up to {rule.window} runs either "
+             f"side, with t > {rule.noise_factor:g} against the noise of those runs, at least {rule.persist} runs "
+             f"after it, confirmed by a Mann-Whitney U test (p < {rule.alpha:g}); docs/HISTORY.md.",
              "- Directions: " + ", ".join(f"{m} {metric_direction(m)} is better" for m in hist.metrics) + "."]
     followed = {s.metric for s in hist.series}
     unrecorded = [m for m in hist.metrics if m not in followed]
@@ -126,6 +128,17 @@ def history_markdown(hist: History, title: str = "History") -> str:
                      "either side, or not significant): watch them, they are not changes.")
         lines.append("")
         lines += github_table(CHANGE_HEADERS + ["Why not confirmed"], [_change_row(s, c) for s, c in unconfirmed])
+    else:
+        lines.append("None.")
+    lines += ["", "## Outliers", ""]
+    apart = [(s, o) for s in hist.series for o in s.outliers]
+    if apart:
+        lines.append("Single runs apart from the runs either side of them: shown, not used by the rule.")
+        lines.append("")
+        lines += github_table(["Metric", "Setup", "Shape", "Run", "Engine version", "Value", "Against the runs before"],
+                              [[s.metric, setup_label(s.setup), shape_label(s.shape), _when(s, o.index),
+                                s.runs[o.index].get("engine_version") or "unknown", _num(float(s.values[o.index])),
+                                _pct(o.ratio)] for s, o in apart])
     else:
         lines.append("None.")
     lines += ["", "## Series", ""]
