@@ -222,3 +222,11 @@ def test_the_detection_benchmark_keeps_working(tmp_path: Path) -> None:
     cases = json.loads((tmp_path / "d.json").read_text())["cases"]
     assert cases["step 10 % at run 6 of 12, uniform 3 %"]["found_at_its_run"] >= 0.9
     assert cases["noise, 12 runs, uniform 3 %"]["any_change"] <= 0.1
+
+
+def test_the_page_marks_the_outlier_at_its_run() -> None:
+    from sskj_results.render.history import figure_data
+
+    (fig,) = figure_data(history(frame(nightly(3, 1)), ["ttft_ms_p95"]))
+    assert [(m["x"], m["kind"]) for m in fig["marks"]] == [(5, "regression"), (3, "outlier")]
+    assert fig["marks"][1]["text"].startswith("outlier +4")

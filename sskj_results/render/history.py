@@ -202,6 +202,10 @@ def figure_data(hist: History) -> list[dict[str, Any]]:
                 marks.append({"shape": shape_label(s.shape), "x": int(xs[c.index]),
                               "y": float(f"{s.values[c.index]:.4g}"), "kind": c.kind,
                               "text": html.escape(f"{c.kind} {_pct(c.ratio)}: {difference_text(c)}")})
+            for o in s.outliers:
+                marks.append({"shape": shape_label(s.shape), "x": int(xs[o.index]),
+                              "y": float(f"{s.values[o.index]:.4g}"), "kind": "outlier",
+                              "text": f"outlier {_pct(o.ratio)} against the runs before: not used"})
         named = dict(zip(SETUP_COLUMNS, setup))
         low, high = min(float(s.values.min()) for s in members), max(float(s.values.max()) for s in members)
         # lines of very different sizes (c1 beside c512) on one axis: a log axis with full-number labels
@@ -236,7 +240,8 @@ def history_html(hist: History, markdown: str, title: str = "History") -> str:
             nav_items.append(("Trends", "trends"))
             body.append('<section id="trends"><h2>Trends</h2>'
                         '<p class="hint">One figure per setup and metric, a line per shape; ▲ a regression, '
-                        '▼ an improvement, ○ a shift not confirmed (hover for the size and what changed). The x axis '
+                        '▼ an improvement, ○ a shift not confirmed, × a single-run outlier (hover for the size and what '
+                        'changed). The x axis '
                         "is the setup's runs in order, labelled with the engine version where it changes. "
                         f"A line of more than {MAX_DRAWN} runs is drawn as the medians of consecutive groups of runs."
                         f"</p>{_filters(figures, hist)}<div id=\"history-figures\"></div>"
