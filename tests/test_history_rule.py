@@ -230,3 +230,14 @@ def test_the_page_marks_the_outlier_at_its_run() -> None:
     (fig,) = figure_data(history(frame(nightly(3, 1)), ["ttft_ms_p95"]))
     assert [(m["x"], m["kind"]) for m in fig["marks"]] == [(5, "regression"), (3, "outlier")]
     assert fig["marks"][1]["text"].startswith("outlier +4")
+
+
+def test_noise_gate_never_below_the_repeats_within_run_noise() -> None:
+    # run medians step +6 % with almost no run-to-run noise, but each run's three repeats spread +-10 %
+    medians = [100.0, 100.2, 99.8, 100.1, 99.9, 100.0, 106.0, 106.2, 105.8, 106.1, 105.9, 106.0]
+    samples = np.array([[m * 0.9, m, m * 1.1] for m in medians]).ravel()
+    runs = [Run(f"/r{i}", f"r{i:02d}", None, "second", (f"v{i}",) + (None,) * 7, i) for i in range(len(medians))]
+    s = Series((), (), "ttft_ms_p95", runs, np.array(medians), samples, np.arange(0, 3 * len(medians) + 1, 3),
+               np.arange(len(medians)))
+    detect(s, Rule())
+    assert s.changes == [] and s.noise is not None and s.noise > 0.09  # the repeats' noise, log(1.1) ~ 0.095
