@@ -107,6 +107,11 @@ def test_outlier_boundary_both_neighbourhoods_must_stand_apart() -> None:
     assert not outlier_mask(at_limit, limit).any() and outlier_mask(at_limit, np.nextafter(limit, 0))[3]
 
 
+def test_two_bad_nights_are_two_outliers_three_are_no_single_run_outlier() -> None:
+    assert [o.index for o in found(NIGHTS[:5] + [140.0, 141.0] + NIGHTS).outliers] == [5, 6]
+    assert found(NIGHTS[:5] + [140.0, 141.0, 139.0] + NIGHTS).outliers == []
+
+
 def test_last_run_gate_a_last_run_apart_is_not_confirmed_until_the_next_run() -> None:
     s = found(NIGHTS + [130.0])
     assert kinds(s) == [(8, "not confirmed")]

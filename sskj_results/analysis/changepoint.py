@@ -47,7 +47,8 @@ def outlier_mask(y: np.ndarray, threshold: float, reach: int = 3) -> np.ndarray:
     """True at the runs that stand apart, in the same direction by more than `threshold`, from the median of up to
     `reach` runs before them and from the median of up to `reach` runs after them; the first run from the median of
     the runs after it and from the second run (too early for a step: a change needs runs before it). The last run
-    never (see `last_apart`). A step is no outlier: its first run agrees with the runs after it."""
+    never (see `last_apart`). A step is no outlier: its first run agrees with the runs after it; nor is the middle
+    of three or more runs apart the same way (an excursion, not a single run)."""
     n = y.size
     out = np.zeros(n, dtype=bool)
     if n < 3:
@@ -55,7 +56,10 @@ def outlier_mask(y: np.ndarray, threshold: float, reach: int = 3) -> np.ndarray:
     idx = np.arange(1, n - 1)
     before = _window_medians(y, np.maximum(idx - reach, 0), idx, reach)
     after = _window_medians(y, idx + 1, np.minimum(idx + 1 + reach, n), reach)
-    out[idx] = _apart(y[idx] - before, y[idx] - after, threshold)
+    # the middle of three or more runs apart the same way is no single-run outlier: its neighbours stand apart too
+    up = (y[idx - 1] - before > threshold) & (y[idx + 1] - after > threshold)
+    down = (y[idx - 1] - before < -threshold) & (y[idx + 1] - after < -threshold)
+    out[idx] = _apart(y[idx] - before, y[idx] - after, threshold) & ~(up | down)
     out[0] = bool(_apart(np.array([y[0] - np.median(y[1:1 + reach])]), np.array([y[0] - y[1]]), threshold)[0])
     return out
 
