@@ -300,7 +300,7 @@ def detect(series: Series, rule: Rule) -> None:
         apart[-1] = True
     keep = usable[~apart]
     z = y[~apart]
-    series.threshold = max(rule.min_change, math.expm1(rule.noise_factor * noise * math.sqrt(2.0 / rule.window)))
+    series.threshold = math.expm1(min(limit, 700.0))  # what a single run must stand apart by to be an outlier
     if pending:
         index = int(usable[-1])
         series.changes.append(Change(index, "not confirmed", math.exp(float(y[-1] - np.median(y[-1 - rule.reach:-1]))),

@@ -105,7 +105,7 @@ def history_markdown(hist: History, title: str = "History") -> str:
              f"{len(unconfirmed)} shift(s) not confirmed.",
              f"- Rule: single-run outliers (beyond max({rule.min_change:.0%}, {rule.outlier_factor:g} x the "
              f"series' run-to-run noise) from the {rule.reach} runs either side) and disqualified points set aside; "
-             f"a shift beyond {rule.min_change:.0%} in the mean and the median of up to {rule.window} runs either "
+             f"a shift beyond {rule.min_change:.0%} in the median of up to {rule.window} runs either "
              f"side, with t > {rule.noise_factor:g} against the noise of those runs, at least {rule.persist} runs "
              f"after it, confirmed by a Mann-Whitney U test (p < {rule.alpha:g}); docs/HISTORY.md.",
              "- Directions: " + ", ".join(f"{m} {metric_direction(m)} is better" for m in hist.metrics) + "."]
@@ -153,7 +153,7 @@ def history_markdown(hist: History, title: str = "History") -> str:
                      "-" if s.threshold is None else f"{s.threshold * 100:.1f} %",
                      str(len(s.confirmed))])
     lines += github_table(["Setup", "Shape", "Metric", "Runs", "First", "Last", "Engine versions", "Latest",
-                           "Noise", "Threshold", "Changes"], rows,
+                           "Noise", "Outlier limit", "Changes"], rows,
                           ["left"] * 3 + ["right"] + ["left"] * 3 + ["right"] * 4)
     return "\n".join(lines) + "\n"
 
