@@ -89,6 +89,30 @@ def test_verdicts_are_per_accelerator_when_device_counts_differ(runs: tuple[Path
     assert "and on output throughput per accelerator, goodput and energy per output token" in section_text(md, "verdicts")
 
 
+def test_no_whole_server_verdict_on_any_row_that_scales_with_the_devices(runs: tuple[Path, Path]) -> None:
+    from sskj_results.contract.metrics import metric
+
+    base, cand = load_run_data(runs[0]), load_run_data(runs[1])
+    doc = build_comparison([base, cand])
+    for s in cand.results.scenarios:
+        s.accelerators = None  # the same runs compared whole-server: the reference values
+    whole = {(sc.name, t.metric): t for sc in build_comparison([base, cand]).scenarios for t in sc.tests}
+    scaled = [(sc.name, t) for sc in doc.scenarios for t in sc.tests if metric(t.metric).scales_with_devices]
+    assert {t.metric for _, t in scaled} >= {"prefill_tok_s", "request_goodput"}
+    assert "output_token_throughput" not in {t.metric for _, t in scaled}  # replaced by its per-accelerator row
+    assert {(name, t.metric) for name, t in scaled} - set(whole) <= {("c8_i256_o64", "request_goodput")}
+    for name, t in scaled:  # every verdict of such a row is on the values per accelerator, 8 vs 4
+        assert "per accelerator: values / 8 vs / 4 accelerators" in (t.reason or ""), (name, t.metric)
+        if (name, t.metric) not in whole:
+            continue  # one run each: whole servers get no goodput test to compare with
+        ref = whole[(name, t.metric)]
+        assert t.baseline_value == pytest.approx(ref.baseline_value / 8), (name, t.metric)
+        assert t.candidate_value == pytest.approx(ref.candidate_value / 4), (name, t.metric)
+    prefill = next(t for name, t in scaled if name == "c8_i256_o64" and t.metric == "prefill_tok_s")
+    assert prefill.ratio == pytest.approx(whole[("c8_i256_o64", "prefill_tok_s")].ratio * 2)
+    assert "prefill rate per accelerator" in (doc.throughput_basis or "")
+
+
 def test_same_device_counts_keep_the_whole_server_verdict(runs: tuple[Path, Path]) -> None:
     doc = build_comparison([load_run_data(runs[0]), load_run_data(runs[0])], CompareOptions())
     metrics = {t.metric for s in doc.scenarios for t in s.tests}

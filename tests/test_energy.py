@@ -72,6 +72,16 @@ def test_samples_unfit_for_energy_give_none_with_the_reason(trace: dict[int, Seq
     assert MAX_GAP_S == 5.0  # docs/METRICS.md#energy states this limit
 
 
+def test_a_gap_of_exactly_the_limit_is_valid_and_one_just_beyond_it_is_not() -> None:
+    # samples at 0, 1, 2, 7, 8, 9, 10 s: the gap 2 -> 7 is exactly MAX_GAP_S (5 s), allowed (gaps <= 5 s are valid)
+    exact = {0: [(t, 100.0) for t in (0, 1, 2, 7, 8, 9, 10)]}
+    energy = window_energy(_samples(exact), 2.5, 7.5, served=[0])
+    assert (energy.energy_j, energy.reason, energy.max_gap_s) == (pytest.approx(500.0), None, MAX_GAP_S)
+    beyond = {0: [(t, 100.0) for t in (0, 1, 2, 7.001, 8, 9, 10)]}
+    energy = window_energy(_samples(beyond), 2.5, 7.5, served=[0])
+    assert (energy.energy_j, energy.reason) == (None, "device 0: a gap of 5.0 s between power samples (limit 5 s)")
+
+
 def test_accelerators_come_from_the_phase_command() -> None:
     meta = Metadata(experiment="e", run_id="r", model="m", timestamp=None)
     sglang = "python -m sglang.launch_server --model-path m --tp 4 --dp-size 2"

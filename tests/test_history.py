@@ -95,8 +95,9 @@ def test_a_last_outlier_run_is_no_change_and_an_improvement_is_not_a_regression(
         rows += run_rows(i, "a" if i < 6 else "b", {(64, "output_token_throughput"): tput})
     hist = history(frame(rows), ["output_token_throughput"])
     (series,) = hist.series
-    assert [(c.index, c.kind) for c in series.changes] == [(6, "improvement")]
-    assert failure_lines(hist) == []
+    assert [(c.index, c.kind) for c in series.changes] == [(6, "improvement"), (13, "not confirmed")]
+    assert series.changes[1].reason == "the last run only: a step or a single-run outlier, the next run tells"
+    assert series.outliers == [] and failure_lines(hist) == []
 
 
 def test_too_few_runs_after_a_step_is_not_confirmed_insufficient_samples() -> None:

@@ -72,3 +72,13 @@ def test_runs_table_and_validate_cover_each_section_metric(m):
     names = {c.name for c in COLUMNS}
     assert {f"{m.name}_{stat}" for stat in ("mean", "p50", "p90", "p95", "p99", "std", "count")} <= names
     assert m.name in validate.SECTION_NAMES
+
+
+def test_every_whole_server_rate_scales_with_the_devices_and_per_accelerator_rows_name_their_row():
+    # a rate of the whole server (tokens or requests per second, not per accelerator or per user) grows with the
+    # devices serving: its row says so, and compare judges it per accelerator across accelerator counts
+    for m in METRICS:
+        assert m.scales_with_devices == (m.unit in ("tok/s", "req/s")), m.name
+        if m.per_accel_of:
+            assert metric(m.per_accel_of).scales_with_devices and not m.scales_with_devices, m.name
+            assert m.unit == metric(m.per_accel_of).unit + "/accel", m.name

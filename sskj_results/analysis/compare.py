@@ -32,7 +32,7 @@ from .configdiff import (
 from ..contract.comparison_models import (
     ComparisonDoc, MetricName, RunInfo, RunToRun, ScenarioComparison, Settings, StatTest, Unmatched,
 )
-from ..contract.metrics import PER_REPEAT_COMPARED, PER_REQUEST_COMPARED, metric as metric_row
+from ..contract.metrics import COMPARED, PER_REPEAT_COMPARED, PER_REQUEST_COMPARED, and_words, metric as metric_row
 from ..contract.errors import UsageError
 from ..contract.models import Scenario, SloSpec, Validity, ValidityThresholds
 from .grades import SHARED_CHECKS, Severity, failed, regrade
@@ -303,15 +303,38 @@ def devices_differ(runs: Sequence[RunData]) -> Optional[str]:
     if None in counts or len(set(counts)) < 2:
         return None
     shown = " vs ".join(map(str, counts))
+    divided = and_words([metric_row(m).words for m in COMPARED
+                         if metric_row(m).scales_with_devices and m not in _REPLACED])
     return (f"accelerator counts differ ({shown}): whole-server throughput is not compared; the verdicts are on "
-            "output throughput per accelerator and energy per output token")
+            f"output throughput per accelerator, on the {divided} per accelerator (each side's values / its "
+            "accelerators) and on energy per output token")
+
+
+# whole-server rows that a per-accelerator row of their own replaces across accelerator counts
+_REPLACED = {row.per_accel_of for row in map(metric_row, COMPARED) if row.per_accel_of}
 
 
 def _repeat_metrics(per_device: bool) -> tuple[str, ...]:
-    """The per-repeat tests: per-accelerator throughput instead of whole-server throughput when the device counts
-    differ; whole-server throughput alone (the same test) when they do not."""
-    skip = "output_token_throughput" if per_device else "output_throughput_per_accel"
-    return tuple(m for m in PER_REPEAT_COMPARED if m != skip)
+    """The per-repeat tests: a whole-server row with a per-accelerator row of its own is replaced by it when the
+    device counts differ; the per-accelerator rows are left out when they do not (the same test)."""
+    if per_device:
+        return tuple(m for m in PER_REPEAT_COMPARED if m not in _REPLACED)
+    return tuple(m for m in PER_REPEAT_COMPARED if not metric_row(m).per_accel_of)
+
+
+def _devices(run: RunData, metric: str, per_device: bool) -> float:
+    """What a metric's values of a run are divided by: its accelerators for a row that scales with the devices when
+    the counts differ (judged per accelerator, never whole-server), else 1."""
+    if per_device and metric_row(metric).scales_with_devices:
+        return float(run_accelerators(run) or 1)
+    return 1.0
+
+
+def _per_accel_caveat(caveat: Optional[str], base: float, cand: float) -> Optional[str]:
+    if base == cand == 1.0:
+        return caveat
+    note = f"per accelerator: values / {base:g} vs / {cand:g} accelerators"
+    return f"{caveat}; {note}" if caveat else note
 
 
 def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptions,
@@ -347,22 +370,25 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
             base_pool, cand_pool = pool(base_run, base_members, metric), pool(cand_run, cand_members, metric)
             if metric_row(metric).origin == "sskj" and not base_pool.size and not cand_pool.size:
                 continue  # computed on neither side (no per-request data): no test to report
+            base_n, cand_n = _devices(base_run, metric, per_device), _devices(cand_run, metric, per_device)
             if difference:
                 outcome = stats.not_comparable(pooled.MODERATED_MEDIANS if repeated else stats.MANN_WHITNEY,
                                                difference)
             elif repeated:
-                outcome = _repeat_medians([base_run.samples[j].metric(metric) for j in base_members],
-                                          [cand_run.samples[j].metric(metric) for j in cand_members])
+                outcome = _repeat_medians([base_run.samples[j].metric(metric) / base_n for j in base_members],
+                                          [cand_run.samples[j].metric(metric) / cand_n for j in cand_members])
             else:
                 outcome = stats.compare_latency(
-                    base_pool, cand_pool, alpha=options.alpha, n_resamples=options.n_resamples,
+                    base_pool / base_n, cand_pool / cand_n, alpha=options.alpha, n_resamples=options.n_resamples,
                     confidence=options.confidence, seed=options.seed, unit=metric_row(metric).unit,
                 )
-            out.append((ci, metric, outcome, caveat, invalid))
+            out.append((ci, metric, outcome, _per_accel_caveat(caveat, base_n, cand_n), invalid))
         if repeated or per_device:  # across chips: a verdict, even on one run
             for repeat_metric in _repeat_metrics(per_device):
-                base_values = _repeat_values(base_scen, repeat_metric, recompute[0])
-                cand_values = _repeat_values(cand_scen, repeat_metric, recompute[ci])
+                base_n, cand_n = _devices(base_run, repeat_metric, per_device), _devices(cand_run, repeat_metric,
+                                                                                       per_device)
+                base_values = _repeat_values(base_scen, repeat_metric, recompute[0]) / base_n
+                cand_values = _repeat_values(cand_scen, repeat_metric, recompute[ci]) / cand_n
                 if metric_row(repeat_metric).origin == "sskj" and not base_values.size and not cand_values.size:
                     continue  # measured on neither side (no per-request data): no test to report
                 test = pooled.MODERATED if repeated else stats.WELCH
@@ -372,7 +398,7 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
                     outcome = pooled.repeats(test, base_values, cand_values)
                 else:
                     outcome = stats.compare_means_welch(base_values, cand_values, confidence=options.confidence)
-                out.append((ci, repeat_metric, outcome, None, invalid))
+                out.append((ci, repeat_metric, outcome, _per_accel_caveat(None, base_n, cand_n), invalid))
     return out
 
 

@@ -5,20 +5,22 @@ image) at one scenario shape (input and output length, concurrency, request rate
 ordered by run time. Each point is one run: its value is the median of the run's repeats of that shape, its
 samples the repeats' values, and it carries the run's engine version, image and other recorded versions.
 
-The change-point rule (docs/HISTORY.md), per series, on the logarithm of the values:
+The change-point rule (docs/HISTORY.md), per series, on the logarithm of the values of the points that are not
+disqualified (those are shown, never used):
 
 * *noise*: the series' run-to-run variation, a robust standard deviation of consecutive differences
-  (1.4826 x median |y[i] - y[i-1]| / sqrt 2: a step or a single outlier barely moves it), and of the
-  repeats within runs where runs have them; the larger is kept;
-* *threshold*: a shift counts only beyond max(``min_change``, ``noise_factor`` x noise);
-* a boundary ``b`` (run ``b`` is the first after the change) is a *candidate* when the median of up to ``window``
-  runs before it (since the previous change, at least ``min_before``) and the first ``persist`` runs from ``b``
-  on each differ by more than the threshold, in the same direction (persistence: one outlier run never passes),
-  and the median of up to ``window`` runs from ``b`` on also does;
-* it is a *change* when the test sskj uses for samples of latencies (two-sided Mann-Whitney U over the runs'
-  samples before and after, analysis/stats.py) gives p < ``alpha`` and the ratio of medians differs from 1 by more
-  than the threshold (stats.classify); the size is that ratio with its bootstrap 95 % interval. A candidate whose
-  samples cannot reach ``alpha`` is reported as not confirmed ("insufficient samples"), never as a change;
+  (1.4826 x median |y[i] - y[i-1]| / sqrt 2), or of the repeats within runs when larger: what an outlier is;
+* *outliers*: a run apart from the median of the ``reach`` runs before it and of those after it, in the same
+  direction, by more than max(``min_change``, ``outlier_factor`` x noise): reported, and set aside;
+* a boundary ``b`` (run ``b`` the first after it) is a *candidate* when the medians of up to ``window`` runs before
+  it (since the previous change, at least ``min_before``) and from it on (at least ``persist``) differ by more than
+  ``min_change``, and Student's t of the two windows' means, with their pooled standard deviation (the noise
+  without the step), exceeds ``noise_factor`` the same way; of consecutive candidates the one where t peaks;
+* it is a *change* when the test sskj uses for samples of latencies (two-sided Mann-Whitney U over the windows'
+  samples, analysis/stats.py) gives p < ``alpha`` and the ratio of medians differs from 1 by more than
+  ``min_change`` (stats.classify); the size is that ratio with its bootstrap 95 % interval. A candidate whose
+  samples cannot reach ``alpha`` is reported as not confirmed ("insufficient samples"), never as a change; so is
+  a last run apart from the runs before it (a step or an outlier: the next run tells);
 * the direction of the metric (METRIC_DIRECTIONS) makes a change a regression or an improvement.
 
 Runs whose time lacks a year, a time of day or a date are ordered as far as known (ORDER_NOTES) and each point
@@ -35,7 +37,10 @@ import numpy as np
 
 from ..contract.errors import ResultsError, UsageError
 from ..contract.metrics import METRICS
+from .changepoint import Scan, last_apart, outlier_mask, scan, sliding_medians
+from .grades import RULES
 from .stats import FASTER, SLOWER, classify, compare_latency
+from .validity import DEFAULT_THRESHOLDS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,6 +59,8 @@ SHAPE_COLUMNS = ("input_len", "output_len", "concurrency", "request_rate")
 # What a point records of its run, and what a change compares between the runs either side of it.
 CONTEXT_COLUMNS = ("engine_version", "image", "env", "client", "client_version", "driver_version",
                    "runtime_version", "server_args")
+# what says whether a point is disqualified (shown, never used by the rule)
+VALIDITY_COLUMNS = ("validity_failed", "success", "failed")
 RUN_COLUMNS = ("results_file", "run_dir", "run_id", "timestamp", "timestamp_precision", "accelerator", "backend")
 ORDER_NOTES = {
     "day": "no time of day: placed at the start of its day",
@@ -92,16 +99,19 @@ class Rule:
 
     alpha: float = 0.05
     min_change: float = 0.05
-    noise_factor: float = 3.0
-    persist: int = 2
+    noise_factor: float = 5.0  # |t| of the windows' difference of means, at least
+    persist: int = 2  # runs after a change, at least
     window: int = 8
     min_before: int = 2
+    outlier_factor: float = 4.0  # an outlier stands this many noise standard deviations from both neighbourhoods
+    reach: int = 3  # the runs either side an outlier is judged against
 
     def __post_init__(self) -> None:
-        if not 0 < self.alpha < 1 or self.min_change < 0 or self.noise_factor < 0:
-            raise UsageError("history rule: alpha must be in (0, 1), min_change and noise_factor >= 0")
-        if self.persist < 1 or self.min_before < 1 or self.window < max(self.persist, self.min_before):
-            raise UsageError("history rule: persist and min_before >= 1, window >= both")
+        if not 0 < self.alpha < 1 or self.min_change < 0 or self.noise_factor < 0 or self.outlier_factor < 0:
+            raise UsageError("history rule: alpha must be in (0, 1), min_change, noise_factor and outlier_factor >= 0")
+        if self.persist < 1 or self.min_before < 1 or self.reach < 1 \
+                or self.window < max(self.persist, self.min_before):
+            raise UsageError("history rule: persist, min_before and reach >= 1, window >= persist and min_before")
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,14 @@ class Change:
     reason: Optional[str] = None
 
 
+@dataclass(frozen=True)
+class Outlier:
+    """A single run apart from the runs either side of it: ratio = its value / the median of the runs before it."""
+
+    index: int
+    ratio: float
+
+
 @dataclass
 class Series:
     """One metric of one setup at one shape: its runs in order, their values, their samples (flat, by run)."""
@@ -166,6 +184,17 @@ class Series:
     noise: Optional[float] = None
     threshold: Optional[float] = None
     changes: list[Change] = field(default_factory=list)
+    # per run: True when every repeat of it is disqualified (a ✖ point: shown, never used by the rule)
+    disqualified: Optional[np.ndarray] = None
+    outliers: list[Outlier] = field(default_factory=list)
+
+    @property
+    def used(self) -> np.ndarray:
+        """Per run: True when the rule uses it (neither disqualified nor an outlier)."""
+        out = np.ones(len(self.runs), dtype=bool) if self.disqualified is None else ~self.disqualified
+        for o in self.outliers:
+            out[o.index] = False
+        return out
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -233,99 +262,102 @@ def robust_noise(y: np.ndarray, within: Optional[float]) -> Optional[float]:
     return max(between, within or 0.0)
 
 
-def _within_noise(series: Series) -> Optional[float]:
-    """Pooled standard deviation of the logs of the repeats within runs (runs with two or more), or None."""
-    counts = np.diff(series.offsets)
+def _within_noise(series: Series, runs: np.ndarray) -> Optional[float]:
+    """Pooled standard deviation of the logs of the repeats within these runs (those with two or more), or None."""
+    counts = np.diff(series.offsets)[runs]
     dof = int((counts - 1).sum())
     if not dof:
         return None
-    logs = np.log(series.sample_values)
-    means = np.add.reduceat(logs, series.offsets[:-1]) / counts
-    return math.sqrt(float(((logs - np.repeat(means, counts)) ** 2).sum()) / dof)
-
-
-def _screen(y: np.ndarray, rule: Rule, thr: float) -> set[int]:
-    """Boundaries worth the exact check: the first `persist` values beyond the threshold of the median of up to
-    `window` values before (ignoring earlier changes; those are re-checked after each change)."""
-    n = y.size
-    before = np.full(n, np.nan)  # before[b]: the median of y[max(0, b - window):b], from min_before values on
-    for b in range(rule.min_before, min(rule.window, n - 1) + 1):
-        before[b] = np.median(y[:b])
-    if n > rule.window:
-        from numpy.lib.stride_tricks import sliding_window_view
-
-        before[rule.window:] = np.median(sliding_window_view(y[:-1], rule.window), axis=1)
-    out: set[int] = set()
-    last = n - rule.persist
-    if last < rule.min_before:
-        return out
-    idx = np.arange(rule.min_before, last + 1)
-    dev = np.stack([y[idx + k] - before[idx] for k in range(rule.persist)])
-    up = np.all(dev > thr, axis=0)
-    down = np.all(dev < -thr, axis=0)
-    out.update(int(i) for i in idx[up | down])
-    return out
+    logs = [np.log(series.samples(i, i + 1)) for i in runs.tolist()]
+    return math.sqrt(sum(float(((v - v.mean()) ** 2).sum()) for v in logs) / dof)
 
 
 def _differences(a: Run, b: Run) -> tuple[tuple[str, Optional[str], Optional[str]], ...]:
     return tuple((name, x, y) for name, x, y in zip(CONTEXT_COLUMNS, a.context, b.context) if x != y)
 
 
+def _pool(series: Series, runs: np.ndarray) -> np.ndarray:
+    return np.concatenate([series.samples(i, i + 1) for i in runs.tolist()]) if runs.size else np.zeros(0)
+
+
 def detect(series: Series, rule: Rule) -> None:
-    """Fill the series' noise, threshold and changes (the rule of this module's docstring)."""
-    y = np.log(series.values)
-    noise = robust_noise(y, _within_noise(series))
+    """Fill the series' noise, threshold, outliers and changes (docs/HISTORY.md, The change-point rule)."""
+    usable = np.flatnonzero(series.used)  # disqualified runs are shown, never used
+    y = np.log(series.values[usable])
+    within = _within_noise(series, usable)
+    noise = robust_noise(y, within)
     series.noise = noise
-    if noise is None or y.size < rule.min_before + rule.persist:
+    if noise is None:
         return
-    threshold = max(rule.min_change, math.expm1(rule.noise_factor * noise))
-    series.threshold = threshold
-    thr = math.log1p(threshold)
+    floor = math.log1p(rule.min_change)
+    limit = max(floor, rule.outlier_factor * noise)
+    apart = outlier_mask(y, limit, rule.reach)
+    for i in np.flatnonzero(apart).tolist():
+        near = y[max(0, i - rule.reach):i] if i else y[1:1 + rule.reach]
+        series.outliers.append(Outlier(int(usable[i]), math.exp(float(y[i]) - float(np.median(near)))))
+    pending = last_apart(y, limit, rule.reach)  # judged by the next run: left out of the scan
+    if pending:
+        apart[-1] = True
+    keep = usable[~apart]
+    z = y[~apart]
+    series.threshold = math.expm1(min(limit, 700.0))  # what a single run must stand apart by to be an outlier
+    if pending:
+        index = int(usable[-1])
+        series.changes.append(Change(index, "not confirmed", math.exp(float(y[-1] - np.median(y[-1 - rule.reach:-1]))),
+                                     None, None, None, min(y.size - 1, rule.reach), 1,
+                                     _differences(series.runs[index - 1], series.runs[index]),
+                                     "the last run only: a step or a single-run outlier, the next run tells"))
+    if z.size < rule.min_before + rule.persist:
+        return
     higher = metric_direction(series.metric) == "higher"
-    pending = sorted(_screen(y, rule, thr))
-    start = 0  # the first run after the last change
-    block_end = -2  # the last boundary of the current block of consecutive failed candidates
-    i = 0
-    while i < len(pending):
-        b = pending[i]
-        i += 1
-        lo = max(start, b - rule.window)
-        if b - lo < rule.min_before or b + rule.persist > y.size:
-            continue
-        base = float(np.median(y[lo:b]))
-        first = y[b:b + rule.persist] - base
-        if not (np.all(first > thr) or np.all(first < -thr)):
-            continue
-        after = y[b:b + rule.window]
-        if abs(float(np.median(after)) - base) <= thr:
-            continue
-        outcome = compare_latency(series.samples(lo, b), series.samples(b, min(b + rule.window, y.size)),
-                                  alpha=rule.alpha)
-        diffs = _differences(series.runs[b - 1], series.runs[b])
-        consecutive = b == block_end + 1
-        block_end = b
-        if outcome.verdict is None and outcome.p_raw is not None and outcome.ratio is not None:
-            verdict = classify(outcome.p_raw, outcome.ratio, alpha=rule.alpha, min_change=threshold,
-                               higher_is_better=higher)
-            if verdict in (FASTER, SLOWER):
-                if consecutive and series.changes and series.changes[-1].kind == "not confirmed" \
-                        and series.changes[-1].index >= b - rule.window:
-                    series.changes.pop()  # the same step, confirmed one run later
-                series.changes.append(Change(
-                    b, "improvement" if verdict == FASTER else "regression", outcome.ratio, outcome.ci_low,
-                    outcome.ci_high, outcome.p_raw, outcome.n_baseline, outcome.n_candidate, diffs))
-                start, block_end = b, -2
-                # boundaries right after a change: their window before starts at it
-                pending = sorted(set(pending[i:]) | set(range(b + rule.min_before,
-                                                              min(b + rule.window, y.size - rule.persist) + 1)))
-                i = 0
-                continue
-            reason = f"p = {outcome.p_raw:.3g} or the size within the threshold: not significant"
-        else:
-            reason = outcome.reason or str(outcome.verdict)
-        if not consecutive:
-            series.changes.append(Change(b, "not confirmed", float(math.exp(float(np.median(after)) - base)), None,
+    start, b = 0, rule.min_before
+    medians = sliding_medians(z, rule.window)  # of every window of `window` runs, read by each scan
+    while True:
+        sc, passing = _candidates(z[start:], rule, floor, within, None if medians is None else medians[start:])
+        found = np.flatnonzero(passing[b - start:]) + b - start  # indices into z[start:]
+        confirmed = False
+        for first in found.tolist():
+            if start + first < b:
+                continue  # inside a cluster already judged
+            last = first
+            while last + 1 < passing.size and passing[last + 1]:
+                last += 1
+            at = first + int(np.nanargmax(np.abs(sc.t[first:last + 1])))  # the boundary of the cluster where t peaks
+            lo, hi = start + int(sc.lo[at]), start + int(sc.hi[at])
+            at += start
+            before, after = _pool(series, keep[lo:at]), _pool(series, keep[at:hi])
+            outcome = compare_latency(before, after, alpha=rule.alpha)
+            index = int(keep[at])
+            diffs = _differences(series.runs[index - 1], series.runs[index])
+            if outcome.verdict is None and outcome.p_raw is not None and outcome.ratio is not None:
+                verdict = classify(outcome.p_raw, outcome.ratio, alpha=rule.alpha, min_change=rule.min_change,
+                                   higher_is_better=higher)
+                if verdict in (FASTER, SLOWER):
+                    series.changes.append(Change(
+                        index, "improvement" if verdict == FASTER else "regression", outcome.ratio, outcome.ci_low,
+                        outcome.ci_high, outcome.p_raw, outcome.n_baseline, outcome.n_candidate, diffs))
+                    start, b, confirmed = at, at + rule.min_before, True
+                    break
+                reason = f"p = {outcome.p_raw:.3g} or the size within {rule.min_change:.0%}: not significant"
+            else:
+                reason = outcome.reason or str(outcome.verdict)
+            series.changes.append(Change(index, "not confirmed", math.exp(float(sc.d_median[at - start])), None,
                                          None, outcome.p_raw, outcome.n_baseline, outcome.n_candidate, diffs, reason))
+            b = start + last + 1
+        if not confirmed:
+            break
+    series.changes.sort(key=lambda c: c.index)
+
+
+def _candidates(z: np.ndarray, rule: Rule, floor: float, within: Optional[float],
+                medians: Optional[np.ndarray]) -> tuple[Scan, np.ndarray]:
+    """The scan of the values since the last change and the boundaries that pass the rule's size and noise gates."""
+    sc = scan(z, 0, rule.window, rule.min_before, rule.persist, within, medians)
+    with np.errstate(invalid="ignore"):
+        size = np.abs(sc.d_median) > floor  # the medians of the runs before and after: beyond min_change
+        noise = (np.abs(sc.t) > rule.noise_factor) & (np.sign(sc.t) == np.sign(sc.d_median))  # t, the same way
+        passing = size & noise
+    return sc, passing
 
 
 # --------------------------------------------------------------------------- series from the runs table
@@ -383,6 +415,27 @@ def _shape_codes(frame: pd.DataFrame) -> tuple[np.ndarray, list[tuple[Any, ...]]
     return codes.reshape(-1).astype(np.int64), shapes
 
 
+def disqualified_rows(frame: pd.DataFrame) -> np.ndarray:
+    """Per row: True when a failed check disqualifies the point (✖, analysis/grades.py): a check of disqualifying
+    severity in `validity_failed`, or completeness with a failed share above the qualifying limit (the default
+    thresholds'); False when no check failed, or the checks are unknown."""
+    out = np.zeros(len(frame), dtype=bool)
+    if "validity_failed" not in frame.columns:
+        return out
+    severe = {name for name, r in RULES.items() if r.severity == "disqualifying"}
+    limit = max(DEFAULT_THRESHOLDS.max_failed_share, DEFAULT_THRESHOLDS.max_qualified_failed_share)
+    success = frame["success"].to_numpy(dtype=float, na_value=np.nan) if "success" in frame.columns else None
+    failed = frame["failed"].to_numpy(dtype=float, na_value=np.nan) if "failed" in frame.columns else None
+    for i, text in enumerate(frame["validity_failed"].tolist()):
+        names = set(n.strip() for n in (_text(text) or "").split(";")) - {""}
+        if names & severe:
+            out[i] = True
+        elif "completeness" in names and success is not None and failed is not None:
+            total = success[i] + failed[i]
+            out[i] = bool(total > 0 and failed[i] / total > limit)
+    return out
+
+
 def build_series(frame: pd.DataFrame, metrics: Sequence[str]) -> tuple[list[Series], int]:
     """The series of a runs table (analysis/runtable.py's columns), one per setup, shape and metric, points in run
     order; and the number of runs."""
@@ -397,14 +450,22 @@ def build_series(frame: pd.DataFrame, metrics: Sequence[str]) -> tuple[list[Seri
     row_rank = frame["results_file"].map(rank).to_numpy(dtype=np.int64)
     row_setup = setup_of_run[row_rank]
     row_shape, shapes = _shape_codes(frame)
+    row_dq = disqualified_rows(frame)
     series = []
     for m_index, m in enumerate(metrics):
         v = frame[m].to_numpy(dtype=float, na_value=np.nan)
         ok = np.isfinite(v) & (v > 0)  # unknown is left out, never 0; a log needs a positive value
         order = np.lexsort((v[ok], row_rank[ok], row_shape[ok], row_setup[ok]))
         st, sh, rk, vv = row_setup[ok][order], row_shape[ok][order], row_rank[ok][order], v[ok][order]
+        dq = row_dq[ok][order]
         if not st.size:
             continue  # no run recorded this metric
+        # a run's disqualified repeats are left out when it has others; a run of disqualified repeats only is kept
+        # (its point is shown) and marked
+        group = np.r_[0, np.cumsum((np.diff(st) != 0) | (np.diff(sh) != 0) | (np.diff(rk) != 0))]
+        qualified = np.bincount(group, weights=~dq)[group] > 0
+        keep = ~dq | ~qualified
+        st, sh, rk, vv, dq = st[keep], sh[keep], rk[keep], vv[keep], dq[keep]
         cuts = np.flatnonzero((np.diff(st) != 0) | (np.diff(sh) != 0)) + 1
         for a, b in zip(np.r_[0, cuts], np.r_[cuts, st.size]):
             ranks, vals = rk[a:b], vv[a:b]
@@ -414,7 +475,7 @@ def build_series(frame: pd.DataFrame, metrics: Sequence[str]) -> tuple[list[Seri
             lo, hi = starts + (counts - 1) // 2, starts + counts // 2  # samples are sorted within a run
             series.append((st[a], sh[a], m_index, Series(
                 setups[st[a]], shapes[sh[a]], m, [runs[r] for r in ranks[starts].tolist()],
-                (vals[lo] + vals[hi]) / 2.0, vals, offsets, ranks[starts])))
+                (vals[lo] + vals[hi]) / 2.0, vals, offsets, ranks[starts], disqualified=dq[a:b][starts])))
     series.sort(key=lambda t: t[:3])
     return [s for *_, s in series], len(runs)
 
@@ -429,7 +490,8 @@ def _sortable(value: Any) -> tuple[int, Any]:
 
 def needed_columns(metrics: Sequence[str]) -> list[str]:
     """The runs-table columns history reads for these metrics."""
-    return list(dict.fromkeys([*RUN_COLUMNS, *SETUP_COLUMNS, *CONTEXT_COLUMNS, *SHAPE_COLUMNS, *metrics]))
+    return list(dict.fromkeys([*RUN_COLUMNS, *SETUP_COLUMNS, *CONTEXT_COLUMNS, *SHAPE_COLUMNS, *VALIDITY_COLUMNS,
+                               *metrics]))
 
 
 def history(frame: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS, rule: Rule = Rule()) -> History:

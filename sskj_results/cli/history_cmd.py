@@ -20,7 +20,8 @@ from .common import ExitError, echo, handle_errors
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 when a regression is found, printing one line per regression.")
 @click.option("--min-change", default=0.05, show_default=True, type=click.FloatRange(0, 10),
-              help="Practical threshold: a change must exceed this relative size (and 3x the series' noise).")
+              help="Practical threshold: a change must exceed this relative size in the medians either "
+                   "side (and t > 5 against the noise of those runs; docs/HISTORY.md).")
 @click.option("--alpha", default=0.05, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="Significance level of the Mann-Whitney U test that confirms a change.")
 @handle_errors

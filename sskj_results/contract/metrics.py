@@ -59,6 +59,10 @@ class Metric:
     noun: str = ""  # the metric in a sentence ("prefill rate"); empty: the short label
     reading: int = 100  # position in compare's tests (the seed table's order: TTFT, TPOT, E2E); ties: registry order
     slo_dependent: bool = False  # judged against the run's SLO: unknown when a comparison judges against another
+    # a whole-server figure that grows with the devices serving (a throughput, a rate): across runs of different
+    # accelerator counts compare judges it per accelerator, never whole-server (docs/COMPARE.md, Across chips)
+    scales_with_devices: bool = False
+    per_accel_of: Optional[str] = None  # a per-accelerator row: the whole-server row it divides (and replaces)
 
     @property
     def higher_is_better(self) -> bool:
@@ -104,20 +108,24 @@ METRICS: tuple[Metric, ...] = (
         name="output_token_throughput", unit="tok/s", label="OutTok/s mean", short="OutTok/s", direction="higher",
         summary="scalar", compared="per-repeat", origin="client", place="scenario",
         docs="docs/METRICS.md#throughput", description="Output tokens per second (client's value).",
+        scales_with_devices=True,
     ),
     Metric(
         name="request_throughput", unit="req/s", label="Req/s mean", short="Req/s", direction="higher",
         summary="scalar", compared=None, origin="client", place="scenario", docs="docs/METRICS.md#throughput",
+        scales_with_devices=True,
         description="Completed requests per second (client's value).",
     ),
     Metric(
         name="input_token_throughput", unit="tok/s", label="InTok/s mean", short="InTok/s", direction="higher",
         summary="scalar", compared=None, origin="client", place="scenario", docs="docs/METRICS.md#throughput",
+        scales_with_devices=True,
         description="Input tokens per second (client's value).",
     ),
     Metric(
         name="total_token_throughput", unit="tok/s", label="TotTok/s mean", short="TotTok/s", direction="higher",
         summary="scalar", compared=None, origin="client", place="scenario", docs="docs/METRICS.md#throughput",
+        scales_with_devices=True,
         description="Input plus output tokens per second.",
     ),
     Metric(
@@ -136,6 +144,7 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         name="request_goodput", unit="req/s", label="Goodput mean (req/s)", short="Goodput", direction="higher",
         summary="scalar", compared="per-repeat", origin="sskj", place="scenario", docs="docs/METRICS.md#goodput",
+        scales_with_devices=True,
         slo_dependent=True,
         description="Goodput rate, req/s: the requests counted in slo_attainment's numerator divided by duration_s "
         "(docs/METRICS.md); null without per-request data or a duration.",
@@ -144,6 +153,7 @@ METRICS: tuple[Metric, ...] = (
         name="prefill_tok_s", unit="tok/s", label="Prefill median (tok/s)", short="Prefill", direction="higher",
         summary="distribution", compared="per-request", origin="sskj", place="scenario", derive="prefill_tok_s",
         docs="docs/METRICS.md#prefill-rate", section="Prefill rate", noun="prefill rate",
+        scales_with_devices=True,
         intro="Input tokens over time to first token, per successful request with output: how fast a prompt gets "
         "through the engine, in tok/s; statistics over every such request whose input length and TTFT are known.",
         description="Prefill rate per successful request with output: input tokens / TTFT, tok/s (higher is better); "
@@ -161,12 +171,14 @@ CHIP_METRICS: tuple[Metric, ...] = (
         name="output_throughput_per_accel", unit="tok/s/accel", label="OutTok/s per accel mean",
         short="OutTok/s/accel", noun="output throughput per accelerator", direction="higher", summary="scalar",
         compared="per-repeat", reading=4, origin="sskj", place="scenario", docs="docs/METRICS.md#per-accelerator",
+        per_accel_of="output_token_throughput",
         description="Output tokens per second per accelerator: output_token_throughput / accelerators" + _PER_DEVICE,
     ),
     Metric(
         name="total_throughput_per_accel", unit="tok/s/accel", label="TotTok/s per accel mean",
         short="TotTok/s/accel", direction="higher", summary="scalar", compared=None, origin="sskj", place="scenario",
         docs="docs/METRICS.md#per-accelerator",
+        per_accel_of="total_token_throughput",
         description="Input plus output tokens per second per accelerator: total_token_throughput / accelerators"
         + _PER_DEVICE,
     ),

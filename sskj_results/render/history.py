@@ -103,9 +103,11 @@ def history_markdown(hist: History, title: str = "History") -> str:
              "(nothing to compare).",
              f"- Changes: {n_reg} regression(s), {len(confirmed) - n_reg} improvement(s); "
              f"{len(unconfirmed)} shift(s) not confirmed.",
-             f"- Rule: a shift beyond max({rule.min_change:.0%}, {rule.noise_factor:g} x the series' run-to-run "
-             f"noise) in the median of up to {rule.window} runs and in each of the first {rule.persist} runs after "
-             f"it, confirmed by a Mann-Whitney U test (p < {rule.alpha:g}); docs/HISTORY.md.",
+             f"- Rule: single-run outliers (beyond max({rule.min_change:.0%}, {rule.outlier_factor:g} x the "
+             f"series' run-to-run noise) from the {rule.reach} runs either side) and disqualified points set aside; "
+             f"a shift beyond {rule.min_change:.0%} in the median of up to {rule.window} runs either "
+             f"side, with t > {rule.noise_factor:g} against the noise of those runs, at least {rule.persist} runs "
+             f"after it, confirmed by a Mann-Whitney U test (p < {rule.alpha:g}); docs/HISTORY.md.",
              "- Directions: " + ", ".join(f"{m} {metric_direction(m)} is better" for m in hist.metrics) + "."]
     followed = {s.metric for s in hist.series}
     unrecorded = [m for m in hist.metrics if m not in followed]
@@ -128,6 +130,17 @@ def history_markdown(hist: History, title: str = "History") -> str:
         lines += github_table(CHANGE_HEADERS + ["Why not confirmed"], [_change_row(s, c) for s, c in unconfirmed])
     else:
         lines.append("None.")
+    lines += ["", "## Outliers", ""]
+    apart = [(s, o) for s in hist.series for o in s.outliers]
+    if apart:
+        lines.append("Single runs apart from the runs either side of them: shown, not used by the rule.")
+        lines.append("")
+        lines += github_table(["Metric", "Setup", "Shape", "Run", "Engine version", "Value", "Against the runs before"],
+                              [[s.metric, setup_label(s.setup), shape_label(s.shape), _when(s, o.index),
+                                s.runs[o.index].get("engine_version") or "unknown", _num(float(s.values[o.index])),
+                                _pct(o.ratio)] for s, o in apart])
+    else:
+        lines.append("None.")
     lines += ["", "## Series", ""]
     rows = []
     for s in hist.series:
@@ -140,7 +153,7 @@ def history_markdown(hist: History, title: str = "History") -> str:
                      "-" if s.threshold is None else f"{s.threshold * 100:.1f} %",
                      str(len(s.confirmed))])
     lines += github_table(["Setup", "Shape", "Metric", "Runs", "First", "Last", "Engine versions", "Latest",
-                           "Noise", "Threshold", "Changes"], rows,
+                           "Noise", "Outlier limit", "Changes"], rows,
                           ["left"] * 3 + ["right"] + ["left"] * 3 + ["right"] * 4)
     return "\n".join(lines) + "\n"
 
@@ -189,6 +202,10 @@ def figure_data(hist: History) -> list[dict[str, Any]]:
                 marks.append({"shape": shape_label(s.shape), "x": int(xs[c.index]),
                               "y": float(f"{s.values[c.index]:.4g}"), "kind": c.kind,
                               "text": html.escape(f"{c.kind} {_pct(c.ratio)}: {difference_text(c)}")})
+            for o in s.outliers:
+                marks.append({"shape": shape_label(s.shape), "x": int(xs[o.index]),
+                              "y": float(f"{s.values[o.index]:.4g}"), "kind": "outlier",
+                              "text": f"outlier {_pct(o.ratio)} against the runs before: not used"})
         named = dict(zip(SETUP_COLUMNS, setup))
         low, high = min(float(s.values.min()) for s in members), max(float(s.values.max()) for s in members)
         # lines of very different sizes (c1 beside c512) on one axis: a log axis with full-number labels
@@ -223,7 +240,8 @@ def history_html(hist: History, markdown: str, title: str = "History") -> str:
             nav_items.append(("Trends", "trends"))
             body.append('<section id="trends"><h2>Trends</h2>'
                         '<p class="hint">One figure per setup and metric, a line per shape; ▲ a regression, '
-                        '▼ an improvement, ○ a shift not confirmed (hover for the size and what changed). The x axis '
+                        '▼ an improvement, ○ a shift not confirmed, × a single-run outlier (hover for the size and what '
+                        'changed). The x axis '
                         "is the setup's runs in order, labelled with the engine version where it changes. "
                         f"A line of more than {MAX_DRAWN} runs is drawn as the medians of consecutive groups of runs."
                         f"</p>{_filters(figures, hist)}<div id=\"history-figures\"></div>"
