@@ -298,3 +298,16 @@ def test_a_utf16_file_is_read_and_a_utf16_or_nul_damaged_line_costs_that_line_on
     assert [m for m in named(result.stderr, mixed, 1) if m.startswith("skipped: ")], result.stderr
     assert [m for m in named(result.stderr, nul, 1) if m.startswith("skipped: ")], result.stderr
     assert result.exit_code == 1
+
+
+def test_mixed_line_ends_cost_no_good_line(tmp_path: Path) -> None:
+    """Runs joined by a CR in a file of LF line ends, and a pretty-printed run with CR-only line ends."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / NAME).write_bytes(good_a() + b"\r" + good_b() + b"\n" + array_one_short(good_c()) + b"\n" + good_c() + b"\n")
+    pretty = json.dumps(json.loads(good_c().decode("utf-8")), indent=2).encode("utf-8").replace(b"\n", b"\r")
+    (raw / "vllm_0705_4_64_16.json").write_bytes(pretty + b"\r")
+    result = invoke("import-legacy", str(raw), "--out", str(tmp_path / "out"), *CHIP)
+    assert sources(tmp_path / "out") == {(NAME, 1), (NAME, 2), (NAME, 4), ("vllm_0705_4_64_16.json", 1)}, result.stderr
+    assert [m for m in named(result.stderr, NAME, 3) if m.startswith("skipped: ") and "different lengths" in m]
+    assert result.exit_code == 1

@@ -249,9 +249,10 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
         records.append(RawFile(file=label, sha256=digest, size=size, runs=len(built), sidecar_sha256=side_digest,
                                mtime_ns=mtime_ns, ctime_ns=ctime_ns))
     listed = {f"raw_outputs/{p.name}" for p in paths}
+    left_out = {f"raw_outputs/{p.name}": why for p, why in listing.ignored}  # a recorded file renamed `.x`: said
     for label in sorted(set(old_by_file) - listed):
         if label.startswith("raw_outputs/"):
-            keep_recorded(label, "missing")
+            keep_recorded(label, left_out.get(label, "missing"))
         else:  # imported from elsewhere (import-legacy): kept as recorded
             scenarios.extend(s.model_copy() for s in old_by_file[label])
             if label in known:
