@@ -311,3 +311,18 @@ def test_mixed_line_ends_cost_no_good_line(tmp_path: Path) -> None:
     assert sources(tmp_path / "out") == {(NAME, 1), (NAME, 2), (NAME, 4), ("vllm_0705_4_64_16.json", 1)}, result.stderr
     assert [m for m in named(result.stderr, NAME, 3) if m.startswith("skipped: ") and "different lengths" in m]
     assert result.exit_code == 1
+
+
+def test_a_copy_damaged_where_the_import_does_not_read_does_not_replace_its_good_line(tmp_path: Path) -> None:
+    """vllm bench serve's `start_times` is not read: a copy one element short there is still not the same run."""
+    good = fixture_line("vllmbench_c8_128_32.json")
+    data = json.loads(good.decode("utf-8"))
+    short = json.dumps(data["start_times"][:-1])
+    copy = _replace(good, r'"start_times": \[[^\]]*\]', lambda m: f'"start_times": {short}')
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / NAME).write_bytes(copy + b"\n" + good + b"\n" + good + b"\n")  # the damaged copy, the run, `cat a >> a`
+    result = invoke("import-legacy", str(raw), "--out", str(tmp_path / "out"), *CHIP)
+    assert sources(tmp_path / "out") == {(NAME, 1), (NAME, 2)}, result.stderr
+    assert [m for m in named(result.stderr, NAME, 2) if "the same measurement as line 1" in m], result.stderr
+    assert f"warning: {NAME}:3: the same run as line 2 (every value equal" in result.stderr

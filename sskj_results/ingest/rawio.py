@@ -28,8 +28,8 @@ import orjson
 
 from ..contract.io import one_line, open_checked
 from .hashing import Digest
-from .rawtext import (BOM, damaged_first_line, line_ends_of, not_utf8_json, opens_pretty_object, other_encoding,
-                      read_wide, undecodable_at)
+from .rawtext import (BOM, damaged_first_line, line_crc, line_ends_of, not_utf8_json, opens_pretty_object,
+                      other_encoding, read_wide, undecodable_at)
 
 # Bare non-finite constants in value position (after ':', ',' or '['): made null
 # so orjson can parse the line; only tried after a plain orjson parse failed.
@@ -44,6 +44,7 @@ class Record:
     line: int
     data: dict[str, Any]
     index: Optional[int] = None
+    crc: Optional[int] = None  # CRC-32 of the line's bytes (a line of JSON Lines): a copy's bytes are the same
 
 
 @dataclass(frozen=True)
@@ -324,7 +325,7 @@ class FileScan:
             return _array_records(data, number)
         if not isinstance(data, dict):
             return LineError(number, f"expected a JSON object per line, got {type(data).__name__}")
-        return Record(number, data)
+        return Record(number, data, crc=line_crc(buf, start, end))
 
     def _wide(self, handle: Any, buf: bytearray, filled: int, name: str, codec: str) -> Iterator[Item]:
         """A file that starts as UTF-16/32: read as UTF-8 when it is that throughout (`encoding`), else as it is."""

@@ -5,6 +5,7 @@ the words that name a line's bytes that are not UTF-8 (docs/INPUT_LIMITS.md), an
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any, Optional
 
 BOM = b"\xef\xbb\xbf"
@@ -87,6 +88,13 @@ def undecodable_at(blob: bytes, text: str, at: int) -> tuple[str, int]:
         start = blob.index(b"\n", start) + 1
     why = (not_utf8(blob[start:].split(b"\n", 1)[0]) or ("not UTF-8 text", 0))[0]
     return why, at - text.rfind("\n", 0, at)
+
+
+def line_crc(buf: bytearray, start: int, end: int) -> int:
+    """CRC-32 of buf[start:end] without its line end and trailing blanks (no copy of the line)."""
+    while end > start and buf[end - 1] in b" \t\r\n":
+        end -= 1
+    return zlib.crc32(memoryview(buf)[start:end])
 
 
 def opens_pretty_object(line: bytes) -> bool:

@@ -97,20 +97,23 @@ class _Repeats:
     its per-request arrays and the client's statistics are equal too."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[Any, ...], list[RawRun]] = {}
+        self._seen: dict[tuple[Any, ...], list[tuple[RawRun, Optional[int]]]] = {}
 
-    def first_of(self, data: dict[str, Any], run: RawRun) -> tuple[Optional[RawRun], Optional[RawRun]]:
+    def first_of(self, data: dict[str, Any], run: RawRun,
+                 crc: Optional[int] = None) -> tuple[Optional[RawRun], Optional[RawRun]]:
         """(the earlier run this one repeats, None) or (None, an earlier run of the same measurement whose other
-        values differ: one of the two may be a damaged copy, and neither is dropped for the other)."""
+        values differ: one of the two may be a damaged copy, and neither is dropped for the other).
+        `crc`: of the line's bytes, when the run is a line of its own: a copy's bytes are the same too (values
+        the import does not read, such as vLLM's `start_times`, count as well)."""
         key = tuple((k, v) for k, v in data.items() if v is None or isinstance(v, (str, int, float)))
         earlier = self._seen.setdefault(key, [])
         near = None
-        for other in earlier:
+        for other, other_crc in earlier:
             if _same_measurement(other, run):
-                if _same_record(other, run):
+                if _same_record(other, run) and (crc is None or other_crc is None or crc == other_crc):
                     return other, None
                 near = near or other
-        earlier.append(run)
+        earlier.append((run, crc))
         return None, near
 
 
@@ -160,7 +163,7 @@ def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, str
                 try:
                     run = read_run(item.data, item.line, hints, options)
                     run.index = item.index
-                    first, near = repeats.first_of(item.data, run)
+                    first, near = repeats.first_of(item.data, run, item.crc)
                     where = _at(run).removeprefix("line ")
                     if first is not None:
                         out.warnings.append(f"{display_name(label)}:{where}: the same run as {_at(first)} (every value "
