@@ -398,10 +398,10 @@ def import_legacy(
             continue
         for name in sorted({Path(s.source.file).name for s in group.scenarios if s.source}):
             if group.engine == UNKNOWN:
-                warnings.append(f"{name}: not attributed to an engine (neither the file name nor the runs' backend "
+                warnings.append(f"{display_name(name)}: not attributed to an engine (neither the file name nor the runs' backend "
                                 "names one); recorded as 'unknown': give --engine or a --name-pattern with {engine}")
             if group.model is None:
-                warnings.append(f"{name}: not attributed to a model (the runs do not name it); recorded as 'unknown' "
+                warnings.append(f"{display_name(name)}: not attributed to a model (the runs do not name it); recorded as 'unknown' "
                                 f"under engine {group.engine}: give --model")
     raw_abs = str(raw_dir.resolve())
     per_chip_engine: dict[tuple[str, str], int] = {}

@@ -118,12 +118,14 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
     draft_tokens = _draft_tokens(existing)
     synthetic = synthetic_settings(existing.config)
 
-    def keep_recorded(label: str, reason: str) -> None:
+    def keep_recorded(label: str, reason: str, old: Optional[list[Scenario]] = None,
+                      record: Optional[RawFile] = None) -> None:
         """parse never forgets a measured scenario: a raw file imported before that is now
-        missing, unreadable or corrupt keeps its recorded scenarios and is marked damaged."""
-        kept = [_rejudged(s, spec, same_slo) for s in old_by_file[label]]
+        missing, unreadable or corrupt keeps its recorded scenarios (`old`: those of its lines
+        that are not read now) and is marked damaged."""
+        kept = [_rejudged(s, spec, same_slo) for s in (old_by_file[label] if old is None else old)]
         scenarios.extend(kept)
-        prev = known.get(label)
+        prev = record or known.get(label)
         records.append(prev.model_copy(update={"damaged": reason}) if prev is not None else
                        RawFile(file=label, sha256="", size=0, runs=len(kept), damaged=reason))
         warnings.append(f"{display_name(label)}: {reason}; kept its {len(kept)} recorded scenario(s) and marked it "
@@ -220,8 +222,28 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
         except Exception as exc:  # noqa: BLE001
             file_problems = [Problem(label, None, unexpected(exc))]
             built = []
-        if file_problems and label in old_by_file:
-            keep_recorded(label, f"now unreadable or corrupt ({file_problems[0]})")
+        # the unit is the line: every line read now counts, each bad one is named, and a scenario recorded
+        # from a line that is not read now is kept
+        fresh = {(s.source.line, s.source.index) for s in built if s.source is not None}
+        old = [s for s in old_by_file.get(label, []) if s.source is None or (s.source.line, s.source.index) not in fresh]
+        whole = next((p for p in file_problems if p.line is None), None)
+        if file_problems and (old or (whole and label in old_by_file)):
+            covered = {(s.source.line, s.source.index) for s in old if s.source is not None}
+            said = whole or (None if built else file_problems[0])  # nothing read: the file's line names it
+            for problem in file_problems:
+                if problem is said:
+                    continue
+                if (problem.line, problem.index) in covered:
+                    warnings.append(f"{problem}; kept the scenario recorded from this line")
+                else:
+                    problems.append(problem)
+                    skipped.append(_skip_entry(problem, hints))
+            scenarios.extend(built)
+            reason = f"now unreadable or corrupt ({said})" if said else \
+                f"{len(file_problems)} run(s) now unreadable or corrupt (each named)"
+            keep_recorded(label, reason, old, None if whole else RawFile(
+                file=label, sha256=digest, size=size, runs=len(built) + len(old), sidecar_sha256=side_digest,
+                mtime_ns=mtime_ns, ctime_ns=ctime_ns))
             continue
         problems.extend(file_problems)
         skipped.extend(_skip_entry(p, hints) for p in file_problems)
@@ -229,9 +251,10 @@ def _parse_locked(run_dir: Path, slo: Optional[SloSpec], cap: int, name_format: 
         records.append(RawFile(file=label, sha256=digest, size=size, runs=len(built), sidecar_sha256=side_digest,
                                mtime_ns=mtime_ns, ctime_ns=ctime_ns))
     listed = {f"raw_outputs/{p.name}" for p in paths}
+    left_out = {f"raw_outputs/{p.name}": why for p, why in listing.ignored}  # a recorded file renamed `.x`: said
     for label in sorted(set(old_by_file) - listed):
         if label.startswith("raw_outputs/"):
-            keep_recorded(label, "missing")
+            keep_recorded(label, left_out.get(label, "missing"))
         else:  # imported from elsewhere (import-legacy): kept as recorded
             scenarios.extend(s.model_copy() for s in old_by_file[label])
             if label in known:

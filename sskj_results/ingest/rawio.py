@@ -14,6 +14,9 @@ several threads.
 
 from __future__ import annotations
 
+import dataclasses
+import io
+import itertools
 import json
 import os
 import re
@@ -25,6 +28,8 @@ import orjson
 
 from ..contract.io import one_line, open_checked
 from .hashing import Digest
+from .rawtext import (BOM, damaged_first_line, line_crc, line_ends_of, not_utf8_json, opens_pretty_object,
+                      other_encoding, read_wide, undecodable_at)
 
 # Bare non-finite constants in value position (after ':', ',' or '['): made null
 # so orjson can parse the line; only tried after a plain orjson parse failed.
@@ -39,6 +44,7 @@ class Record:
     line: int
     data: dict[str, Any]
     index: Optional[int] = None
+    crc: Optional[int] = None  # CRC-32 of the line's bytes (a line of JSON Lines): a copy's bytes are the same
 
 
 @dataclass(frozen=True)
@@ -154,26 +160,8 @@ def _describe(exc: Exception, last: bool) -> str:
     return f"not valid JSON ({msg})"
 
 
-def _opens_pretty_object(line: bytes) -> bool:
-    """The first line opens a pretty-printed object or array: `{` or `[` alone, or `{`/`[` not closed on the line."""
-    stripped = line.strip()
-    return (stripped in (b"{", b"[") or (stripped.startswith(b"{") and not stripped.endswith(b"}"))
-            or (stripped.startswith(b"[") and not stripped.endswith(b"]")))
-
-
-def _ends_of(buf: bytearray, start: int, end: int) -> bytes:
-    """A line, or for a long one a stand-in with the same first and last non-blank bytes
-    (a long line has two distinct non-blank bytes, so it is never a lone `{` or `[`)."""
-    if end - start <= 8192:
-        return bytes(buf[start:end])
-    first = bytes(buf[start:start + 4096]).lstrip()
-    last = bytes(buf[end - 4096:end]).rstrip()
-    if not first or not last:
-        return bytes(buf[start:end])
-    return first[:1] + b" " + last[-1:]
-
-
 _BLOCK = 64 << 20  # read size; a line longer than this grows the buffer
+_BARE_CR = re.compile(rb"\r(?!\n)")  # a line end of classic Mac OS
 _HEAD = 1 << 16  # of a line, hashed at once: bare constants there may be patched while the rest is hashed
 _BLANK = re.compile(rb"[ \t\n\r\x0b\x0c]*")  # what bytes.isspace() calls whitespace
 
@@ -197,6 +185,8 @@ class FileScan:
         self.size = 0
         self.lines = 0
         self.sha256: Optional[str] = None
+        self.line_end, self._sep = "LF", 0x0A  # "CR" for a file whose lines end in CR only (read with CR as the line end)
+        self.encoding: Optional[str] = None  # "UTF-16"/"UTF-32" for a file read in that encoding
 
     def __iter__(self) -> Iterator[Item]:
         self._digest = Digest() if self._want_digest else None
@@ -204,20 +194,29 @@ class FileScan:
             yield from self._scan(handle)
         self._finish()
 
-    def _scan(self, handle: Any) -> Iterator[Item]:
+    def _scan(self, handle: Any, sniff: bool = True) -> Iterator[Item]:
         digest = self._digest
         try:
             hint = os.fstat(handle.fileno()).st_size
         except OSError:
             hint = 0
         buf = bytearray(min(max(hint + 1, 1 << 16), _BLOCK))  # +1: EOF shows without a second buffer
-        filled = 0
-        eof = False
-        number = size = 0
-        consumed = 0  # bytes of the file before buf[0]
-        start = search = 0  # the current line starts at buf[start]; its newline is not before buf[search]
+        filled = handle.readinto(memoryview(buf)) or 0  # the file's first bytes say its encoding and line ends
+        eof = filled == 0
+        wide = other_encoding(bytes(buf[:64])) if sniff else None
+        if wide is not None:  # UTF-16 or UTF-32 (PowerShell's `>`): read as text when it is that throughout
+            yield from self._wide(handle, buf, filled, *wide)
+            return
+        bom = 3 if buf.startswith(BOM) else 0  # a UTF-8 byte-order mark (Windows editors) is not part of a line
+        # lines ending in CR only (classic Mac OS): no LF in the first block, a CR in it
+        sep = b"\r" if buf.find(b"\n", 0, filled) < 0 and buf.find(b"\r", 0, filled) >= 0 else b"\n"
+        self.line_end, self._sep = ("CR" if sep == b"\r" else "LF"), sep[0]
+        if bom and digest is not None:
+            digest.add(bytes(buf[:bom]), background=False)
+        number, size, consumed = 0, bom, 0  # consumed: bytes of the file before buf[0]
+        start = search = bom  # the current line starts at buf[start]; its newline is not before buf[search]
         while True:
-            nl = buf.find(b"\n", search, filled)
+            nl = buf.find(sep, search, filled)
             if nl < 0 and not eof:
                 if filled == len(buf):
                     # full: move the unfinished line into a fresh (larger if needed) buffer;
@@ -243,15 +242,16 @@ class FileScan:
             else:
                 end = nl + 1
             number += 1
-            if number == 1 and _opens_pretty_object(_ends_of(buf, 0, end)):
+            if number == 1 and opens_pretty_object(line_ends_of(buf, bom, end)):
                 # one pretty-printed (or truncated) object: read whole, as the standard library does
-                blob = bytes(memoryview(buf)[:filled]) + handle.read()
+                blob = bytes(memoryview(buf)[bom:filled]) + handle.read()
                 del buf
                 if digest is not None:
                     digest.add(blob, background=False)
-                self.size = len(blob)
+                self.size = bom + len(blob)
+                blob = _BARE_CR.sub(b"\n", blob)  # CR-only or mixed line ends: same length, same JSON
                 self.lines = blob.count(b"\n") + (1 if blob and not blob.endswith(b"\n") else 0)
-                if _damaged_first_line(blob) and _has_object_line(blob):
+                if damaged_first_line(blob) and _has_object_line(blob):
                     # JSON Lines whose first line is a damaged object (cut short, or with bytes after
                     # its end): it costs that line only, whatever a decoder makes of its first part
                     yield from _each_line(blob)
@@ -272,13 +272,18 @@ class FileScan:
                 if digest is not None:
                     digest.add(rest, background=False)
                 self.size = size + len(rest)
-                self.lines = number - 1 + rest.count(b"\n") + (1 if rest and not rest.endswith(b"\n") else 0)
-                yield from _whole(self.path, rest, number - 1)
+                lines = _BARE_CR.sub(b"\n", rest)
+                self.lines = number - 1 + lines.count(b"\n") + (1 if lines and not lines.endswith(b"\n") else 0)
+                yield from _whole(self.path, lines, number - 1)
                 return
             size += end - start
             blank = _BLANK.match(buf, start, end)  # always matches (possibly empty)
             if blank is None or blank.end() < end:
                 item = self._parse_line(buf, start, end, number)
+                if isinstance(item, LineError) and _BARE_CR.search(buf, start, end):  # mixed line ends:
+                    joined = bytes(buf[start:end]).rstrip(b"\r\n")  # runs joined by CRs, each a line of its own
+                    item = [dataclasses.replace(p, line=p.line + number - 1) for p in _each_line(_BARE_CR.sub(b"\n", joined))]
+                    number += joined.count(b"\r")
                 if isinstance(item, list):  # one JSON array of runs on the line
                     yield from item
                 else:
@@ -305,19 +310,41 @@ class FileScan:
                 digest.wait()  # the original bytes there must be hashed first
 
         # only the file's last line can lack its newline; it looks truncated if it began as JSON
-        last = buf[end - 1] != 0x0A and bytes(buf[start:min(end, start + 64)]).lstrip().startswith(b"{")
+        last = buf[end - 1] != self._sep and bytes(buf[start:min(end, start + 64)]).lstrip().startswith(b"{")
         try:
             data = _loads_in_place(buf, start, end, view, before_patch)
         except (ValueError, orjson.JSONDecodeError, RecursionError) as exc:
             if bytes(buf[start:min(end, start + 64)]).lstrip().startswith(b"["):
                 # a damaged array of runs: its complete elements still count
                 return _line_array(bytes(view), number)
-            return LineError(number, _describe(exc, last), column=_column(exc))
+            undecodable, lenient = not_utf8_json(bytes(view))  # bytes that are not UTF-8: said so, or the JSON error
+            if undecodable is not None:
+                return LineError(number, undecodable[0], column=undecodable[1])
+            return LineError(number, _describe(lenient or exc, last), column=_column(lenient or exc))
         if isinstance(data, list):
             return _array_records(data, number)
         if not isinstance(data, dict):
             return LineError(number, f"expected a JSON object per line, got {type(data).__name__}")
-        return Record(number, data)
+        return Record(number, data, crc=line_crc(buf, start, end))
+
+    def _wide(self, handle: Any, buf: bytearray, filled: int, name: str, codec: str) -> Iterator[Item]:
+        """A file that starts as UTF-16/32: read as UTF-8 when it is that throughout (`encoding`), else as it is."""
+        digest, (blob, utf8, refused) = self._digest, read_wide(bytes(buf[:filled]), handle, name, codec)
+        del buf
+        rest: Iterator[bytes] = iter(lambda: handle.read(_BLOCK), b"") if refused is not None else iter(())
+        for chunk in itertools.chain([blob], rest):  # a refused file is hashed to its end all the same
+            self.size += len(chunk)
+            if digest is not None:
+                digest.add(chunk, background=False)
+        if refused is not None:
+            yield LineError(1, refused)
+            return
+        self._digest, self.encoding = None, (None if utf8 is None else name)  # hashed above, as the file's bytes
+        try:
+            yield from self._scan(io.BytesIO(blob if utf8 is None else utf8), sniff=False)
+        finally:
+            self._digest = digest
+        self.size = len(blob)
 
     def _finish(self) -> None:
         if self._digest is not None:
@@ -380,14 +407,6 @@ def _loads_in_place(buf: bytearray, start: int, end: int, view: memoryview,
             raise
         # the column where the patched line failed: `null` + spaces keeps every byte where it was
         raise orjson.JSONDecodeError(str(exc).split(": line")[0], "", pos) from None
-
-
-def _damaged_first_line(blob: bytes) -> bool:
-    """The first line holds more than the opening `{` or `[` of a pretty-printed document: a whole
-    JSON Lines record that was damaged, not the start of one object spread over lines."""
-    first_end = blob.find(b"\n")
-    first = (blob if first_end < 0 else blob[:first_end]).strip()
-    return first.startswith(b"{") and first not in (b"{", b"[")
 
 
 def _has_object_line(blob: bytes) -> bool:
@@ -521,11 +540,12 @@ def _array_items(decoder: json.JSONDecoder, text: str, pos: int,
 
 def _whole(path: Path, blob: bytes, before: int = 0) -> Iterator[Item]:
     """Concatenated (possibly pretty-printed) objects in one file (or its rest, after `before` lines)."""
+    undecodable: list[int] = []  # where bytes that are not UTF-8 were: an object holding one is refused
     try:
         text = blob.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        yield LineError(before + blob.count(b"\n", 0, exc.start) + 1, "not UTF-8 text")
-        return
+    except UnicodeDecodeError:
+        text = blob.decode("utf-8", errors="replace")
+        undecodable = [i for i, c in enumerate(text) if c == "\ufffd"]
     decoder = json.JSONDecoder(parse_constant=lambda _name: None)
     pos = 0
     while True:
@@ -534,7 +554,7 @@ def _whole(path: Path, blob: bytes, before: int = 0) -> Iterator[Item]:
         if pos >= len(text):
             return
         line = before + text.count("\n", 0, pos) + 1
-        if text[pos] == "[":
+        if text[pos] == "[" and not undecodable:
             # one JSON array of runs (pretty-printed or not): element by element, each with its own line
             after = yield from _array_items(decoder, text, pos, line - 1)
             if after is None:
@@ -564,7 +584,11 @@ def _whole(path: Path, blob: bytes, before: int = 0) -> Iterator[Item]:
         except (RecursionError, ValueError) as exc:  # nesting too deep; an integer beyond the int-to-str limit
             yield LineError(line, _describe(exc, False))
             return
-        if isinstance(data, dict):
+        bad = next((i for i in undecodable if pos <= i < end), None)
+        if bad is not None:  # named by its line and column, the byte as the file holds it
+            why, column = undecodable_at(blob, text, bad)
+            yield LineError(before + text.count("\n", 0, bad) + 1, why, column=column)
+        elif isinstance(data, dict):
             yield Record(line, data)
         else:
             yield LineError(line, f"expected a JSON object, got {type(data).__name__}")

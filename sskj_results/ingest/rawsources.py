@@ -5,6 +5,7 @@ that repeat their runs, warm-ups, failure records)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +25,30 @@ class RawListing:
     ignored: list[tuple[Path, str]] = field(default_factory=list)
 
 
+# editors' and tools' copies beside a file: never a measurement of their own
+_SWAP = (".swp", ".swo", ".swx")
+_BACKUP = (".bak", ".orig")
+
+
+def left_out(name: str) -> Optional[str]:
+    """Why a directory entry is not read on purpose (a hidden entry, a backup copy, an editor's swap or
+    auto-save file), or None. Each one is named in a warning, so no file is left out silently."""
+    if name.lower().endswith(_SWAP):
+        return "editor swap file, not read"
+    if name.startswith("#") and name.endswith("#") and len(name) > 1:
+        return "editor auto-save file, not read"
+    if name.endswith("~"):
+        return "backup copy (the name ends in ~), not read"
+    if name.lower().endswith(_BACKUP):
+        return f"backup copy (the name ends in {name[name.rindex('.'):]}), not read"
+    if name.startswith("."):
+        return "hidden, not read"
+    return None
+
+
 def list_raw_dir(directory: Path) -> RawListing:
-    """Raw outputs of a directory (sorted), and the entries that are not raw outputs, with why."""
+    """Raw outputs of a directory (sorted), and the entries that are not raw outputs, with why
+    (hidden entries, backups and swap files are not read: `left_out`)."""
     listing = RawListing()
     try:
         entries = sorted(directory.iterdir())
@@ -34,7 +57,10 @@ def list_raw_dir(directory: Path) -> RawListing:
     except NotADirectoryError:
         return listing
     for entry in entries:
-        if entry.suffix.lower() in RAW_SUFFIXES:
+        why = left_out(entry.name)
+        if why is not None:
+            listing.ignored.append((entry, why))
+        elif entry.suffix.lower() in RAW_SUFFIXES:
             listing.files.append(entry)
         elif entry.is_dir():
             listing.ignored.append((entry, "directory, not read"))
@@ -73,7 +99,7 @@ def collect_raw_sources(raw_dir: Path, ignored: Optional[list[tuple[str, str]]] 
             # listed, never silently skipped (a hidden directory once, not each file in it)
             hidden_below = any(part.startswith(".") for part in rel.parts[:-1])
             if ignored is not None and not hidden_below and not (walked and not rel.name.startswith(".")):
-                why = "hidden, not read" if rel.name.startswith(".") else "not a raw output (*.jsonl or *.json), not read"
+                why = left_out(rel.name) or "not a raw output (*.jsonl or *.json), not read"
                 ignored.append((str(rel), why))
             elif ignored is not None and not hidden_below and walked and path.suffix.lower() in RAW_SUFFIXES:
                 try:
@@ -81,6 +107,11 @@ def collect_raw_sources(raw_dir: Path, ignored: Optional[list[tuple[str, str]]] 
                 except OSError as exc:
                     inside = f"cannot list it: {describe_os_error(exc)}"
                 ignored.append((str(rel), f"a directory named like a raw output, not a file: not read as one ({inside})"))
+            elif ignored is not None and not hidden_below and walked:
+                try:  # the walk passes over a directory it cannot list without a word: named here
+                    os.scandir(path).close()
+                except OSError as exc:
+                    ignored.append((str(rel), f"a directory that cannot be listed, not read: {describe_os_error(exc)}"))
             continue
         paths.append(path)  # special files named like raw files are kept: reading them reports the refusal
     sweep_dirs = {p.parent for p in paths if _SWEEP_RUN.match(p.name)}

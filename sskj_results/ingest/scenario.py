@@ -98,16 +98,33 @@ class _Repeats:
     its per-request arrays and the client's statistics are equal too."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[Any, ...], list[RawRun]] = {}
+        self._seen: dict[tuple[Any, ...], list[tuple[RawRun, Optional[int]]]] = {}
 
-    def first_of(self, data: dict[str, Any], run: RawRun) -> Optional[RawRun]:
+    def first_of(self, data: dict[str, Any], run: RawRun,
+                 crc: Optional[int] = None) -> tuple[Optional[RawRun], Optional[RawRun]]:
+        """(the earlier run this one repeats, None) or (None, an earlier run of the same measurement whose other
+        values differ: one of the two may be a damaged copy, and neither is dropped for the other).
+        `crc`: of the line's bytes, when the run is a line of its own: a copy's bytes are the same too (values
+        the import does not read, such as vLLM's `start_times`, count as well)."""
         key = tuple((k, v) for k, v in data.items() if v is None or isinstance(v, (str, int, float)))
         earlier = self._seen.setdefault(key, [])
-        for other in earlier:
+        near = None
+        for other, other_crc in earlier:
             if _same_measurement(other, run):
-                return other
-        earlier.append(run)
-        return None
+                if _same_record(other, run) and (crc is None or other_crc is None or crc == other_crc):
+                    return other, None
+                near = near or other
+        earlier.append((run, crc))
+        return None, near
+
+
+# what a run records besides its measurement (compared by _same_measurement) and its place in the file
+_PLACE = {"line", "index", "details", "client", "client_extra", "success", "failed", "duration_s"}
+
+
+def _same_record(a: RawRun, b: RawRun) -> bool:
+    """Everything else read from the two runs is equal too (saved texts, notes, versions, chip, ...)."""
+    return all(getattr(a, f.name) == getattr(b, f.name) for f in dataclasses.fields(RawRun) if f.name not in _PLACE)
 
 
 def _same_measurement(a: RawRun, b: RawRun) -> bool:
@@ -147,13 +164,17 @@ def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, str
                 try:
                     run = read_run(item.data, item.line, hints, options)
                     run.index = item.index
-                    first = repeats.first_of(item.data, run)
+                    first, near = repeats.first_of(item.data, run, item.crc)
+                    where = _at(run).removeprefix("line ")
                     if first is not None:
-                        where = _at(run).removeprefix("line ")
                         out.warnings.append(f"{display_name(label)}:{where}: the same run as {_at(first)} (every value "
                                             "equal: written twice, as `cat a >> a` does); counted once, from "
                                             f"{_at(first)}")
                         continue
+                    if near is not None:
+                        out.warnings.append(f"{display_name(label)}:{where}: the same measurement as {_at(near)} (equal "
+                                            "statistics and per-request data) but other values differ: both imported; "
+                                            "if one is a damaged copy, remove it")
                     out.runs.append(run)
                     continue
                 except RunError as exc:
@@ -174,6 +195,10 @@ def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, str
         out.problems.append(problem)
         return out
     out.sha256, out.size, out.lines = scan.sha256, scan.size, scan.lines
+    if scan.line_end == "CR":  # read, and said: its line numbers count CRs, as an editor's do
+        out.warnings.append(f"{display_name(label)}: lines end in CR only (classic Mac OS): read with CR as the line end")
+    if scan.encoding is not None:  # PowerShell's `>`: read, and said
+        out.warnings.append(f"{display_name(label)}: {scan.encoding} text, not UTF-8: read as {scan.encoding}")
     if not seen:
         problem = Problem(label, None, "empty file: no runs")
         if strict:

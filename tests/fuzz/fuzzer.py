@@ -6,9 +6,14 @@ so any case can be replayed alone (`run_fuzz.py --case N`). A case is one of:
 * ``import``: a raw directory holding a real raw output (the good file) and one
   or two mutated ones (truncated, bytes flipped, a value swapped for another
   type, nested thousands of levels deep, huge or tiny numbers, invalid UTF-8,
-  lone surrogates, control characters in the name, upper-case extensions,
-  special files: FIFO, socket, device, broken or looping symlink, directory);
+  lone surrogates, CR-only line ends, control characters in the name,
+  upper-case extensions, hidden, backup and swap-file names, special files:
+  FIFO, socket, device, broken or looping symlink, directory);
   `import-legacy` runs on it.
+* ``lines``: one file of several real runs (LF, CRLF or CR-only line ends),
+  one line mutated or a mutated copy of a line written before it;
+  `import-legacy` runs on it, or `parse` where a file of that name was parsed
+  before: every good line is imported, the bad one named with its line.
 * ``parse``: a run directory already parsed from the good file; mutated raw
   outputs and side files (server metrics, accelerator logs, the skipped list)
   are added, or the recorded raw file is damaged; `parse` runs on it.
@@ -25,6 +30,7 @@ failed command, and no temporary file is left behind.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import re
@@ -172,7 +178,8 @@ def _absurd_numbers(rng: random.Random, text: str) -> tuple[str, int]:
 def mutate_text(rng: random.Random, data: bytes) -> tuple[bytes, str]:
     """One mutation of a JSON (or JSON Lines) document, and its name."""
     choice = rng.choice(["truncate", "flip", "swap", "swap", "array", "deep", "huge", "utf8", "surrogate",
-                         "duplicate", "empty", "blank", "nul", "key", "encoding", "crlf", "dupkey", "absurd", "pretty"])
+                         "duplicate", "empty", "blank", "nul", "key", "encoding", "crlf", "cr", "dupkey", "absurd",
+                         "pretty"])
     if choice == "pretty":  # pretty-printed (indented, LF or CRLF line ends), then perhaps damaged as well
         return _pretty(rng, data)
     if choice == "truncate":
@@ -206,6 +213,8 @@ def mutate_text(rng: random.Random, data: bytes) -> tuple[bytes, str]:
         return bytes(buf), "nul-inside"
     if choice == "crlf":
         return data.replace(b"\n", b"\r\n") if b"\n" in data else data + b"\r\n", choice
+    if choice == "cr":  # classic Mac OS line ends: CR only
+        return data.replace(b"\n", b"\r") if b"\n" in data else data + b"\r", choice
     if choice == "duplicate":
         lines = data.splitlines(keepends=True) or [data]
         return b"".join(lines * rng.randint(2, 3)), choice
@@ -319,6 +328,8 @@ def _bad_name(rng: random.Random, n: int) -> str:
         os.fsdecode(b"raw\xff\xfe" + str(n).encode() + b".jsonl"), os.fsdecode(b"lat\xe9" + str(n).encode() + b".json"),
         f"cafe\u0301-{n}.jsonl", f"\u202e{n}lmosj.jsonl", f"zero\u200bwidth{n}.jsonl", f"結果_{n}.jsonl",
         f"run-{n}-\U0001f680.jsonl", f"q'\"\n{n}.jsonl", f"{stem}\u00a0.jsonl",
+        # left out on purpose, and named: hidden, a backup, an editor's swap or auto-save file
+        f".{stem}.jsonl", f"{stem}.jsonl~", f"{stem}.jsonl.bak", f".{stem}.jsonl.swp", f"#{stem}.jsonl#",
     ])
 
 
@@ -434,33 +445,50 @@ def case_import(case: Case) -> None:
 
 
 def case_lines(case: Case) -> None:
-    """One JSON Lines file of several real runs, one line mutated: the other lines are imported."""
+    """One JSON Lines file of several real runs (LF, CRLF or CR-only line ends), one line mutated, or a mutated
+    copy of a line written before it: the other lines are imported, by `import-legacy` or by `parse` of a run
+    directory whose raw file of that name was parsed before."""
     rng = case.rng
-    raw = case.root / "raw"
-    raw.mkdir()
     lines = [p.read_bytes().splitlines()[0] for p in _raw_sources() if p.suffix == ".jsonl"]
     rng.shuffle(lines)
     lines = lines[: rng.randint(2, len(lines))]
     bad_index = rng.randrange(len(lines))
     mutated, case.mutation = mutate_text(rng, lines[bad_index])
-    case.mutation += f" (line {bad_index + 1} of {len(lines)})"
-    body = b"\n".join(mutated if i == bad_index else line for i, line in enumerate(lines))
+    copy = rng.random() < 0.25  # a damaged copy written before its good line: both are there
+    case.mutation += f" ({'a copy of ' if copy else ''}line {bad_index + 1} of {len(lines)})"
+    body_lines = lines[:bad_index] + [mutated] + lines[bad_index + (0 if copy else 1):]
+    end = rng.choice([b"\n", b"\n", b"\r\n", b"\r"])
+    case.mutation += {b"\n": "", b"\r\n": ", CRLF", b"\r": ", CR only"}[end]
+    body = end.join(body_lines)
     if rng.random() < 0.8:
-        body += b"\n"
-    (raw / "vllm_0705_4_64_16.jsonl").write_bytes(body)
-    out = case.root / "out"
-    result = invoke(case, "import-legacy", str(raw), "--out", str(out), *CHIP)
+        body += end
+    name = GOOD
+    before = hashlib.sha256((RAW / GOOD).read_bytes()).hexdigest()
+    parse = rng.random() < 0.3
+    if parse:
+        case.mutation += ", parse"
+        out = _parsed_run(case)  # GOOD's run recorded from line 1 of a file of the same name
+        (out / "raw_outputs" / name).write_bytes(body)
+        result = invoke(case, "parse", str(out))
+    else:
+        raw = case.root / "raw"
+        raw.mkdir()
+        (raw / name).write_bytes(body)
+        out = case.root / "out"
+        result = invoke(case, "import-legacy", str(raw), "--out", str(out), *CHIP)
     if case.failures:
         return
     try:
-        count = sum(len(load_run(run).scenarios) for run in out.iterdir() if not run.name.startswith("."))
+        runs = [out] if parse else [run for run in out.iterdir() if not run.name.startswith(".")]
+        # read from the file as it is now (parse keeps a scenario recorded from a line now bad: not counted)
+        count = sum(1 for run in runs for s in load_run(run).scenarios if s.source and s.source.sha256 != before)
     except Exception as exc:  # noqa: BLE001
         case.fail(f"a written run does not load back: {exc}")
         return
-    good_lines = len(lines) - 1
+    good_lines = len(lines) - (0 if copy else 1)
     if count < good_lines:
         case.fail(f"{count} scenario(s) imported from {good_lines} good line(s): {result.stderr.strip()[-400:]}")
-    if count < len(lines) and mutated.strip() and not has_line_number("vllm_0705_4_64_16.jsonl", result.stderr):
+    if count < len(body_lines) and mutated.strip() and not has_line_number(name, result.stderr):
         case.fail(f"a line was not imported and no message names it with its line: {result.stderr.strip()[-400:]}")
 
 
