@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
@@ -34,7 +34,7 @@ from ..contract.comparison_models import (
 from ..contract.metrics import PER_REPEAT_COMPARED, PER_REQUEST_COMPARED, metric as metric_row
 from ..contract.errors import UsageError
 from ..contract.models import Scenario, SloSpec, Validity, ValidityThresholds
-from .grades import SHARED_CHECKS, Severity, failed, regrade
+from .grades import SHARED_CHECKS, Severity, failed, partial_breaches, regrade, short_names, unreliable_of
 from .speccompare import draft_bounds, itl_note, with_bound_caveats
 from .rundata import RunData, graded, reference_slo, run_labels, same_thresholds, scenario_status, table_row
 from .validity import CHECK_ORDER, DEFAULT_THRESHOLDS, parse_thresholds
@@ -192,6 +192,33 @@ class Grades:
     reason: Optional[str] = None
     qualified: tuple[str, ...] = ()
     qualification: Optional[str] = None
+    unreliable: tuple[str, ...] = ()  # metrics whose tests the scoped checks refuse (the others stand)
+    scoped: tuple[str, ...] = ()  # those checks
+    scoped_reason: Optional[str] = None
+
+    def of(self, metric: str) -> "Grades":
+        """What validity does to one metric's test: refused when a scoped check makes the metric unreliable."""
+        if metric in self.unreliable:
+            return Grades(refused=self.scoped, reason=self.scoped_reason, qualified=self.qualified,
+                          qualification=self.qualification)
+        return Grades(qualified=self.qualified, qualification=self.qualification) if not self.reason else self
+
+
+def _scoped(sides: Sequence[tuple[str, Sequence[Judged]]]) -> Grades:
+    """The scoped checks failed on either side: the metrics they make unreliable and why."""
+    checks: list[str] = []
+    parts = []
+    for side, points in sides:
+        for p in points:
+            found = partial_breaches(p.validity)
+            if found:
+                checks.extend(c for c in found if c not in checks)
+                parts.append(f"{side} {p.scenario.name} failed {', '.join(found)}")
+    if not checks:
+        return Grades()
+    metrics = tuple(unreliable_of(checks))
+    return Grades(unreliable=metrics, scoped=tuple(checks), scoped_reason=(
+        f"unreliable {short_names(metrics)}: " + "; ".join(parts)))
 
 
 def _breaches(points: Sequence[Judged], grade: Severity) -> dict[str, list[str]]:
@@ -222,6 +249,7 @@ def _grades(base: Sequence[Judged], cand: Sequence[Judged], strict: bool) -> Gra
                 parts.append(f"{side} {p.scenario.name} failed {', '.join(failing)}")
     if parts:
         return Grades(refused=tuple(checks), reason="invalid point: " + "; ".join(parts))
+    scoped = _scoped(sides)
     qual = [_breaches(base, "qualifying"), _breaches(cand, "qualifying")]
     for check in SHARED_CHECKS:
         for i, (side, points) in enumerate(sides):
@@ -231,14 +259,14 @@ def _grades(base: Sequence[Judged], cand: Sequence[Judged], strict: bool) -> Gra
                     f"invalid point: {side} {', '.join(qual[i][check])} failed {check} and {other_side} did not: "
                     "a burst against a steady load is no comparison"))
     if not qual[0] and not qual[1]:
-        return Grades()
+        return scoped
     names = [c for c in CHECK_ORDER if c in qual[0] or c in qual[1]]
     words = []
     for check in names:
         who = [f"{side} {', '.join(q[check])}" for (side, _), q in zip(sides, qual) if check in q]
         both = "both sides: " if len(who) == 2 else ""
         words.append(f"{check} ({both}{'; '.join(who)})")
-    return Grades(qualified=tuple(names), qualification="qualified: " + "; ".join(words))
+    return replace(scoped, qualified=tuple(names), qualification="qualified: " + "; ".join(words))
 
 
 def invalid_verdict(checks: Sequence[str]) -> str:
@@ -330,8 +358,9 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
             base_pool, cand_pool = pool(base_run, base_members, metric), pool(cand_run, cand_members, metric)
             if metric_row(metric).origin == "sskj" and not base_pool.size and not cand_pool.size:
                 continue  # computed on neither side (no per-request data): no test to report
-            if difference:
-                outcome = stats.not_comparable(stats.WELCH_MEDIANS if repeated else stats.MANN_WHITNEY, difference)
+            refusal = difference or invalid.of(metric).reason
+            if refusal:
+                outcome = stats.not_comparable(stats.WELCH_MEDIANS if repeated else stats.MANN_WHITNEY, refusal)
             elif repeated:
                 outcome = stats.compare_repeat_medians(
                     [base_run.samples[j].metric(metric) for j in base_members],
@@ -341,18 +370,19 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
                     base_pool, cand_pool, alpha=options.alpha, n_resamples=options.n_resamples,
                     confidence=options.confidence, seed=options.seed, unit=metric_row(metric).unit,
                 )
-            out.append((ci, metric, outcome, caveat, invalid))
+            out.append((ci, metric, outcome, caveat, invalid.of(metric)))
         if repeated or per_device:  # across chips: a verdict, even on one run
             for repeat_metric in _repeat_metrics(per_device):
                 base_values = _repeat_values(base_scen, repeat_metric, recompute[0])
                 cand_values = _repeat_values(cand_scen, repeat_metric, recompute[ci])
                 if metric_row(repeat_metric).origin == "sskj" and not base_values.size and not cand_values.size:
                     continue  # measured on neither side (no per-request data): no test to report
-                if difference:
-                    outcome = stats.not_comparable(stats.WELCH, difference)
+                refusal = difference or invalid.of(repeat_metric).reason
+                if refusal:
+                    outcome = stats.not_comparable(stats.WELCH, refusal)
                 else:
                     outcome = stats.compare_means_welch(base_values, cand_values, confidence=options.confidence)
-                out.append((ci, repeat_metric, outcome, None, invalid))
+                out.append((ci, repeat_metric, outcome, None, invalid.of(repeat_metric)))
     return out
 
 

@@ -23,7 +23,7 @@ from ..contract.models import (
     Distribution, RawRequest, Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds,
 )
 from .metrics import derived_values, summarize
-from .grades import breaches, grade_of
+from .grades import breaches, grade_of, partial_breaches, unreliable_of
 from .slo import resolve_slo, slo_status
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -213,10 +213,12 @@ def recorded_or_computed(run: RunData, scenario: Scenario, m: Metric) -> Optiona
 
 
 def graded(validity: Optional[Validity], thresholds: Optional[ValidityThresholds]) -> dict[str, Any]:
-    """A Row's grade fields (validity_grade, qualifying, disqualifying) of a validity block."""
+    """A Row's grade fields (validity_grade, qualifying, disqualifying, partial, unreliable) of a validity block."""
     qualifying, disqualifying = breaches(validity, thresholds)
-    return {"validity_grade": grade_of(validity, qualifying, disqualifying),
-            "qualifying": qualifying, "disqualifying": disqualifying}
+    partial = partial_breaches(validity)
+    return {"validity_grade": grade_of(validity, qualifying, disqualifying, partial),
+            "qualifying": qualifying, "disqualifying": disqualifying, "partial": partial,
+            "unreliable": unreliable_of(partial)}
 
 def mean_known(values: Sequence[Optional[float]]) -> Optional[float]:
     known = [v for v in values if v is not None]

@@ -1,0 +1,161 @@
+"""Validity per metric: a check with a scope (bursty streaming: TPOT, ITL and what is derived from them) refuses only
+those metrics' verdicts and marks only their values; reports agree with their own checks (docs/VALIDITY.md).
+
+Built from real client outputs: the shared vLLM files (../shared/fixtures/raw beside the project), imported, and
+the points' recorded streaming_granularity values judged against a lower max_bursty_share (`--validity`), or the
+recorded check failed in results.json as a live run whose stream came in bursts records it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sskj_results.analysis.grades import grade, mark
+from sskj_results.cli import main
+from sskj_results.contract.metrics import follows
+from sskj_results.contract.models import Validity, ValidityCheck
+from sskj_results.render.report import section_text
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "raw"
+BURSTY = "--validity", "max_bursty_share=0.01"  # the real points' bursty shares (2 %, 5 %, 8 %) fail it
+pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"{FIXTURES}: the shared fixtures are beside the project")
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("fx") / "out"
+    result = CliRunner().invoke(main, ["import-legacy", str(FIXTURES), "--out", str(out), "--chip", "cpu"])
+    assert result.exit_code == 0, result.output
+    (run,) = [p.parent for p in out.rglob("results.json") if "0705" in p.parent.name]
+    return run
+
+
+def two_runs(tmp_path: Path, run: Path) -> tuple[Path, Path]:
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(run, a)
+    shutil.copytree(run, b)
+    return a, b
+
+
+def fail_streaming(run: Path, names: tuple[str, ...] = ()) -> None:
+    """Record a failed streaming_granularity check on the named points (all when none named), as a live run does
+    when the engine streamed in bursts: the check, the block's ok and its unreliable metrics as judge() writes them."""
+    path = run / "results.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for s in data["scenarios"]:
+        if names and s["name"] not in names:
+            continue
+        for c in s["validity"]["checks"]:
+            if c["name"] == "streaming_granularity":
+                c.update(ok=False, value=0.75, message="6 of 8 successful requests got more than 1.5 output tokens "
+                         "per streamed chunk (75.0%), above 25.0%")
+        s["validity"]["ok"] = False
+        s["validity"]["unreliable_metrics"] = ["tpot_ms", "itl_ms"]  # as files written before derived metrics
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_a_scope_follows_the_metrics_derived_from_it() -> None:
+    # interactivity = 1000 / TPOT; goodput counts requests whose TPOT met the SLO; TTFT, E2E, throughput do not follow
+    found = follows(["tpot_ms", "itl_ms"])
+    assert set(found) == {"tpot_ms", "itl_ms", "interactivity", "slo_attainment", "request_goodput"}
+    assert follows(["ttft_ms"]) == ("ttft_ms", "slo_attainment", "request_goodput", "prefill_tok_s")
+
+
+def test_bursty_streaming_refuses_tpot_verdicts_only_and_e2e_ttft_and_throughput_keep_theirs(
+        tmp_path: Path, imported: Path) -> None:
+    a, b = two_runs(tmp_path, imported)
+    out = tmp_path / "cmp"
+    result = CliRunner().invoke(main, ["compare", str(a), str(b), "--out", str(out), "--no-plots", *BURSTY])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    by_name = {s["name"]: s for s in doc["scenarios"]}
+    bursty = by_name["c2_i128_o32"]  # 5 % of its requests bursty: above 1 %, its only failed check
+    verdicts = {t["metric"]: t["verdict"] for t in bursty["tests"]}
+    assert verdicts["tpot_ms"] == "not comparable (invalid: streaming_granularity)"
+    for kept in ("ttft_ms", "e2e_ms", "prefill_tok_s"):  # the same run twice: a verdict, and no difference
+        assert verdicts[kept] == "no significant difference", (kept, verdicts)
+    reason = next(t["reason"] for t in bursty["tests"] if t["metric"] == "tpot_ms")
+    assert reason.startswith("unreliable TPOT, ITL, In SLO, Goodput, Interactivity: baseline c2_i128_o32 failed "
+                             "streaming_granularity")
+    row = bursty["rows"][0]
+    assert (row["validity_grade"], row["partial"], row["disqualifying"]) == ("partial", ["streaming_granularity"], [])
+    # a point disqualified as a whole (42 % of its requests failed) refuses every verdict
+    whole = {t["metric"]: t["verdict"] for t in by_name["c3_i8500_o8"]["tests"]}
+    assert whole and all(v.startswith("not comparable (invalid: completeness") for v in whole.values()), whole
+    md = (out / "comparison.md").read_text(encoding="utf-8")
+    side = section_text(md, "side-by-side")
+    line = next(x for x in side.splitlines() if x.startswith("| c2_i128_o32 |"))
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    assert cells[9].endswith(" ⊘") and cells[10].endswith(" ⊘") and cells[11].endswith(" ⊘")  # TPOT mean/P95/P99
+    assert not cells[7].endswith("⊘") and not cells[12].endswith("⊘")  # TTFT P95, E2E P99 stand
+    assert cells[13] == "⊘" and cells[-1] == "◐ TPOT, ITL unreliable: streaming_granularity"
+    assert "| Valid |" in side.splitlines()[2]
+    validity = section_text(md, "validity")
+    assert "**streaming_granularity** (6 with TPOT, ITL, In SLO, Goodput, Interactivity unreliable ◐; tests: " in validity
+
+
+def test_strict_still_refuses_every_verdict_of_a_partly_unreliable_point(tmp_path: Path, imported: Path) -> None:
+    a, b = two_runs(tmp_path, imported)
+    out = tmp_path / "cmp"
+    result = CliRunner().invoke(main, ["compare", str(a), str(b), "--out", str(out), "--no-plots", "--strict",
+                                       *BURSTY])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    (bursty,) = [s for s in doc["scenarios"] if s["name"] == "c2_i128_o32"]
+    assert all(t["verdict"].startswith("not comparable (invalid:") for t in bursty["tests"])
+
+
+def test_a_recorded_failed_streaming_check_of_an_older_file_grades_the_metrics_not_the_point() -> None:
+    block = Validity(ok=False, checks=[ValidityCheck(name="streaming_granularity", ok=False, value=0.5, threshold=0.25,
+                                                     message="bursty"),
+                                       ValidityCheck(name="completeness", ok=True, value=0.0, threshold=0.0,
+                                                     message="ok")],
+                     unreliable_metrics=["tpot_ms", "itl_ms"])
+    assert grade(block) == "partial" and mark(block) == "◐ TPOT, ITL unreliable: streaming_granularity"
+    worse = block.model_copy(update={"checks": [*block.checks, ValidityCheck(
+        name="client_cpu", ok=False, value=0.95, threshold=0.9, message="busy")]})
+    assert grade(worse) == "disqualified" and mark(worse) == "✖ client_cpu, streaming_granularity"
+
+
+def test_report_md_agrees_with_its_checks_summary_slo_marks_values_and_valid_column(
+        tmp_path: Path, imported: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(imported, run)
+    fail_streaming(run)
+    result = CliRunner().invoke(main, ["report", str(run), "--no-plots"])
+    assert result.exit_code == 0, result.output
+    md = (run / "report.md").read_text(encoding="utf-8")
+    summary = section_text(md, "summary")
+    # no ✅ on a phase whose every point is disqualified or has an unreliable TPOT
+    assert "- Scenarios: 4 measured (0 ✅, 0 ⚠️, 0 ❌, 4 ⊘ not judged)" in summary
+    assert "- Validity: 1 ✖ disqualified, 3 ◐ with unreliable metrics (section Validity)" in summary
+    table = section_text(md, "results").splitlines()
+    rows = [x for x in table if x.startswith("| c")]
+    assert len(rows) == 4 and all("✅" not in x for x in rows)
+    c2 = next(x for x in rows if x.startswith("| c2_i128_o32 |"))
+    assert " ⊘ | " in c2 and c2.endswith("| ◐ TPOT, ITL unreliable: streaming_granularity |")
+    notes = section_text(md, "notes")
+    assert "⊘ after a value: a failed validity check makes that metric unreliable" in notes
+    for section_id in ("metric:prefill_tok_s", "validity"):
+        assert "Valid" in section_text(md, section_id), section_id
+    chips = section_text(md, "per-accelerator")
+    if chips:  # interactivity = 1000 / TPOT: marked, never shown as a plain figure from a bursty point
+        line = next(x for x in chips.splitlines() if x.startswith("| c2_i128_o32 |"))
+        assert "⊘" in line and "◐" in line
+
+
+def test_report_html_marks_the_same_values_and_slo(tmp_path: Path, imported: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(imported, run)
+    fail_streaming(run, ("c2_i128_o32",))
+    result = CliRunner().invoke(main, ["report", str(run), "--no-plots", "--html"])
+    assert result.exit_code == 0, result.output
+    html = (run / "report.html").read_text(encoding="utf-8")
+    start = html.index('<tr data-scenario="c2_i128_o32"')
+    row = html[start:html.index("</tr>", start)]
+    assert "⊘" in row and "✅" not in row and "◐ TPOT, ITL unreliable: streaming_granularity" in row
