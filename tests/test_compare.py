@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
+from sskj_results.analysis.rundata import natural_key
 from sskj_results.analysis.compare import CompareOptions, build_comparison
 from sskj_results.contract.comparison_models import ComparisonDoc
 from sskj_results.analysis.rundata import RequestSamples, RunData, run_data, run_labels
@@ -155,7 +156,7 @@ def test_comparison_json_shape_and_verdicts(runs_dir):
     doc = ComparisonDoc.model_validate(data)
     assert data["baseline"] == "sglang"
     assert [r["label"] for r in data["runs"]] == ["sglang", "vllm (phase1_vllm)", "vllm (phase2_vllm_ngram)"]
-    assert [s["name"] for s in data["scenarios"]] == sorted(s["name"] for s in data["scenarios"])
+    assert [s["name"] for s in data["scenarios"]] == sorted((s["name"] for s in data["scenarios"]), key=natural_key)
     first = data["scenarios"][0]
     assert set(first) == {"name", "concurrency", "input_len", "output_len", "rows", "tests", "draft_bounds"}
     assert {"run", "engine", "chip", "slo_status", "ttft_p95_ms", "tpot_mean_ms", "e2e_p99_ms"} <= set(first["rows"][0])
@@ -244,9 +245,15 @@ def test_seed_002_renders_back_identically():
     lines, rows = parse_seed_table()
     doc = build_comparison(seed_runs(), CompareOptions(plots=False))
     table = results_table([r for s in doc.scenarios for r in s.rows])
-    # identical rows, identical order, identical marks; then the Valid column (blank: the seed recorded no validity)
-    assert table == [lines[0] + " Valid |", lines[1] + "---|"] + [line + "  |" for line in lines[2:]]
-    assert [r.slo_status.overall for s in doc.scenarios for r in s.rows] == [r["mark"] for r in rows]
+    # identical rows, identical marks, in report.md's reading order (c2 before c10; the seed sorted names as text,
+    # the runs of a scenario in the seed's order); then the Valid column (blank: the seed recorded no validity)
+    ordered = sorted(lines[2:], key=lambda line: natural_key(line.split(" | ")[0][2:]))
+    assert table == [lines[0] + " Valid |", lines[1] + "---|"] + [line + "  |" for line in ordered]
+    marks = {(r["name"], r["backend"]): r["mark"] for r in rows}
+    assert [r.slo_status.overall for s in doc.scenarios for r in s.rows] == [
+        marks[(r.scenario, r.run)] for s in doc.scenarios for r in s.rows]
+    assert [s.name for s in doc.scenarios][:4] == ["c2_i131072_o256", "c2_i131072_o1024", "c2_i131072_o4096",
+                                                   "c2_i262144_o256"]
     md = render_comparison(doc)
     assert "\n".join(table) in md
     assert "- dspark model: `/data/models/DeepSeek-V4-Flash-DSpark`" in md

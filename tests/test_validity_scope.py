@@ -159,3 +159,56 @@ def test_report_html_marks_the_same_values_and_slo(tmp_path: Path, imported: Pat
     start = html.index('<tr data-scenario="c2_i128_o32"')
     row = html[start:html.index("</tr>", start)]
     assert "⊘" in row and "✅" not in row and "◐ TPOT, ITL unreliable: streaming_granularity" in row
+
+
+def bursty_block() -> dict:
+    """A recorded validity block whose streaming_granularity failed (every other check passed)."""
+    from .test_validity_views import ALL, check
+
+    checks = [check(n, True, "fine") for n in ALL]
+    checks.append({"name": "streaming_granularity", "ok": False, "value": 0.9, "threshold": 0.25,
+                   "message": "bursty"})
+    return {"ok": False, "checks": checks, "unreliable_metrics": ["tpot_ms", "itl_ms"]}
+
+
+def test_the_speculative_section_never_calls_speedups_of_unreliable_tpot_within_the_bound(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from .test_validity_views import RUNS, compare, set_validity
+
+    shutil.copytree(RUNS, tmp_path / "runs")
+    monkeypatch.chdir(tmp_path / "runs")
+    for run in ("sglang", "vllm", "vllm_ngram"):
+        set_validity(tmp_path / "runs" / run, {}, default=bursty_block())
+    text, doc = compare()
+    spec = section_text(text, "speculative")
+    tpot = [t for s in doc.scenarios for t in s.tests if t.metric == "tpot_ms"]
+    assert tpot and all(t.verdict == "not comparable (invalid: streaming_granularity)" for t in tpot)
+    assert "(its verdicts stand)" not in text and "TPOT is compared instead. But every TPOT verdict" in spec
+    assert f"every TPOT verdict ({len(tpot)}) was refused too" in spec
+    assert "0 of 0 beyond it; 5 not judged: their TPOT is unreliable or their point disqualified" in spec
+    rows = [x for x in spec.splitlines() if x.startswith("| c")]
+    assert len(rows) == 5 and all("✖ not judged: vllm (phase2_vllm_ngram)" in x and "x ⊘" in x for x in rows)
+    assert all("| yes " not in x for x in rows)
+    # E2E and TTFT keep their verdicts: identical shapes of different runs are tested
+    e2e = [t for s in doc.scenarios for t in s.tests if t.metric == "e2e_ms"]
+    assert e2e and not any(t.verdict.startswith("not comparable (invalid") for t in e2e)
+    assert any(t.verdict in ("faster", "slower", "no significant difference") for t in e2e)
+
+
+def test_the_report_lists_scenarios_in_the_comparisons_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from .test_validity_views import RUNS, compare
+
+    shutil.copytree(RUNS, tmp_path / "runs")
+    monkeypatch.chdir(tmp_path / "runs")
+    text, _ = compare()
+    assert CliRunner().invoke(main, ["report", "sglang", "--no-plots"]).exit_code == 0
+    report = Path("sglang/report.md").read_text(encoding="utf-8")
+
+    def order(md: str, section_id: str) -> list[str]:
+        names = [x.split(" | ")[0][2:].strip() for x in section_text(md, section_id).splitlines() if x.startswith("| c")]
+        return list(dict.fromkeys(names))
+
+    compared, reported = order(text, "side-by-side"), order(report, "results")
+    assert len(set(compared) & set(reported)) >= 4
+    assert [n for n in compared if n in reported] == [n for n in reported if n in compared]
+    assert compared[:2] == ["c2_i128_o32", "c2_i256_o64_r1"] and compared[-1] == "c16_i128_o32"

@@ -36,7 +36,9 @@ from ..contract.errors import UsageError
 from ..contract.models import Scenario, SloSpec, Validity, ValidityThresholds
 from .grades import SHARED_CHECKS, Severity, failed, partial_breaches, regrade, short_names, unreliable_of
 from .speccompare import draft_bounds, itl_note, with_bound_caveats
-from .rundata import RunData, graded, reference_slo, run_labels, same_thresholds, scenario_status, table_row
+from .rundata import (
+    RunData, graded, natural_key, reference_slo, run_labels, same_thresholds, scenario_status, table_row,
+)
 from .validity import CHECK_ORDER, DEFAULT_THRESHOLDS, parse_thresholds
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -115,7 +117,8 @@ def _by_shape(run: RunData) -> dict[Key, list[int]]:
 
 
 def match_scenarios(runs: Sequence[RunData], labels: Sequence[str]) -> tuple[list[Group], list[Unmatched]]:
-    """Shapes in every run (sorted by name, as the team's reports are) and the scenarios of the others."""
+    """Shapes in every run and the scenarios of the others, in report.md's reading order (rundata.natural_key:
+    c2 before c16), so that a report and a comparison list scenarios alike."""
     shapes = [_by_shape(r) for r in runs]
     all_keys = sorted({k for s in shapes for k in s})
     groups: list[Group] = []
@@ -140,9 +143,9 @@ def match_scenarios(runs: Sequence[RunData], labels: Sequence[str]) -> tuple[lis
                 s = runs[i].results.scenarios[j]
                 unmatched.append(Unmatched(run=labels[i], scenario=s.name, concurrency=key[0] or None, input_len=key[1],
                                            output_len=key[2], missing_in=missing, skipped=skipped))
-    groups.sort(key=lambda g: g.name)
+    groups.sort(key=lambda g: natural_key(g.name))
     order = {label: i for i, label in enumerate(labels)}
-    unmatched.sort(key=lambda u: (u.scenario, order[u.run]))
+    unmatched.sort(key=lambda u: (natural_key(u.scenario), order[u.run]))
     return groups, unmatched
 
 

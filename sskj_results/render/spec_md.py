@@ -15,11 +15,13 @@ from typing import Optional, Sequence
 
 from ..analysis.configdiff import is_speculative
 from ..analysis.plausibility import PLAUSIBILITY_CHECKS, synthetic_settings
-from ..analysis.rundata import RunData
-from ..contract.comparison_models import ComparisonDoc
+from ..analysis.rundata import RunData, in_reading_order
+from ..contract.comparison_models import ComparisonDoc, DraftBound, ScenarioComparison
 from ..contract.escape import md_code, md_fence, md_text
 from ..contract.models import Scenario
+from .mdparts import UNRELIABLE_MARK as UNRELIABLE, reliable
 from .mdtable import github_table
+from .validity_md import validity_mark
 
 BAR_WIDTH = 40  # characters of a rate of 1.0 in the text figure
 UNKNOWN = "unknown"
@@ -88,7 +90,7 @@ def per_position_figure(scenarios: Sequence[Scenario]) -> list[str]:
 
 def report_section(run: RunData) -> list[str]:
     """`## Speculative decoding` of report.md; [] when the run is not speculative and reports no acceptance."""
-    scenarios = sorted(run.results.scenarios, key=lambda s: s.name)
+    scenarios = in_reading_order(run.results.scenarios)  # as the Results table
     if not is_speculative(run) and all(s.acceptance is None for s in scenarios):
         return []
     config = run.results.config
@@ -121,24 +123,61 @@ def report_section(run: RunData) -> list[str]:
     return lines
 
 
+def _tpot_refused(doc: ComparisonDoc) -> tuple[int, int]:
+    """(refused, all): the comparison's TPOT tests, and those a validity check refused."""
+    tests = [t for sc in doc.scenarios for t in sc.tests if t.metric == "tpot_ms"]
+    return sum(t.verdict.startswith("not comparable (invalid:") for t in tests), len(tests)
+
+
+def _unjudged(scenario: ScenarioComparison, bound: DraftBound) -> Optional[str]:
+    """Why a pair's TPOT speedup says nothing: a side's point is disqualified or its TPOT unreliable; None when
+    both sides' TPOT can be believed."""
+    found = []
+    for label in (bound.run, bound.plain):
+        for row in scenario.rows:
+            if row.run == label and not reliable(row, "tpot_ms"):
+                found.append(f"{label} {row.scenario} {validity_mark(row)}")
+    return "; ".join(found) or None
+
+
 def comparison_section(doc: ComparisonDoc) -> list[str]:
-    """`## Speculative decoding` of comparison.md: the ITL caveat and the draft bounds; [] without either."""
-    bounds = [(s.name, b) for s in doc.scenarios for b in s.draft_bounds]
+    """`## Speculative decoding` of comparison.md: the ITL caveat and the draft bounds; [] without either. A pair
+    whose TPOT is unreliable on either side (or a disqualified point) is listed as not judged, never as within the
+    bound."""
+    bounds = [(s, b) for s in doc.scenarios for b in s.draft_bounds]
     if not bounds and doc.itl_not_comparable is None:
         return []
     lines = ["## Speculative decoding", ""]
     if doc.itl_not_comparable:
-        lines += [f"- {md_text(doc.itl_not_comparable)}", ""]
+        refused, total = _tpot_refused(doc)
+        if total and refused == total:
+            lines += [f"- {md_text(doc.itl_not_comparable)} But every TPOT verdict ({total}) was refused too (a "
+                      "disqualified point or an unreliable TPOT, section Validity): no verdict on decoding speed "
+                      "stands.", ""]
+        else:
+            extra = f" ({refused} of {total} TPOT verdicts refused: section Validity)" if refused else ""
+            lines += [f"- {md_text(doc.itl_not_comparable)}{extra}", ""]
     if bounds:
-        beyond = [(name, b) for name, b in bounds if not b.ok]
+        why = {id(b): _unjudged(s, b) for s, b in bounds}
+        judged = [(s, b) for s, b in bounds if why[id(b)] is None]
+        beyond = [(s, b) for s, b in judged if not b.ok]
+        unjudged = len(bounds) - len(judged)
         lines += [f"TPOT speedup of each speculative run over a plain run of its engine family, against the draft "
-                  f"bound 1 + k (docs/VALIDITY.md): {len(beyond)} of {len(bounds)} beyond it.", ""]
+                  f"bound 1 + k (docs/VALIDITY.md): {len(beyond)} of {len(judged)} beyond it"
+                  + (f"; {unjudged} not judged: their TPOT is unreliable or their point disqualified (✖ below)"
+                     if unjudged else "") + ".", ""]
+
+        def within(b: DraftBound) -> str:
+            if why[id(b)] is not None:
+                return "✖ not judged: " + why[id(b)]  # type: ignore[operator]
+            return "yes" if b.ok else "**no: beyond**"
+
         lines += github_table(["Scenario", "Speculative", "Plain", "TPOT speedup", "Bound", "Within"],
-                              [[name, b.run, b.plain, f"{b.speedup:.2f}x", f"{b.bound:g}x", "yes" if b.ok else "**no: beyond**"]
-                               for name, b in bounds],
+                              [[s.name, b.run, b.plain, f"{b.speedup:.2f}x" + (f" {UNRELIABLE}" if why[id(b)] else ""),
+                                f"{b.bound:g}x", within(b)] for s, b in bounds],
                               ["left", "left", "left", "right", "right", "left"]) + [""]
-        for name, b in beyond:
-            lines.append(f"- {md_text(name)}, {md_text(b.run)}: {md_text(b.message)}")
+        for s, b in beyond:
+            lines.append(f"- {md_text(s.name)}, {md_text(b.run)}: {md_text(b.message)}")
         if beyond:
             lines.append("")
     return lines
