@@ -212,3 +212,45 @@ def test_the_report_lists_scenarios_in_the_comparisons_order(tmp_path: Path, mon
     assert len(set(compared) & set(reported)) >= 4
     assert [n for n in compared if n in reported] == [n for n in reported if n in compared]
     assert compared[:2] == ["c2_i128_o32", "c2_i256_o64_r1"] and compared[-1] == "c16_i128_o32"
+
+
+def test_the_repetition_advice_asks_for_real_text_only_when_the_prompts_were_not(tmp_path: Path, imported: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(imported, run)
+
+    def advice() -> str:
+        assert CliRunner().invoke(main, ["report", str(run), "--no-plots"]).exit_code == 0
+        validity = section_text((run / "report.md").read_text(encoding="utf-8"), "validity")
+        return next(x for x in validity.splitlines() if x.startswith("- **repetitive_outputs**"))
+
+    assert "real-text prompts (PROMPT_METHOD" in advice()  # the shared files' prompts: not recorded
+    path = run / "results.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for s in data["scenarios"]:
+        s["prompt_source"] = "text of " + "ab" * 32
+    path.write_text(json.dumps(data), encoding="utf-8")
+    found = advice()
+    assert "real-text prompts" not in found and "the prompts were real text already: a real model" in found
+
+
+def test_a_cpu_run_says_once_that_its_accelerator_count_is_unknown(tmp_path: Path, imported: Path) -> None:
+    # a live CPU run records interactivity (1000 / TPOT mean) and no accelerator count, no power samples
+    run = tmp_path / "run"
+    shutil.copytree(imported, run)
+    fail_streaming(run, ("c2_i128_o32",))
+    path = run / "results.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for s in data["scenarios"]:
+        s["interactivity"] = 1000 / s["latencies"]["tpot_ms"]["mean"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert CliRunner().invoke(main, ["report", str(run), "--no-plots"]).exit_code == 0
+    chips = section_text((run / "report.md").read_text(encoding="utf-8"), "per-accelerator")
+    assert ("The accelerator count is unknown for every scenario (no DEVICES, no tp x dp in the server command; a "
+            "CPU run has none): OutTok/s/accel, TotTok/s/accel, J/OutTok, OutTok/kWh unknown, not 0.") in chips
+    table = [x for x in chips.splitlines() if x.startswith("|")]
+    assert [c.strip() for c in table[0].split("|")[1:-1]] == ["Scenario", "Interactivity", "Valid"]
+    assert len(table) == 2 + 4 and not any("unknown" in x for x in table)
+    c2 = next(x for x in table if x.startswith("| c2_i128_o32 "))
+    assert "⊘" in c2 and "◐ TPOT, ITL unreliable: streaming_granularity" in c2  # 1000 / an unreliable TPOT
+    c8 = next(x for x in table if x.startswith("| c8_i256_o64 "))
+    assert "⊘" not in c8

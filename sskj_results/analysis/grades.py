@@ -314,9 +314,16 @@ def passing_limit(name: str, points: Sequence[Point]) -> Optional[float]:
     return math.ceil(max(values) * 1e4) / 1e4
 
 
-def better_measurement(name: str, points: Sequence[Point]) -> str:
-    """What a measurement that passes would need; for prompts_per_slot the prompt count of each concurrency."""
+REAL_TEXT_PREFIX = "text of "  # scenarios[].prompt_source of prompts cut from a real text
+
+
+def better_measurement(name: str, points: Sequence[Point], real_text: bool = False) -> str:
+    """What a measurement that passes would need; for prompts_per_slot the prompt count of each concurrency; for
+    repetitive_outputs on prompts that were real text already (`real_text`), not real-text prompts again."""
     rule = RULES[name]
+    if name == "repetitive_outputs" and real_text:
+        return ("the prompts were real text already: a real model (a tiny or random-weight one repeats itself), "
+                "a sampling temperature above 0; look at the generated texts")
     if name == "prompts_per_slot":
         limits = {c.threshold for c, _ in points if c.threshold is not None}
         limit = max(limits) if limits else DEFAULT_THRESHOLDS.min_prompts_per_slot

@@ -195,6 +195,7 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, r
         request_goodput=None if recomputed else scenario.request_goodput,
         speculative=speculative, accept_length=scenario.accept_length, acceptance=scenario.acceptance,
         validity=scenario.validity, **graded(scenario.validity, run.results.validity_thresholds),
+        prompt_source=scenario.prompt_source,
         accelerators=scenario.accelerators, **{name: getattr(scenario, name) for name in CHIP_NAMES},
         **distributions,
     )

@@ -99,6 +99,8 @@ class _RowBase(_Doc):
                                   "passed; null: never judged or unknown.")
     qualifying: list[CheckName] = Field(default_factory=list, description="Failed checks that qualify the point (⚠).")
     disqualifying: list[CheckName] = Field(default_factory=list, description="Failed checks that disqualify it (✖).")
+    prompt_source: Optional[str] = Field(default=None, description="`scenarios[].prompt_source`: what the prompts "
+                                         "were (`text of <SHA-256>`: real text); null when not recorded.")
     partial: list[CheckName] = Field(default_factory=list, description="Failed checks that make some of its metrics "
                                      "unreliable (◐; docs/VALIDITY.md).")
     unreliable: list[str] = Field(default_factory=list, description="The metrics those checks make unreliable, with "

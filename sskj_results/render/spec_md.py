@@ -14,11 +14,12 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..analysis.configdiff import is_speculative
+from ..analysis.grades import mark
 from ..analysis.plausibility import PLAUSIBILITY_CHECKS, synthetic_settings
 from ..analysis.rundata import RunData, in_reading_order
 from ..contract.comparison_models import ComparisonDoc, DraftBound, ScenarioComparison
 from ..contract.escape import md_code, md_fence, md_text
-from ..contract.models import Scenario
+from ..contract.models import Scenario, ValidityThresholds
 from .mdparts import UNRELIABLE_MARK as UNRELIABLE, reliable
 from .mdtable import github_table
 from .validity_md import validity_mark
@@ -41,7 +42,8 @@ def _check_cell(scenario: Scenario, name: str) -> str:
     return ("✔" if check.ok else "✖" if name == "acceptance_bound" else "⚠") + value
 
 
-def _acceptance_rows(scenarios: Sequence[Scenario], synthetic: bool) -> list[list[str]]:
+def _acceptance_rows(scenarios: Sequence[Scenario], synthetic: bool,
+                     thresholds: Optional[ValidityThresholds] = None) -> list[list[str]]:
     rows = []
     for s in scenarios:
         a = s.acceptance
@@ -55,7 +57,7 @@ def _acceptance_rows(scenarios: Sequence[Scenario], synthetic: bool) -> list[lis
             str(a.draft_length) if a is not None and a.draft_length else UNKNOWN,
             _yes_no(a.reliable) if a is not None else "-",
             f"{s.client.temperature:g}" if s.client is not None and s.client.temperature is not None else UNKNOWN,
-            _check_cell(s, "acceptance_bound"), _check_cell(s, "repetitive_outputs"),
+            _check_cell(s, "acceptance_bound"), _check_cell(s, "repetitive_outputs"), mark(s.validity, thresholds),
         ])
     return rows
 
@@ -105,9 +107,9 @@ def report_section(run: RunData) -> list[str]:
               "repetition checks: docs/VALIDITY.md.", ""]
     lines += github_table(
         ["Scenario", "Accept length", "Source", "Weighting", "Scope", "Draft tokens", "Reliable", "Temperature",
-         *PLAUSIBILITY_CHECKS],
-        _acceptance_rows(scenarios, bool(synthetic)),
-        ["left", "right", "left", "left", "left", "right", "left", "right", "left", "left"]) + [""]
+         *PLAUSIBILITY_CHECKS, "Valid"],
+        _acceptance_rows(scenarios, bool(synthetic), run.results.validity_thresholds),
+        ["left", "right", "left", "left", "left", "right", "left", "right", "left", "left", "left"]) + [""]
     notes = [s for s in scenarios if s.acceptance is not None and s.acceptance.note]
     for s in notes:
         assert s.acceptance is not None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
-from ..analysis.grades import RULES, better_measurement, how_to_move, mark_of, passing_limit, short_names, unreliable_of
+from ..analysis.grades import REAL_TEXT_PREFIX, RULES, better_measurement, how_to_move, mark_of, passing_limit, short_names, unreliable_of
 from ..analysis.validity import CHECK_ORDER
 from ..contract.comparison_models import ComparisonDoc, Row, ScenarioComparison, StatTest
 from ..contract.models import ValidityCheck
@@ -98,8 +98,9 @@ def _how_to_change(rows: Sequence[Row], doc: Optional[ComparisonDoc]) -> list[st
             if shares:
                 move += (f"; {how_to_move('max_qualified_failed_share', math.ceil(max(shares) * 1e4) / 1e4)} "
                          "qualifies them instead")
+        real_text = all((row.prompt_source or "").startswith(REAL_TEXT_PREFIX) for row, _ in found)
         lines.append(f"- **{name}** ({', '.join(grade_words)}{verdicts}): {move}; a better measurement: "
-                     f"{better_measurement(name, points)}.")
+                     f"{better_measurement(name, points, real_text)}.")
     if strict:
         lines.append("- This comparison ran with `--strict`: qualified points were refused too; without it their "
                      "verdicts stand, with the qualification beside them.")
