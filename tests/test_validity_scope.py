@@ -254,3 +254,41 @@ def test_a_cpu_run_says_once_that_its_accelerator_count_is_unknown(tmp_path: Pat
     assert "⊘" in c2 and "◐ TPOT, ITL unreliable: streaming_granularity" in c2  # 1000 / an unreliable TPOT
     c8 = next(x for x in table if x.startswith("| c8_i256_o64 "))
     assert "⊘" not in c8
+
+
+def test_plots_cross_the_points_not_to_be_believed(tmp_path: Path, imported: Path) -> None:
+    from sskj_results.analysis.rundata import load_run_data
+    from sskj_results.analysis.slo import resolve_slo
+    from sskj_results.render import plots
+    from sskj_results.render.figures import DOUBTFUL_LABEL, curve_figures, shape_points
+
+    run = tmp_path / "run"
+    shutil.copytree(imported, run)
+    fail_streaming(run, ("c2_i128_o32",))
+    data = load_run_data(run)
+    figures = {f["id"]: f for f in curve_figures([("vllm", shape_points(data))], resolve_slo("S2"), "t")}
+
+    def crossed(fig: str) -> list[float]:
+        return [x for t in figures[fig]["data"] if t.get("name") == DOUBTFUL_LABEL for x in t["x"]]
+
+    # the bursty point's TPOT at concurrency 2; c3 is disqualified (42 % of its requests failed): every metric
+    assert sorted(crossed("fig-tpot")) == [2.0, 3.0]
+    assert len(crossed("fig-tput")) == 2  # interactivity is 1000 / TPOT
+    assert crossed("fig-ttft") == [3.0]  # TTFT stands at c2
+    points = {p.concurrency: p for c in plots.run_curves(data, "vllm") for p in c.points}
+    assert "tpot_ms" in points[2].doubtful and "ttft_ms" not in points[2].doubtful
+    assert points[3].doubtful == {"*"} and not points[8].doubtful
+    drawn: list[list[float]] = []
+    real = plots._mark_doubtful
+
+    def spy(ax: object, handles: dict, pts: list) -> None:
+        drawn.append([x for x, _ in pts])
+        real(ax, handles, pts)
+
+    plots._mark_doubtful = spy  # type: ignore[assignment]
+    try:
+        out = plots.latency_vs_concurrency(plots.run_curves(data, "vllm"), "tpot_mean_ms", 50.0, tmp_path / "t.png", "t")
+    finally:
+        plots._mark_doubtful = real  # type: ignore[assignment]
+    assert out is not None and out.is_file()
+    assert sorted(x for xs in drawn for x in xs) == [2, 3]

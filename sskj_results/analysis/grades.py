@@ -196,6 +196,23 @@ def mark_of(g: Optional[str], qualifying: Sequence[str], disqualifying: Sequence
     return VALID_MARK if g == "valid" else ""
 
 
+EVERY_METRIC = "*"  # in doubtful_metrics: the point is disqualified, none of its metrics is to be believed
+
+
+def doubtful_metrics(validity: Optional[Validity], thresholds: Optional[ValidityThresholds] = None) -> frozenset[str]:
+    """The metrics of a point not to be believed: {EVERY_METRIC} for a disqualified point, else the metrics the
+    failed scoped checks make unreliable (with those derived from them); empty when every one can be."""
+    qualifying, disqualifying = breaches(validity, thresholds)
+    if disqualifying:
+        return frozenset((EVERY_METRIC,))
+    return frozenset(unreliable_of(partial_breaches(validity)))
+
+
+def believed(doubtful: frozenset[str], *metrics: str) -> bool:
+    """None of the metrics is in doubt at a point (doubtful_metrics)."""
+    return EVERY_METRIC not in doubtful and not doubtful.intersection(metrics)
+
+
 def metric_reliable(g: Optional[str], partial: Sequence[str], metric: str) -> bool:
     """Whether one metric of a point can be believed: not on a disqualified point, not in a failed check's scope."""
     if g == "disqualified":
