@@ -292,3 +292,39 @@ def test_plots_cross_the_points_not_to_be_believed(tmp_path: Path, imported: Pat
         plots._mark_doubtful = real  # type: ignore[assignment]
     assert out is not None and out.is_file()
     assert sorted(x for xs in drawn for x in xs) == [2, 3]
+
+
+def test_history_marks_the_latest_values_and_series_a_failed_check_says_not_to_believe(
+        tmp_path: Path, imported: Path) -> None:
+    runs = []
+    for day in (1, 2, 3):
+        run = tmp_path / f"r{day}"
+        shutil.copytree(imported, run)
+        path = run / "results.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["metadata"].update(run_id=f"2026120{day}-000000", timestamp=f"2026-12-0{day}T00:00:00+00:00",
+                                timestamp_precision="second")
+        for s in data["scenarios"]:  # three nights: three raw files (one raw file imported twice is one run)
+            s["source"]["sha256"] = str(day) * 64
+        path.write_text(json.dumps(data), encoding="utf-8")
+        runs.append(run)
+    fail_streaming(runs[-1], ("c2_i128_o32",))  # the latest run's c2 point streamed in bursts
+    out = tmp_path / "hist"
+    result = CliRunner().invoke(main, ["history", *map(str, runs), "--out", str(out), "--html"])
+    assert result.exit_code == 0, result.output
+    md = (out / "history.md").read_text(encoding="utf-8")
+    series = md[md.index("## Series"):]
+    assert "⊘ after a value, and the Doubtful column" in series
+
+    def row(shape: str, metric: str) -> list[str]:
+        line = next(x for x in series.splitlines() if f"| {metric} " in x and shape in x)
+        return [c.strip() for c in line.split("|")[1:-1]]
+
+    tpot = row("c2 ", "tpot_ms_mean")
+    assert tpot[7].endswith(" ⊘") and tpot[8] == "1 ⊘"  # Latest, Doubtful
+    ttft = row("c2 ", "ttft_ms_p95")  # TTFT stands under bursts
+    assert not ttft[7].endswith("⊘") and ttft[8] == "0"
+    c3 = row("c3 ", "ttft_ms_p95")  # 42 % of its requests failed in every run: disqualified, every metric
+    assert c3[7].endswith(" ⊘") and c3[8] == "3 ⊘"
+    html = (out / "history.html").read_text(encoding="utf-8")
+    assert '"kind": "not to be believed"' in html or '"kind":"not to be believed"' in html

@@ -208,6 +208,23 @@ def doubtful_metrics(validity: Optional[Validity], thresholds: Optional[Validity
     return frozenset(unreliable_of(partial_breaches(validity)))
 
 
+def doubtful_of_names(failed: Sequence[str], failed_share: Optional[float],
+                      thresholds: Optional[ValidityThresholds] = None) -> frozenset[str]:
+    """doubtful_metrics of a point known only by its failed checks' names (the runs table's `validity_failed`) and
+    its failed share of requests (completeness is qualifying up to max_qualified_failed_share; unknown: beyond)."""
+    t = thresholds_of(thresholds)
+    limit = max(t.max_failed_share, t.max_qualified_failed_share)
+    for name in failed:
+        if name not in RULES or scoped(name):
+            continue
+        if name == "completeness":
+            if failed_share is None or failed_share > limit:
+                return frozenset((EVERY_METRIC,))
+        elif RULES[name].severity == "disqualifying":
+            return frozenset((EVERY_METRIC,))
+    return frozenset(unreliable_of([n for n in failed if scoped(n)]))
+
+
 def believed(doubtful: frozenset[str], *metrics: str) -> bool:
     """None of the metrics is in doubt at a point (doubtful_metrics)."""
     return EVERY_METRIC not in doubtful and not doubtful.intersection(metrics)

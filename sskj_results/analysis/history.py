@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Sequence
 import numpy as np
 
 from ..contract.errors import ResultsError, UsageError
-from ..contract.metrics import METRICS
+from ..contract.metrics import LATENCY_NAMES, METRICS
+from .grades import believed, doubtful_of_names
 from .stats import FASTER, SLOWER, classify, compare_latency
 
 if TYPE_CHECKING:
@@ -166,6 +167,9 @@ class Series:
     noise: Optional[float] = None
     threshold: Optional[float] = None
     changes: list[Change] = field(default_factory=list)
+    # per run: a failed validity check says not to believe this metric there (a repeat of it disqualified, or the
+    # metric unreliable: grades.doubtful_of_names); None when the table records no validity
+    doubtful: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -400,9 +404,11 @@ def build_series(frame: pd.DataFrame, metrics: Sequence[str]) -> tuple[list[Seri
     series = []
     for m_index, m in enumerate(metrics):
         v = frame[m].to_numpy(dtype=float, na_value=np.nan)
+        doubtful_rows = _doubtful_rows(frame, m)
         ok = np.isfinite(v) & (v > 0)  # unknown is left out, never 0; a log needs a positive value
         order = np.lexsort((v[ok], row_rank[ok], row_shape[ok], row_setup[ok]))
         st, sh, rk, vv = row_setup[ok][order], row_shape[ok][order], row_rank[ok][order], v[ok][order]
+        dd = doubtful_rows[ok][order] if doubtful_rows is not None else None
         if not st.size:
             continue  # no run recorded this metric
         cuts = np.flatnonzero((np.diff(st) != 0) | (np.diff(sh) != 0)) + 1
@@ -414,7 +420,8 @@ def build_series(frame: pd.DataFrame, metrics: Sequence[str]) -> tuple[list[Seri
             lo, hi = starts + (counts - 1) // 2, starts + counts // 2  # samples are sorted within a run
             series.append((st[a], sh[a], m_index, Series(
                 setups[st[a]], shapes[sh[a]], m, [runs[r] for r in ranks[starts].tolist()],
-                (vals[lo] + vals[hi]) / 2.0, vals, offsets, ranks[starts])))
+                (vals[lo] + vals[hi]) / 2.0, vals, offsets, ranks[starts],
+                doubtful=None if dd is None else np.logical_or.reduceat(dd[a:b], starts))))
     series.sort(key=lambda t: t[:3])
     return [s for *_, s in series], len(runs)
 
@@ -427,9 +434,39 @@ def _sortable(value: Any) -> tuple[int, Any]:
     return (1, str(value))
 
 
+VALIDITY_COLUMNS = ("validity_failed", "failed", "success")  # what marks a point not to be believed
+
+
 def needed_columns(metrics: Sequence[str]) -> list[str]:
     """The runs-table columns history reads for these metrics."""
-    return list(dict.fromkeys([*RUN_COLUMNS, *SETUP_COLUMNS, *CONTEXT_COLUMNS, *SHAPE_COLUMNS, *metrics]))
+    return list(dict.fromkeys([*RUN_COLUMNS, *SETUP_COLUMNS, *CONTEXT_COLUMNS, *SHAPE_COLUMNS, *metrics,
+                               *VALIDITY_COLUMNS]))
+
+
+def registry_metric(column: str) -> str:
+    """The registry metric a runs-table column is of: `tpot_ms_mean` -> `tpot_ms`; other columns are their own."""
+    base, _, stat = column.rpartition("_")
+    return base if base in LATENCY_NAMES and stat else column
+
+
+def _doubtful_rows(frame: pd.DataFrame, metric: str) -> Optional[np.ndarray]:
+    """Per row of the table: a failed validity check says not to believe the metric there; None without the
+    validity columns."""
+    if "validity_failed" not in frame.columns:
+        return None
+    failed = frame["failed"].to_numpy(dtype=float, na_value=np.nan) if "failed" in frame.columns else None
+    success = frame["success"].to_numpy(dtype=float, na_value=np.nan) if "success" in frame.columns else None
+    names = frame["validity_failed"].tolist()
+    out = np.zeros(len(frame), dtype=bool)
+    m = registry_metric(metric)
+    for i, text in enumerate(names):
+        if _text(text) is None:
+            continue
+        share = None
+        if failed is not None and success is not None and math.isfinite(failed[i] + success[i]) and failed[i] + success[i] > 0:
+            share = float(failed[i] / (failed[i] + success[i]))
+        out[i] = not believed(doubtful_of_names([n.strip() for n in str(text).split(";")], share), m)
+    return out
 
 
 def history(frame: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS, rule: Rule = Rule()) -> History:
