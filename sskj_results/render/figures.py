@@ -230,7 +230,8 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
                              f"<br>interactivity %{{x:.2f}} tok/s per user<br>{what} %{{y:.2f}} tok/s"
                              "<br>TPOT mean %{customdata[2]:.2f} ms<br>accelerators %{customdata[3]}<extra></extra>")
                     custom = [[p.scenarios, p.concurrency, p.tpot_mean_ms, p.accelerators or "unknown"] for p in pts]
-                    doubt = ("tpot_ms", "output_token_throughput" if key == "tput" else "output_throughput_per_accel")
+                    doubt: tuple[str, ...] = (
+                        "tpot_ms", "output_token_throughput" if key == "tput" else "output_throughput_per_accel")
                 else:
                     attr = "ttft_p95_ms" if key == "ttft" else "tpot_mean_ms"
                     pts = [p for p in pts if getattr(p, attr) is not None]

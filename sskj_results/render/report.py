@@ -120,7 +120,7 @@ def _report_summary(run: RunData, label: str, spec: SloSpec, recomputed: bool, r
 
 def validity_counts(rows: Sequence[Row]) -> str:
     """`12 ✖ disqualified, 2 ✔ valid`: the points per grade, the worst first; "" when none was judged."""
-    grades = Counter(r.validity_grade for r in rows if r.validity is not None)
+    grades: Counter[Optional[str]] = Counter(r.validity_grade for r in rows if r.validity is not None)
     words = (("disqualified", "✖ disqualified"), ("partial", "◐ with unreliable metrics"), ("qualified", "⚠ qualified"),
              ("valid", "✔ valid"), (None, "unknown"))
     return ", ".join(f"{grades[g]} {w}" for g, w in words if grades[g])
