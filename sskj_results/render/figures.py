@@ -60,7 +60,7 @@ class ShapePoint:
 
 
 DOUBTFUL_COLOR = "#b3261e"
-DOUBTFUL_LABEL = "✖ not to be believed: disqualified point or unreliable metric"
+DOUBTFUL_LABEL = "not to be believed: disqualified point or unreliable metric"
 
 
 def shape_points(run: RunData) -> dict[tuple[int, int], list[ShapePoint]]:

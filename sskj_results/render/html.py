@@ -124,8 +124,9 @@ def results_table_html(rows: Sequence[Row], valid: bool = True) -> str:
         tds = []
         for _, attr, digits in columns:
             value = values[attr] if attr in values else getattr(row, attr, None)
-            if digits is None:
-                tds.append(f'<td class="left">{esc("-" if value is None else str(value))}</td>')
+            if digits is None:  # the Valid cell wraps (its checks can be long): the row still fits 1400 px
+                tds.append(f'<td class="left{" valid" if attr == "valid" else ""}">'
+                           f'{esc("-" if value is None else str(value))}</td>')
             elif value is None:
                 tds.append('<td class="right">-</td>')
             else:  # a number (its decimals, or as it is) and its sort value: digits, `.`, `-`, inf: nothing to escape
