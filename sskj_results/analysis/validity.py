@@ -20,8 +20,10 @@ inputs were not recorded (or that does not apply to the run) is unknown
 | acceptance_bound, repetitive_outputs | see plausibility.py | |
 
 The block is false when any check failed, true when every check passed, and
-null otherwise. How a failed check grades the point (⚠ qualified, ✖
-disqualified) is `grades.py`'s. `remeasure_prompts` is the SLO search's rule
+null otherwise. A check's scope (`UNRELIABLE_WHEN_FAILED`: the metrics its
+failure makes unreliable, the metrics derived from them following) is
+declared here; how a failed check grades the point (⚠ qualified, ◐ some
+metrics unreliable, ✖ disqualified) is `grades.py`'s. `remeasure_prompts` is the SLO search's rule
 for an invalid point: measure it once more, with more prompts.
 """
 
