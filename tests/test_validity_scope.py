@@ -328,3 +328,38 @@ def test_history_marks_the_latest_values_and_series_a_failed_check_says_not_to_b
     assert c3[7].endswith(" ⊘") and c3[8] == "3 ⊘"
     html = (out / "history.html").read_text(encoding="utf-8")
     assert '"kind": "not to be believed"' in html or '"kind":"not to be believed"' in html
+
+
+def test_a_real_bursty_cpu_point_keeps_ttft_e2e_and_throughput_and_refuses_tpot(tmp_path: Path) -> None:
+    """The CPU engine on a loaded 2-core machine, recorded by the run loop (tests/data/validity/README.md)."""
+    from sskj_results.contract.io import load_run
+    from sskj_results.ingest.parse_run import parse_run_dir
+
+    from .test_validity import new_run
+
+    data = Path(__file__).resolve().parent / "data" / "validity" / "c1_bursty"
+    runs = []
+    for name in ("a", "b"):
+        run = new_run(tmp_path / name)
+        shutil.copytree(data, run, dirs_exist_ok=True)
+        assert not parse_run_dir(run).problems
+        runs.append(run)
+    (scenario,) = load_run(runs[0]).scenarios
+    assert scenario.validity is not None
+    failing = {c.name: c for c in scenario.validity.checks if c.ok is False}
+    assert list(failing) == ["streaming_granularity"]
+    assert failing["streaming_granularity"].message.startswith("14 of 16 successful requests got more than 1.5")
+    assert grade(scenario.validity) == "partial"
+    assert {"tpot_ms", "itl_ms", "interactivity", "request_goodput"} <= set(scenario.validity.unreliable_metrics)
+    out = tmp_path / "cmp"
+    result = CliRunner().invoke(main, ["compare", *map(str, runs), "--out", str(out), "--no-plots"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    verdicts = {t["metric"]: t["verdict"] for s in doc["scenarios"] for t in s["tests"]}
+    assert verdicts["tpot_ms"] == "not comparable (invalid: streaming_granularity)"
+    assert verdicts["ttft_ms"] == verdicts["e2e_ms"] == "no significant difference"  # the same file twice
+    assert CliRunner().invoke(main, ["report", str(runs[0]), "--no-plots"]).exit_code == 0
+    md = (runs[0] / "report.md").read_text(encoding="utf-8")
+    assert "(0 ✅, 0 ⚠️, 0 ❌, 1 ⊘ not judged)" in section_text(md, "summary")
+    line = next(x for x in section_text(md, "results").splitlines() if x.startswith("| c1_i128_o64 |"))
+    assert line.count(" ⊘ |") == 4 and "✅" not in line  # TPOT mean, P95, P99 and the SLO mark
