@@ -22,7 +22,6 @@ from ..contract.escape import md_code, md_fence, md_text
 from ..contract.models import Scenario, ValidityThresholds
 from .mdparts import UNRELIABLE_MARK as UNRELIABLE, reliable
 from .mdtable import github_table
-from .validity_md import validity_mark
 
 BAR_WIDTH = 40  # characters of a rate of 1.0 in the text figure
 UNKNOWN = "unknown"
@@ -138,8 +137,9 @@ def _unjudged(scenario: ScenarioComparison, bound: DraftBound) -> Optional[str]:
     for label in (bound.run, bound.plain):
         for row in scenario.rows:
             if row.run == label and not reliable(row, "tpot_ms"):
-                found.append(f"{label} {row.scenario} {validity_mark(row)}")
-    return "; ".join(found) or None
+                why = "disqualified" if row.validity_grade == "disqualified" else "TPOT unreliable"
+                found.append(f"{label} {why} ({', '.join(row.disqualifying or row.partial)})")
+    return "; ".join(dict.fromkeys(found)) or None
 
 
 def comparison_section(doc: ComparisonDoc) -> list[str]:
