@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
+from sskj_results.analysis.rundata import natural_key
 from sskj_results.analysis.compare import CompareOptions, build_comparison
 from sskj_results.contract.comparison_models import ComparisonDoc
 from sskj_results.analysis.rundata import RequestSamples, RunData, run_data, run_labels
@@ -137,9 +138,9 @@ def test_golden_layout_follows_seed_002(runs_dir):
     assert [s.id for s in shown][:3] == ["summary", "side-by-side", "notes"] and "verdicts" in [s.id for s in shown]
     lines = text.splitlines()
     start = lines.index("## Side-by-side results") + 2
-    # the seed's columns, then the Accept len column a comparison with a speculative run adds
-    assert lines[start] == TABLE_HEADER + " Accept len |"
-    assert lines[start + 1] == TABLE_ALIGN + "---:|"
+    # the seed's columns, then the Accept len column a comparison with a speculative run adds, then Valid
+    assert lines[start] == TABLE_HEADER + " Accept len | Valid |"
+    assert lines[start + 1] == TABLE_ALIGN + "---:|---|"
     assert TABLE_ALIGN == "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     notes = lines.index("## Notes")
     assert lines[notes + 2: notes + 4] == list(SLO_NOTES)
@@ -155,7 +156,7 @@ def test_comparison_json_shape_and_verdicts(runs_dir):
     doc = ComparisonDoc.model_validate(data)
     assert data["baseline"] == "sglang"
     assert [r["label"] for r in data["runs"]] == ["sglang", "vllm (phase1_vllm)", "vllm (phase2_vllm_ngram)"]
-    assert [s["name"] for s in data["scenarios"]] == sorted(s["name"] for s in data["scenarios"])
+    assert [s["name"] for s in data["scenarios"]] == sorted((s["name"] for s in data["scenarios"]), key=natural_key)
     first = data["scenarios"][0]
     assert set(first) == {"name", "concurrency", "input_len", "output_len", "rows", "tests", "draft_bounds"}
     assert {"run", "engine", "chip", "slo_status", "ttft_p95_ms", "tpot_mean_ms", "e2e_p99_ms"} <= set(first["rows"][0])
@@ -244,10 +245,17 @@ def test_seed_002_renders_back_identically():
     lines, rows = parse_seed_table()
     doc = build_comparison(seed_runs(), CompareOptions(plots=False))
     table = results_table([r for s in doc.scenarios for r in s.rows])
-    assert table == lines  # identical rows, identical order, identical marks
-    assert [r.slo_status.overall for s in doc.scenarios for r in s.rows] == [r["mark"] for r in rows]
+    # identical rows, identical marks, in report.md's reading order (c2 before c10; the seed sorted names as text,
+    # the runs of a scenario in the seed's order); then the Valid column (blank: the seed recorded no validity)
+    ordered = sorted(lines[2:], key=lambda line: natural_key(line.split(" | ")[0][2:]))
+    assert table == [lines[0] + " Valid |", lines[1] + "---|"] + [line + "  |" for line in ordered]
+    marks = {(r["name"], r["backend"]): r["mark"] for r in rows}
+    assert [r.slo_status.overall for s in doc.scenarios for r in s.rows] == [
+        marks[(r.scenario, r.run)] for s in doc.scenarios for r in s.rows]
+    assert [s.name for s in doc.scenarios][:4] == ["c2_i131072_o256", "c2_i131072_o1024", "c2_i131072_o4096",
+                                                   "c2_i262144_o256"]
     md = render_comparison(doc)
-    assert "\n".join(lines) in md
+    assert "\n".join(table) in md
     assert "- dspark model: `/data/models/DeepSeek-V4-Flash-DSpark`" in md
     assert "- Hardware: 8x NVIDIA H200 143GB" in md
     assert "- SLO reference: TTFT P95 < 3000.0ms, TPOT mean < 50.0ms (S2)" in md
@@ -490,11 +498,11 @@ def test_accept_length_and_its_source_in_every_results_table_and_unknown_when_no
     doc = build_comparison(runs, CompareOptions(plots=False))
     md = render_comparison(doc)
     table = section_text(md, "side-by-side").splitlines()
-    assert table[2] == TABLE_HEADER + " Accept len |"
-    cells = {line.split(" | ")[0][2:] + "/" + line.split(" | ")[1]: line.rsplit(" | ", 1)[1] for line in table[4:6]}
+    assert table[2] == TABLE_HEADER + " Accept len | Valid |"
+    cells = {line.split(" | ")[0][2:] + "/" + line.split(" | ")[1]: line.split(" | ")[-2] for line in table[4:6]}
     ngram = [line for line in table if "ngram" in line]
-    assert [line.rsplit(" | ", 1)[1] for line in ngram] == ["2.07 (/metrics) |", "unknown ✖ |"]  # never 0
-    assert all(line.endswith(" - |") for line in table[4:] if line.startswith("|") and "ngram" not in line), cells
+    assert [line.split(" | ")[-2] for line in ngram] == ["2.07 (/metrics)", "unknown ✖"]  # never 0
+    assert all(line.endswith(" - |  |") for line in table[4:] if line.startswith("|") and "ngram" not in line), cells
     notes = section_text(md, "notes")
     assert ("- `/metrics`: the server's /metrics counters before and after the scenario; token-weighted, over this "
             "scenario only.") in notes

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from sskj_results.analysis.rundata import natural_key
 from sskj_results.cli import main
 from sskj_results.analysis.compare import CompareOptions, build_comparison, display_names
 from sskj_results.analysis.configdiff import compared_axes, parse_flags, speculative_flags
@@ -155,12 +156,15 @@ def test_seed_002_header_and_table():
         "- SLO reference: TTFT P95 < 3000.0ms, TPOT mean < 50.0ms (S2)",
     ]
     start = md.index("## Side-by-side results") + 2
-    # the 63 rows, byte for byte, then the Accept len column a table with a speculative run adds and the Draft
-    # bound column of a table with a row beyond it (docs/COMPARE.md)
+    # the 63 rows' cells, byte for byte, in report.md's reading order (c2 before c10), then the Accept len column a
+    # table with a speculative run adds, the Valid column and the Draft bound column of a table with a row beyond
+    # it (docs/COMPARE.md)
     table = md[start:start + 65]
-    assert [line.rsplit(" | ", 2)[0] + " |" for line in table[:1] + table[2:]] == seed[:1] + seed[2:]
-    assert table[0].endswith(" | SLO | Accept len | Draft bound |") and table[1] == seed[1] + "---:|---|"
-    accept = [line.rsplit(" | ", 2)[1] for line in table[2:]]
+    ordered = sorted(seed[2:], key=lambda line: natural_key(line.split(" | ")[0][2:]))
+    assert [line.rsplit(" | ", 3)[0] + " |" for line in table[:1] + table[2:]] == seed[:1] + ordered
+    assert table[0].endswith(" | SLO | Accept len | Valid | Draft bound |")
+    assert table[1] == seed[1] + "---:|---|---|"
+    accept = [line.rsplit(" | ", 3)[1] for line in table[2:]]
     # the seed's runs record no acceptance: DSpark's is unknown (never 0), the others are not speculative
     assert {(line.split(" | ")[1], a) for a, line in zip(accept, table[2:])} == {
         ("sglang", "-"), ("vllm", "-"), ("dspark", "unknown ✖")}
@@ -168,6 +172,8 @@ def test_seed_002_header_and_table():
     bound = {tuple(line.split(" | ")[:2]): line.rsplit(" | ", 1)[1] for line in table[2:]}
     assert {key: mark for key, mark in bound.items() if mark != "- |"} == {
         ("| c2_i131072_o256", "dspark"): "⚠ TPOT 7.08x vllm > 1 + 5 |"}
+    assert all(line.rsplit(" | ", 2)[0].endswith(" | ") or line.rsplit(" | ", 3)[2].strip() == ""
+               for line in table[2:])  # no validity recorded: blank, never ✔
     assert len(parse_seed_table()[1]) == 63
     assert doc.compared == ["engine", "speculative decoding"]
     assert not doc.configurations_differ  # the DSpark model belongs to the speculative variant

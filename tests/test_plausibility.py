@@ -198,7 +198,7 @@ def test_a_speculative_vs_plain_compare_has_no_itl_verdict_and_says_why() -> Non
     assert "beyond the draft bound: 7.08x > 6x (docs/VALIDITY.md)" in (caveats["c2_i131072_o256"] or "")
     assert not any("draft bound" in (r or "") for name, r in caveats.items() if name != "c2_i131072_o256")
     section = section_text(render_comparison(doc), "speculative")
-    assert "ITL is not comparable between these runs" in section and "compare TPOT instead" in section
+    assert "ITL is not comparable between these runs" in section and "TPOT is compared instead" in section
 
 
 def test_plain_runs_have_no_speculative_section() -> None:

@@ -99,10 +99,10 @@ def test_seed_002_summaries_flag_c2_i131072_o256_and_no_other_row(tmp_path: Path
     assert doc["draft_bound_unpaired"] == []
     # its row of the side-by-side table (the Draft bound column), and no other
     table = md.split("## Side-by-side results", 1)[1].split("\n## ", 1)[0]
-    assert "| SLO | Accept len | Draft bound |" in table
+    assert "| SLO | Accept len | Valid | Draft bound |" in table
     marked = [line for line in table.splitlines() if line.startswith("| c") and not line.endswith(" | - |")]
     assert len(marked) == 1 and marked[0].startswith("| c2_i131072_o256 | vllm-dspark | 2 | 131072 | 256 |")
-    assert marked[0].endswith(" | 1.00 | 1.41 | 1.42 | 780.85 | ✅ | unknown ✖ | ⚠ TPOT 7.08x vllm > 1 + 5 |")
+    assert marked[0].endswith(" | 1.00 | 1.41 | 1.42 | 780.85 | ✅ | unknown ✖ |  | ⚠ TPOT 7.08x vllm > 1 + 5 |")  # Valid: none recorded
     assert "- Draft bound: `⚠ TPOT Sx PLAIN > 1 + k`" in md
     page = (tmp_path / "cmp" / "comparison.html").read_text(encoding="utf-8")
     assert page.count('<th class="left">Draft bound</th>') == 1  # the interactive table's column, one row marked

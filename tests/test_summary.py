@@ -15,7 +15,7 @@ from .test_streaming_validity import run_with
 
 def two_phases(tmp_path: Path) -> tuple[Path, Path]:
     bursty, spec = tmp_path / "phase1_bursty", tmp_path / "phase2_ngram"
-    run_with(tmp_path / "a", [16.0] * 8)  # every request in two chunks: disqualified
+    run_with(tmp_path / "a", [16.0] * 8)  # every request in two chunks: TPOT/ITL unreliable
     shutil.move(tmp_path / "a" / "run", bursty)
     run_with(tmp_path / "b", [1.0] * 8, spec=("ngram", 3))  # speculative, no acceptance: qualified
     shutil.move(tmp_path / "b" / "run", spec)
@@ -28,17 +28,18 @@ def test_the_summary_counts_points_names_their_checks_and_what_to_look_at(tmp_pa
     assert found.disqualified == 1
     assert found.lines == [
         "summary: 2 point(s) measured (phase1_bursty 1, phase2_ngram 1)",
-        "  valid 0, qualified 1 (acceptance 1), disqualified 1 (streaming_granularity 1), unknown 0",
-        "  ✖ phase1_bursty c2_i128_o32: streaming_granularity",
+        "  valid 0, qualified 1 (acceptance 1), partly unreliable 1 (streaming_granularity 1) (their other metrics "
+        "stand), disqualified 0, unknown 0",
+        "  phase1_bursty c2_i128_o32: ◐ TPOT, ITL unreliable: streaming_granularity",
         "  ⚠ phase2_ngram c2_i128_o32: acceptance",
         f"  look at: {bursty / 'report.md'}, {spec / 'report.md'} (Validity: each failed check, its message, how to "
         "change it)",
     ]
 
 
-def test_strict_fails_on_a_disqualified_point_only(tmp_path: Path) -> None:
+def test_strict_fails_on_a_partly_unreliable_point_not_on_a_qualified_one(tmp_path: Path) -> None:
     bursty, spec = two_phases(tmp_path)
     result = CliRunner().invoke(main, ["run-summary", str(bursty), str(spec), "--strict"])
-    assert result.exit_code == 1 and result.output.endswith("error: STRICT=1: 1 disqualified point(s)\n")
+    assert result.exit_code == 1 and result.output.endswith("error: STRICT=1: 1 disqualified or partly unreliable point(s)\n")
     assert CliRunner().invoke(main, ["run-summary", str(bursty), str(spec)]).exit_code == 0
     assert CliRunner().invoke(main, ["run-summary", str(spec), "--strict"]).exit_code == 0  # qualified: kept

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Optional
@@ -73,12 +74,19 @@ def test_all_valid_points_keep_the_seed_002_table_byte_identical(runs: Path) -> 
         set_validity(runs / run, {}, default=block())
     text, doc = compare()
     golden = GOLDEN.read_text(encoding="utf-8")
-    assert section(text, "## Side-by-side results") == section(golden, "## Side-by-side results")
-    # the only addition is the Validity section; every verdict is the one without validity blocks
+    # the seed-002 table's cells unchanged; its Valid column now says ✔ where the golden run was never judged
+    assert section(text, "## Side-by-side results") == [
+        line.replace(" |  |", " | ✔ |") for line in section(golden, "## Side-by-side results")]
+    # the other additions: the Validity section and the Valid column of the Prefill table; every verdict is the one
+    # without validity blocks
     lines = text.splitlines()
     start = lines.index("## Validity")
     without = lines[:start] + lines[start + len(section(text, "## Validity")):]
-    assert "\n".join(without) + "\n" == golden
+    def blank_valid(text: str) -> str:  # a Valid cell ✔ as the golden's blank one (tabulate pads the column)
+        return re.sub(r" +", " ", text.replace("| ✔", "| "))
+
+    assert blank_valid("\n".join(without) + "\n") == blank_valid(golden)
+    assert "Valid" in "\n".join(section(text, "## Prefill rate"))
     assert "✔" in "\n".join(section(text, "## Validity")) and "No invalid point." in text
     assert all(not t.verdict.startswith("not comparable (invalid") for s in doc.scenarios for t in s.tests)
 
@@ -106,8 +114,13 @@ def test_compare_refuses_a_scenario_with_an_invalid_point(runs: Path) -> None:
     assert f"- {name} ({vllm_label}), prompts_per_slot: ⚠ prompts_per_slot broke" in lines
     assert f"- {name} ({vllm_label}), client_cpu: ✖ client_cpu broke" in lines
     assert f"| {name} " in "\n".join(lines) and "✖ client_cpu (⚠ prompts_per_slot)" in "\n".join(lines)
-    # the seed-002 table itself never changes
-    assert section(text, "## Side-by-side results") == section(GOLDEN.read_text(encoding="utf-8"), "## Side-by-side results")
+    # the seed-002 table's cells stay, but a disqualified point's SLO mark is ⊘ (never ✅) and its Valid cell says why
+    table = section(text, "## Side-by-side results")
+    golden = section(GOLDEN.read_text(encoding="utf-8"), "## Side-by-side results")
+    changed = [(a, b) for a, b in zip(table, golden) if a != b]
+    assert changed and all(a.startswith(f"| {name} | {vllm_label} |") for a, _ in changed)
+    assert all(a.endswith("| ⊘ | - | ✖ client_cpu (⚠ prompts_per_slot) |") and b.endswith("| ✅ | - |  |")
+               and a.rsplit(" | ", 3)[0] == b.rsplit(" | ", 3)[0] for a, b in changed)
 
 
 def test_a_baseline_invalid_point_refuses_every_candidate(runs: Path) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
@@ -35,9 +35,11 @@ from ..contract.comparison_models import (
 from ..contract.metrics import COMPARED, PER_REPEAT_COMPARED, PER_REQUEST_COMPARED, and_words, metric as metric_row
 from ..contract.errors import UsageError
 from ..contract.models import Scenario, SloSpec, Validity, ValidityThresholds
-from .grades import SHARED_CHECKS, Severity, failed, regrade
+from .grades import SHARED_CHECKS, Severity, failed, partial_breaches, regrade, short_names, unreliable_of
 from .speccompare import draft_bounds, itl_note, unpaired, with_bound_caveats
-from .rundata import RunData, graded, reference_slo, run_labels, same_thresholds, scenario_status, table_row
+from .rundata import (
+    RunData, graded, natural_key, reference_slo, run_labels, same_thresholds, scenario_status, table_row,
+)
 from .validity import CHECK_ORDER, DEFAULT_THRESHOLDS, parse_thresholds
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -116,7 +118,8 @@ def _by_shape(run: RunData) -> dict[Key, list[int]]:
 
 
 def match_scenarios(runs: Sequence[RunData], labels: Sequence[str]) -> tuple[list[Group], list[Unmatched]]:
-    """Shapes in every run (sorted by name, as the team's reports are) and the scenarios of the others."""
+    """Shapes in every run and the scenarios of the others, in report.md's reading order (rundata.natural_key:
+    c2 before c16), so that a report and a comparison list scenarios alike."""
     shapes = [_by_shape(r) for r in runs]
     all_keys = sorted({k for s in shapes for k in s})
     groups: list[Group] = []
@@ -141,9 +144,9 @@ def match_scenarios(runs: Sequence[RunData], labels: Sequence[str]) -> tuple[lis
                 s = runs[i].results.scenarios[j]
                 unmatched.append(Unmatched(run=labels[i], scenario=s.name, concurrency=key[0] or None, input_len=key[1],
                                            output_len=key[2], missing_in=missing, skipped=skipped))
-    groups.sort(key=lambda g: g.name)
+    groups.sort(key=lambda g: natural_key(g.name))
     order = {label: i for i, label in enumerate(labels)}
-    unmatched.sort(key=lambda u: (u.scenario, order[u.run]))
+    unmatched.sort(key=lambda u: (natural_key(u.scenario), order[u.run]))
     return groups, unmatched
 
 
@@ -193,6 +196,33 @@ class Grades:
     reason: Optional[str] = None
     qualified: tuple[str, ...] = ()
     qualification: Optional[str] = None
+    unreliable: tuple[str, ...] = ()  # metrics whose tests the scoped checks refuse (the others stand)
+    scoped: tuple[str, ...] = ()  # those checks
+    scoped_reason: Optional[str] = None
+
+    def of(self, metric: str) -> "Grades":
+        """What validity does to one metric's test: refused when a scoped check makes the metric unreliable."""
+        if metric in self.unreliable:
+            return Grades(refused=self.scoped, reason=self.scoped_reason, qualified=self.qualified,
+                          qualification=self.qualification)
+        return Grades(qualified=self.qualified, qualification=self.qualification) if not self.reason else self
+
+
+def _scoped(sides: Sequence[tuple[str, Sequence[Judged]]]) -> Grades:
+    """The scoped checks failed on either side: the metrics they make unreliable and why."""
+    checks: list[str] = []
+    parts = []
+    for side, points in sides:
+        for p in points:
+            found = partial_breaches(p.validity)
+            if found:
+                checks.extend(c for c in found if c not in checks)
+                parts.append(f"{side} {p.scenario.name} failed {', '.join(found)}")
+    if not checks:
+        return Grades()
+    metrics = tuple(unreliable_of(checks))
+    return Grades(unreliable=metrics, scoped=tuple(checks), scoped_reason=(
+        f"unreliable {short_names(metrics)}: " + "; ".join(parts)))
 
 
 def _breaches(points: Sequence[Judged], grade: Severity) -> dict[str, list[str]]:
@@ -223,6 +253,7 @@ def _grades(base: Sequence[Judged], cand: Sequence[Judged], strict: bool) -> Gra
                 parts.append(f"{side} {p.scenario.name} failed {', '.join(failing)}")
     if parts:
         return Grades(refused=tuple(checks), reason="invalid point: " + "; ".join(parts))
+    scoped = _scoped(sides)
     qual = [_breaches(base, "qualifying"), _breaches(cand, "qualifying")]
     for check in SHARED_CHECKS:
         for i, (side, points) in enumerate(sides):
@@ -232,14 +263,14 @@ def _grades(base: Sequence[Judged], cand: Sequence[Judged], strict: bool) -> Gra
                     f"invalid point: {side} {', '.join(qual[i][check])} failed {check} and {other_side} did not: "
                     "a burst against a steady load is no comparison"))
     if not qual[0] and not qual[1]:
-        return Grades()
+        return scoped
     names = [c for c in CHECK_ORDER if c in qual[0] or c in qual[1]]
     words = []
     for check in names:
         who = [f"{side} {', '.join(q[check])}" for (side, _), q in zip(sides, qual) if check in q]
         both = "both sides: " if len(who) == 2 else ""
         words.append(f"{check} ({both}{'; '.join(who)})")
-    return Grades(qualified=tuple(names), qualification="qualified: " + "; ".join(words))
+    return replace(scoped, qualified=tuple(names), qualification="qualified: " + "; ".join(words))
 
 
 def invalid_verdict(checks: Sequence[str]) -> str:
@@ -371,9 +402,10 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
             if metric_row(metric).origin == "sskj" and not base_pool.size and not cand_pool.size:
                 continue  # computed on neither side (no per-request data): no test to report
             base_n, cand_n = _devices(base_run, metric, per_device), _devices(cand_run, metric, per_device)
-            if difference:
+            refusal = difference or invalid.of(metric).reason
+            if refusal:
                 outcome = stats.not_comparable(pooled.MODERATED_MEDIANS if repeated else stats.MANN_WHITNEY,
-                                               difference)
+                                               refusal)
             elif repeated:
                 outcome = _repeat_medians([base_run.samples[j].metric(metric) / base_n for j in base_members],
                                           [cand_run.samples[j].metric(metric) / cand_n for j in cand_members])
@@ -382,7 +414,7 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
                     base_pool / base_n, cand_pool / cand_n, alpha=options.alpha, n_resamples=options.n_resamples,
                     confidence=options.confidence, seed=options.seed, unit=metric_row(metric).unit,
                 )
-            out.append((ci, metric, outcome, _per_accel_caveat(caveat, base_n, cand_n), invalid))
+            out.append((ci, metric, outcome, _per_accel_caveat(caveat, base_n, cand_n), invalid.of(metric)))
         if repeated or per_device:  # across chips: a verdict, even on one run
             for repeat_metric in _repeat_metrics(per_device):
                 base_n, cand_n = _devices(base_run, repeat_metric, per_device), _devices(cand_run, repeat_metric,
@@ -392,13 +424,15 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
                 if metric_row(repeat_metric).origin == "sskj" and not base_values.size and not cand_values.size:
                     continue  # measured on neither side (no per-request data): no test to report
                 test = pooled.MODERATED if repeated else stats.WELCH
-                if difference:
-                    outcome = stats.not_comparable(test, difference)
+                refusal = difference or invalid.of(repeat_metric).reason
+                if refusal:
+                    outcome = stats.not_comparable(test, refusal)
                 elif repeated:
                     outcome = pooled.repeats(test, base_values, cand_values)
                 else:
                     outcome = stats.compare_means_welch(base_values, cand_values, confidence=options.confidence)
-                out.append((ci, repeat_metric, outcome, _per_accel_caveat(None, base_n, cand_n), invalid))
+                out.append((ci, repeat_metric, outcome, _per_accel_caveat(None, base_n, cand_n),
+                            invalid.of(repeat_metric)))
     return out
 
 

@@ -11,9 +11,14 @@ Two questions, two grades (docs/VALIDITY.md):
   A speculative phase with no acceptance length qualifies its points too:
   the numbers stand, but nothing shows the engine decoded speculatively.
 * *Is this measurement broken?* Client bottleneck, outputs cut short,
-  client/server token mismatch, zero-token successes, many failures, a
-  stream that arrived in bursts (TPOT and ITL timed chunks, not tokens)
+  client/server token mismatch, zero-token successes, many failures
   **disqualify** the point: no verdict is made on it.
+* *Is one of its metrics broken?* A failed check with a scope
+  (`validity.UNRELIABLE_WHEN_FAILED`: a stream that arrived in bursts makes
+  TPOT and ITL time chunks, not tokens) makes **unreliable** only the metrics
+  it names and those derived from them (contract/metrics.py `follows`): their
+  verdicts are refused, their values marked; the point's other metrics keep
+  their verdicts. The point is then graded ``partial`` (◐).
 
 The grades are read from a validity block as recorded (the checks' `ok` and
 `value`) and the thresholds it was judged against, so results.json keeps its
@@ -31,15 +36,17 @@ from typing import TYPE_CHECKING, Iterable, Literal, Mapping, Optional, Sequence
 from ..contract.errors import UsageError
 from ..contract.validity_models import Validity, ValidityCheck, ValidityThresholds
 from .plausibility import ACCEPT_FLOOR, accept_limit
-from .validity import DEFAULT_THRESHOLDS, unreliable
+from ..contract.metrics import BY_NAME, follows
+from .validity import DEFAULT_THRESHOLDS, UNRELIABLE_WHEN_FAILED, unreliable
 
 if TYPE_CHECKING:  # a planned grid is graded without loading the results models
     from ..contract.models import Scenario
 
 Severity = Literal["qualifying", "disqualifying"]
-Grade = Literal["valid", "qualified", "disqualified"]
+Grade = Literal["valid", "qualified", "partial", "disqualified"]
 QUALIFIED_MARK = "⚠"
 DISQUALIFIED_MARK = "✖"
+PARTIAL_MARK = "◐"  # some metrics of the point unreliable, the others stand
 VALID_MARK = "✔"
 ENV_PREFIX = "VALIDITY_"
 # A qualifying breach of these must be shared by both sides of an A/B test (a burst against a steady load is
@@ -121,47 +128,122 @@ def failed(validity: Optional[Validity], thresholds: Optional[ValidityThresholds
     return qualifying if grade == "qualifying" else disqualifying
 
 
+def scoped(name: str) -> bool:
+    """A failed check of this name makes only some metrics unreliable (validity.UNRELIABLE_WHEN_FAILED)."""
+    return name in UNRELIABLE_WHEN_FAILED
+
+
 def breaches(validity: Optional[Validity], thresholds: Optional[ValidityThresholds]) -> tuple[list[str], list[str]]:
-    """(qualifying, disqualifying): the names of the failed checks of each severity, in one pass."""
+    """(qualifying, disqualifying): the names of the failed checks of each severity, in one pass; a scoped check
+    (`partial_breaches`) is in neither: it does not grade the whole point."""
     found: dict[str, list[str]] = {"qualifying": [], "disqualifying": []}
     for c in validity.checks if validity is not None else []:
         sev = severity(c, thresholds)
-        if sev is not None:
+        if sev is not None and not scoped(c.name):
             found[sev].append(c.name)
     return found["qualifying"], found["disqualifying"]
 
 
+def partial_breaches(validity: Optional[Validity]) -> list[str]:
+    """The failed scoped checks: each makes some metrics of the point unreliable, not the point."""
+    return [c.name for c in validity.checks if c.ok is False and scoped(c.name)] if validity is not None else []
+
+
+def unreliable_of(partial: Sequence[str]) -> list[str]:
+    """The metrics that the failed scoped checks make unreliable, with the metrics derived from them."""
+    found: list[str] = []
+    for name in partial:
+        found.extend(m for m in UNRELIABLE_WHEN_FAILED.get(name, ()) if m not in found)
+    return list(follows(found)) if found else []
+
+
 def grade(validity: Optional[Validity], thresholds: Optional[ValidityThresholds] = None) -> Optional[Grade]:
-    """`disqualified` (a measurement-integrity check failed), `qualified` (only workload-shape breaches),
-    `valid` (every check passed), None (never judged, or some check unknown and none failed)."""
-    return grade_of(validity, *breaches(validity, thresholds))
+    """`disqualified` (a measurement-integrity check failed), `partial` (a scoped check failed: some metrics are
+    unreliable), `qualified` (only workload-shape breaches), `valid` (every check passed), None (never judged, or
+    some check unknown and none failed)."""
+    return grade_of(validity, *breaches(validity, thresholds), partial_breaches(validity))
 
 
-def grade_of(validity: Optional[Validity], qualifying: Sequence[str], disqualifying: Sequence[str]) -> Optional[Grade]:
+def grade_of(validity: Optional[Validity], qualifying: Sequence[str], disqualifying: Sequence[str],
+             partial: Sequence[str] = ()) -> Optional[Grade]:
     """`grade` of a validity block whose breaches are known already."""
     if validity is None:
         return None
     if disqualifying:
         return "disqualified"
+    if partial:
+        return "partial"
     if qualifying:
         return "qualified"
     return "valid" if validity.ok is True else None
 
 
 def mark(validity: Optional[Validity], thresholds: Optional[ValidityThresholds] = None) -> str:
-    """`✔`, `⚠ <qualifying breaches>`, `✖ <disqualifying> (⚠ <qualifying>)` or "" (unknown, never judged)."""
+    """`✔`, `⚠ <qualifying>`, `◐ <metrics> unreliable: <scoped checks> (⚠ …)`, `✖ <disqualifying> (⚠ …)` or ""
+    (unknown, never judged)."""
     qualifying, disqualifying = breaches(validity, thresholds)
-    return mark_of(grade_of(validity, qualifying, disqualifying), qualifying, disqualifying)
+    partial = partial_breaches(validity)
+    return mark_of(grade_of(validity, qualifying, disqualifying, partial), qualifying, disqualifying, partial)
 
 
-def mark_of(g: Optional[str], qualifying: Sequence[str], disqualifying: Sequence[str]) -> str:
+def short_names(metrics: Sequence[str]) -> str:
+    """`TPOT, ITL`: metrics by their short labels."""
+    return ", ".join(BY_NAME[m].short if m in BY_NAME else m for m in metrics)
+
+
+def mark_of(g: Optional[str], qualifying: Sequence[str], disqualifying: Sequence[str],
+            partial: Sequence[str] = ()) -> str:
     """The mark of a grade and its breaches (a comparison row carries them, not the thresholds)."""
+    qual = f" ({QUALIFIED_MARK} {', '.join(qualifying)})" if qualifying else ""
     if g == "disqualified":
-        text = f"{DISQUALIFIED_MARK} " + ", ".join(disqualifying)
-        return text + (f" ({QUALIFIED_MARK} {', '.join(qualifying)})" if qualifying else "")
+        return f"{DISQUALIFIED_MARK} " + ", ".join([*disqualifying, *partial]) + qual
+    if g == "partial":
+        declared = [m for name in partial for m in UNRELIABLE_WHEN_FAILED.get(name, ())]
+        return f"{PARTIAL_MARK} {short_names(declared)} unreliable: {', '.join(partial)}" + qual
     if g == "qualified":
         return f"{QUALIFIED_MARK} " + ", ".join(qualifying)
     return VALID_MARK if g == "valid" else ""
+
+
+EVERY_METRIC = "*"  # in doubtful_metrics: the point is disqualified, none of its metrics is to be believed
+
+
+def doubtful_metrics(validity: Optional[Validity], thresholds: Optional[ValidityThresholds] = None) -> frozenset[str]:
+    """The metrics of a point not to be believed: {EVERY_METRIC} for a disqualified point, else the metrics the
+    failed scoped checks make unreliable (with those derived from them); empty when every one can be."""
+    qualifying, disqualifying = breaches(validity, thresholds)
+    if disqualifying:
+        return frozenset((EVERY_METRIC,))
+    return frozenset(unreliable_of(partial_breaches(validity)))
+
+
+def doubtful_of_names(failed: Sequence[str], failed_share: Optional[float],
+                      thresholds: Optional[ValidityThresholds] = None) -> frozenset[str]:
+    """doubtful_metrics of a point known only by its failed checks' names (the runs table's `validity_failed`) and
+    its failed share of requests (completeness is qualifying up to max_qualified_failed_share; unknown: beyond)."""
+    t = thresholds_of(thresholds)
+    limit = max(t.max_failed_share, t.max_qualified_failed_share)
+    for name in failed:
+        if name not in RULES or scoped(name):
+            continue
+        if name == "completeness":
+            if failed_share is None or failed_share > limit:
+                return frozenset((EVERY_METRIC,))
+        elif RULES[name].severity == "disqualifying":
+            return frozenset((EVERY_METRIC,))
+    return frozenset(unreliable_of([n for n in failed if scoped(n)]))
+
+
+def believed(doubtful: frozenset[str], *metrics: str) -> bool:
+    """None of the metrics is in doubt at a point (doubtful_metrics)."""
+    return EVERY_METRIC not in doubtful and not doubtful.intersection(metrics)
+
+
+def metric_reliable(g: Optional[str], partial: Sequence[str], metric: str) -> bool:
+    """Whether one metric of a point can be believed: not on a disqualified point, not in a failed check's scope."""
+    if g == "disqualified":
+        return False
+    return metric not in unreliable_of(partial)
 
 
 # --------------------------------------------------------------------------- judging recorded values again
@@ -277,9 +359,16 @@ def passing_limit(name: str, points: Sequence[Point]) -> Optional[float]:
     return math.ceil(max(values) * 1e4) / 1e4
 
 
-def better_measurement(name: str, points: Sequence[Point]) -> str:
-    """What a measurement that passes would need; for prompts_per_slot the prompt count of each concurrency."""
+REAL_TEXT_PREFIX = "text of "  # scenarios[].prompt_source of prompts cut from a real text
+
+
+def better_measurement(name: str, points: Sequence[Point], real_text: bool = False) -> str:
+    """What a measurement that passes would need; for prompts_per_slot the prompt count of each concurrency; for
+    repetitive_outputs on prompts that were real text already (`real_text`), not real-text prompts again."""
     rule = RULES[name]
+    if name == "repetitive_outputs" and real_text:
+        return ("the prompts were real text already: a real model (a tiny or random-weight one repeats itself), "
+                "a sampling temperature above 0; look at the generated texts")
     if name == "prompts_per_slot":
         limits = {c.threshold for c, _ in points if c.threshold is not None}
         limit = max(limits) if limits else DEFAULT_THRESHOLDS.min_prompts_per_slot

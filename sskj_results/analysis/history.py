@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Sequence
 import numpy as np
 
 from ..contract.errors import ResultsError, UsageError
-from ..contract.metrics import METRICS
+from ..contract.metrics import LATENCY_NAMES, METRICS
 from .changepoint import Scan, last_apart, outlier_mask, scan, sliding_medians
-from .grades import RULES
+from .grades import believed, doubtful_of_names
 from .stats import FASTER, SLOWER, classify, compare_latency
 from .validity import DEFAULT_THRESHOLDS
 
@@ -184,9 +184,12 @@ class Series:
     noise: Optional[float] = None
     threshold: Optional[float] = None
     changes: list[Change] = field(default_factory=list)
-    # per run: True when every repeat of it is disqualified (a ✖ point: shown, never used by the rule)
+    # per run: True when a failed validity check says not to believe this metric in every repeat of it (a ✖
+    # point, or the metric unreliable there: grades.doubtful_of_names): shown, never used by the rule
     disqualified: Optional[np.ndarray] = None
     outliers: list[Outlier] = field(default_factory=list)
+    # the same runs, for the pages' marks; None when the table records no validity
+    doubtful: Optional[np.ndarray] = None
 
     @property
     def used(self) -> np.ndarray:
@@ -415,27 +418,6 @@ def _shape_codes(frame: pd.DataFrame) -> tuple[np.ndarray, list[tuple[Any, ...]]
     return codes.reshape(-1).astype(np.int64), shapes
 
 
-def disqualified_rows(frame: pd.DataFrame) -> np.ndarray:
-    """Per row: True when a failed check disqualifies the point (✖, analysis/grades.py): a check of disqualifying
-    severity in `validity_failed`, or completeness with a failed share above the qualifying limit (the default
-    thresholds'); False when no check failed, or the checks are unknown."""
-    out = np.zeros(len(frame), dtype=bool)
-    if "validity_failed" not in frame.columns:
-        return out
-    severe = {name for name, r in RULES.items() if r.severity == "disqualifying"}
-    limit = max(DEFAULT_THRESHOLDS.max_failed_share, DEFAULT_THRESHOLDS.max_qualified_failed_share)
-    success = frame["success"].to_numpy(dtype=float, na_value=np.nan) if "success" in frame.columns else None
-    failed = frame["failed"].to_numpy(dtype=float, na_value=np.nan) if "failed" in frame.columns else None
-    for i, text in enumerate(frame["validity_failed"].tolist()):
-        names = set(n.strip() for n in (_text(text) or "").split(";")) - {""}
-        if names & severe:
-            out[i] = True
-        elif "completeness" in names and success is not None and failed is not None:
-            total = success[i] + failed[i]
-            out[i] = bool(total > 0 and failed[i] / total > limit)
-    return out
-
-
 def build_series(frame: pd.DataFrame, metrics: Sequence[str]) -> tuple[list[Series], int]:
     """The series of a runs table (analysis/runtable.py's columns), one per setup, shape and metric, points in run
     order; and the number of runs."""
@@ -450,14 +432,14 @@ def build_series(frame: pd.DataFrame, metrics: Sequence[str]) -> tuple[list[Seri
     row_rank = frame["results_file"].map(rank).to_numpy(dtype=np.int64)
     row_setup = setup_of_run[row_rank]
     row_shape, shapes = _shape_codes(frame)
-    row_dq = disqualified_rows(frame)
     series = []
     for m_index, m in enumerate(metrics):
         v = frame[m].to_numpy(dtype=float, na_value=np.nan)
+        doubtful_rows = _doubtful_rows(frame, m)
         ok = np.isfinite(v) & (v > 0)  # unknown is left out, never 0; a log needs a positive value
         order = np.lexsort((v[ok], row_rank[ok], row_shape[ok], row_setup[ok]))
         st, sh, rk, vv = row_setup[ok][order], row_shape[ok][order], row_rank[ok][order], v[ok][order]
-        dq = row_dq[ok][order]
+        dq = (np.zeros(len(frame), dtype=bool) if doubtful_rows is None else doubtful_rows)[ok][order]
         if not st.size:
             continue  # no run recorded this metric
         # a run's disqualified repeats are left out when it has others; a run of disqualified repeats only is kept
@@ -475,7 +457,8 @@ def build_series(frame: pd.DataFrame, metrics: Sequence[str]) -> tuple[list[Seri
             lo, hi = starts + (counts - 1) // 2, starts + counts // 2  # samples are sorted within a run
             series.append((st[a], sh[a], m_index, Series(
                 setups[st[a]], shapes[sh[a]], m, [runs[r] for r in ranks[starts].tolist()],
-                (vals[lo] + vals[hi]) / 2.0, vals, offsets, ranks[starts], disqualified=dq[a:b][starts])))
+                (vals[lo] + vals[hi]) / 2.0, vals, offsets, ranks[starts], disqualified=dq[a:b][starts],
+                doubtful=None if doubtful_rows is None else dq[a:b][starts])))
     series.sort(key=lambda t: t[:3])
     return [s for *_, s in series], len(runs)
 
@@ -488,10 +471,38 @@ def _sortable(value: Any) -> tuple[int, Any]:
     return (1, str(value))
 
 
+
+
 def needed_columns(metrics: Sequence[str]) -> list[str]:
     """The runs-table columns history reads for these metrics."""
     return list(dict.fromkeys([*RUN_COLUMNS, *SETUP_COLUMNS, *CONTEXT_COLUMNS, *SHAPE_COLUMNS, *VALIDITY_COLUMNS,
                                *metrics]))
+
+
+def registry_metric(column: str) -> str:
+    """The registry metric a runs-table column is of: `tpot_ms_mean` -> `tpot_ms`; other columns are their own."""
+    base, _, stat = column.rpartition("_")
+    return base if base in LATENCY_NAMES and stat else column
+
+
+def _doubtful_rows(frame: pd.DataFrame, metric: str) -> Optional[np.ndarray]:
+    """Per row of the table: a failed validity check says not to believe the metric there; None without the
+    validity columns."""
+    if "validity_failed" not in frame.columns:
+        return None
+    failed = frame["failed"].to_numpy(dtype=float, na_value=np.nan) if "failed" in frame.columns else None
+    success = frame["success"].to_numpy(dtype=float, na_value=np.nan) if "success" in frame.columns else None
+    names = frame["validity_failed"].tolist()
+    out = np.zeros(len(frame), dtype=bool)
+    m = registry_metric(metric)
+    for i, text in enumerate(names):
+        if _text(text) is None:
+            continue
+        share = None
+        if failed is not None and success is not None and math.isfinite(failed[i] + success[i]) and failed[i] + success[i] > 0:
+            share = float(failed[i] / (failed[i] + success[i]))
+        out[i] = not believed(doubtful_of_names([n.strip() for n in str(text).split(";")], share), m)
+    return out
 
 
 def history(frame: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS, rule: Rule = Rule()) -> History:

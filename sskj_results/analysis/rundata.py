@@ -23,7 +23,7 @@ from ..contract.models import (
     Distribution, RawRequest, Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds,
 )
 from .metrics import derived_values, summarize
-from .grades import breaches, grade_of
+from .grades import breaches, grade_of, partial_breaches, unreliable_of
 from .slo import resolve_slo, slo_status
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -195,6 +195,7 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, r
         request_goodput=None if recomputed else scenario.request_goodput,
         speculative=speculative, accept_length=scenario.accept_length, acceptance=scenario.acceptance,
         validity=scenario.validity, **graded(scenario.validity, run.results.validity_thresholds),
+        prompt_source=scenario.prompt_source,
         accelerators=scenario.accelerators, **{name: getattr(scenario, name) for name in CHIP_NAMES},
         **distributions,
     )
@@ -213,10 +214,12 @@ def recorded_or_computed(run: RunData, scenario: Scenario, m: Metric) -> Optiona
 
 
 def graded(validity: Optional[Validity], thresholds: Optional[ValidityThresholds]) -> dict[str, Any]:
-    """A Row's grade fields (validity_grade, qualifying, disqualifying) of a validity block."""
+    """A Row's grade fields (validity_grade, qualifying, disqualifying, partial, unreliable) of a validity block."""
     qualifying, disqualifying = breaches(validity, thresholds)
-    return {"validity_grade": grade_of(validity, qualifying, disqualifying),
-            "qualifying": qualifying, "disqualifying": disqualifying}
+    partial = partial_breaches(validity)
+    return {"validity_grade": grade_of(validity, qualifying, disqualifying, partial),
+            "qualifying": qualifying, "disqualifying": disqualifying, "partial": partial,
+            "unreliable": unreliable_of(partial)}
 
 def mean_known(values: Sequence[Optional[float]]) -> Optional[float]:
     known = [v for v in values if v is not None]

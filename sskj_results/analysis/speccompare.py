@@ -121,5 +121,5 @@ def itl_note(runs: Sequence[RunData], labels: Sequence[str]) -> Optional[str]:
         return None
     each = "; ".join(f"{label}: {setting}" for label, setting in zip(labels, settings))
     return (f"ITL is not comparable between these runs: their speculative settings differ ({each}). A speculative "
-            "step delivers several tokens in one streamed chunk, so ITL measures chunks, not tokens; compare TPOT "
-            "instead (its verdicts stand).")
+            "step delivers several tokens in one streamed chunk, so ITL measures chunks, not tokens; TPOT is "
+            "compared instead.")

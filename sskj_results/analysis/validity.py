@@ -23,8 +23,10 @@ inputs were not recorded (or that does not apply to the run) is unknown
 | acceptance_bound, repetitive_outputs | see plausibility.py | |
 
 The block is false when any check failed, true when every check passed, and
-null otherwise. How a failed check grades the point (⚠ qualified, ✖
-disqualified) is `grades.py`'s. `remeasure_prompts` is the SLO search's rule
+null otherwise. A check's scope (`UNRELIABLE_WHEN_FAILED`: the metrics its
+failure makes unreliable, the metrics derived from them following) is
+declared here; how a failed check grades the point (⚠ qualified, ◐ some
+metrics unreliable, ✖ disqualified) is `grades.py`'s. `remeasure_prompts` is the SLO search's rule
 for an invalid point: measure it once more, with more prompts.
 """
 
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping, Optional, Sequence
 
 from ..contract.errors import UsageError
+from ..contract.metrics import follows
 from ..contract.validity_models import CheckName, Validity, ValidityCheck, ValidityThresholds
 
 if TYPE_CHECKING:  # the rules take the caller's arrays; checking a planned grid loads neither numpy nor the results models
@@ -54,10 +57,16 @@ STAT_WORDS = {"p50": "median", "p99_9": "P99.9"}
 # streamed chunks closer than this were read together, not produced apart: no engine emits a token 0.1 ms after
 # the last (10,000 tokens/s for one request); the client timed them at read (streaming_granularity)
 CHUNK_GAP_FLOOR_MS = 0.1
-# the latency metrics a failed check makes unreliable (the others keep their meaning)
+# A check's scope: the metrics its failure makes unreliable, the others keep their meaning and their verdicts
+# (the metrics derived from them follow: contract/metrics.py `follows`). A check not listed here distorts every
+# number of the point when it fails (docs/VALIDITY.md, "What a failed check refuses"). Bursts of tokens per chunk
+# make the gaps between chunks, not between tokens: TPOT and ITL; the first chunk's arrival (TTFT), the last's
+# (E2E) and the tokens counted (throughput) are what the client saw. A TTFT above the E2E in the client's own
+# summaries leaves its TTFT, E2E and the TPOT made of them unbelievable, not its counts. Retokenized outputs far
+# below the counted ones (tokens never produced) distort every token figure: not listed.
 UNRELIABLE_WHEN_FAILED: dict[str, tuple[str, ...]] = {
     "streaming_granularity": ("tpot_ms", "itl_ms"), "streaming_summary": ("tpot_ms", "itl_ms"),
-    "latency_order": ("ttft_ms", "e2e_ms"), "retokenized_tokens": ("tpot_ms",)}
+    "latency_order": ("ttft_ms", "e2e_ms", "tpot_ms")}
 DEFAULT_THRESHOLDS = ValidityThresholds()
 RANDOM_DATASETS = ("random", "random-ids")
 
@@ -287,8 +296,9 @@ def streaming_granularity(ev: Evidence, t: ValidityThresholds) -> ValidityCheck:
             f"({share:.1%}; up to {float(ev.tokens_per_chunk.max()):.1f} per chunk), "
             f"{'at most' if ok else 'above'} {limit:.1%}")
     if not ok:
-        text += ": the client timed chunks, not tokens; TPOT and ITL are unreliable (stream buffered by a proxy, " \
-                "or an engine that sends several tokens per chunk)"
+        text += (": the client timed chunks, not tokens; TPOT and ITL are unreliable, and what is derived from them "
+                 "(interactivity, goodput); TTFT is the time to the first chunk, E2E and throughput stand (stream "
+                 "buffered by a proxy, or an engine that sends several tokens per chunk)")
     return _check("streaming_granularity", ok, share, limit, text)
 
 
@@ -402,12 +412,12 @@ def judge(ev: Evidence, thresholds: Optional[ValidityThresholds] = None) -> Vali
 
 
 def unreliable(checks: Sequence[ValidityCheck]) -> list[str]:
-    """The latency metrics that the failed checks make unreliable, in a fixed order."""
+    """The metrics that the failed scoped checks make unreliable, with those derived from them, in registry order."""
     found: list[str] = []
     for c in checks:
         if c.ok is False:
             found.extend(m for m in UNRELIABLE_WHEN_FAILED.get(c.name, ()) if m not in found)
-    return found
+    return list(follows(found)) if found else []
 
 
 # --------------------------------------------------------------------------- thresholds from the command line

@@ -207,5 +207,5 @@ def run_summary(run_dirs: tuple[Path, ...], comparison: Optional[Path], strict: 
     for line in found.lines:
         click.echo(line, err=True)
     if strict and found.disqualified:
-        click.echo(f"error: STRICT=1: {found.disqualified} disqualified point(s)", err=True)
+        click.echo(f"error: STRICT=1: {found.disqualified} disqualified or partly unreliable point(s)", err=True)
         sys.exit(1)

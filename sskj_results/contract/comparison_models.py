@@ -92,11 +92,19 @@ class _RowBase(_Doc):
                                              "with its source, weighting and scope; null when not recorded.")
     validity: Optional[Validity] = Field(default=None, description="The scenario's validity block (docs/VALIDITY.md); "
                                                                    "null when it was never judged.")
-    validity_grade: Optional[Literal["valid", "qualified", "disqualified"]] = Field(
-        default=None, description="`qualified`: only workload-shape breaches (⚠); `disqualified`: a measurement-integrity "
-                                  "check failed (✖); `valid`: every check passed; null: never judged or unknown.")
+    validity_grade: Optional[Literal["valid", "qualified", "partial", "disqualified"]] = Field(
+        default=None, description="`qualified`: only workload-shape breaches (⚠); `partial`: a check with a scope failed, "
+                                  "the metrics in `unreliable` are not to be believed, the others are (◐); "
+                                  "`disqualified`: a measurement-integrity check failed (✖); `valid`: every check "
+                                  "passed; null: never judged or unknown.")
     qualifying: list[CheckName] = Field(default_factory=list, description="Failed checks that qualify the point (⚠).")
     disqualifying: list[CheckName] = Field(default_factory=list, description="Failed checks that disqualify it (✖).")
+    prompt_source: Optional[str] = Field(default=None, description="`scenarios[].prompt_source`: what the prompts "
+                                         "were (`text of <SHA-256>`: real text); null when not recorded.")
+    partial: list[CheckName] = Field(default_factory=list, description="Failed checks that make some of its metrics "
+                                     "unreliable (◐; docs/VALIDITY.md).")
+    unreliable: list[str] = Field(default_factory=list, description="The metrics those checks make unreliable, with "
+                                  "the metrics derived from them (contract/metrics.py `derived_from`).")
 
 if TYPE_CHECKING:
     Row = _RowBase

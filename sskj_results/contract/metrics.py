@@ -63,6 +63,8 @@ class Metric:
     # accelerator counts compare judges it per accelerator, never whole-server (docs/COMPARE.md, Across chips)
     scales_with_devices: bool = False
     per_accel_of: Optional[str] = None  # a per-accelerator row: the whole-server row it divides (and replaces)
+    # the metrics this one is computed from: what makes them unreliable makes it unreliable too (`follows`)
+    derived_from: tuple[str, ...] = ()
 
     @property
     def higher_is_better(self) -> bool:
@@ -137,7 +139,7 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         name="slo_attainment", unit="share", label="In SLO share", short="In SLO", direction="higher",
         summary="scalar", compared=None, origin="sskj", place="scenario", docs="docs/METRICS.md#goodput",
-        slo_dependent=True,
+        slo_dependent=True, derived_from=("ttft_ms", "tpot_ms"),
         description="Goodput share: fraction of all requests (failed ones included) that succeeded with their own "
         "TTFT and TPOT below the tier's thresholds (docs/METRICS.md); null without per-request data.",
     ),
@@ -145,13 +147,14 @@ METRICS: tuple[Metric, ...] = (
         name="request_goodput", unit="req/s", label="Goodput mean (req/s)", short="Goodput", direction="higher",
         summary="scalar", compared="per-repeat", origin="sskj", place="scenario", docs="docs/METRICS.md#goodput",
         scales_with_devices=True,
-        slo_dependent=True,
+        slo_dependent=True, derived_from=("slo_attainment",),
         description="Goodput rate, req/s: the requests counted in slo_attainment's numerator divided by duration_s "
         "(docs/METRICS.md); null without per-request data or a duration.",
     ),
     Metric(
         name="prefill_tok_s", unit="tok/s", label="Prefill median (tok/s)", short="Prefill", direction="higher",
         summary="distribution", compared="per-request", origin="sskj", place="scenario", derive="prefill_tok_s",
+        derived_from=("ttft_ms",),
         docs="docs/METRICS.md#prefill-rate", section="Prefill rate", noun="prefill rate",
         scales_with_devices=True,
         intro="Input tokens over time to first token, per successful request with output: how fast a prompt gets "
@@ -171,21 +174,21 @@ CHIP_METRICS: tuple[Metric, ...] = (
         name="output_throughput_per_accel", unit="tok/s/accel", label="OutTok/s per accel mean",
         short="OutTok/s/accel", noun="output throughput per accelerator", direction="higher", summary="scalar",
         compared="per-repeat", reading=4, origin="sskj", place="scenario", docs="docs/METRICS.md#per-accelerator",
-        per_accel_of="output_token_throughput",
+        per_accel_of="output_token_throughput", derived_from=("output_token_throughput",),
         description="Output tokens per second per accelerator: output_token_throughput / accelerators" + _PER_DEVICE,
     ),
     Metric(
         name="total_throughput_per_accel", unit="tok/s/accel", label="TotTok/s per accel mean",
         short="TotTok/s/accel", direction="higher", summary="scalar", compared=None, origin="sskj", place="scenario",
         docs="docs/METRICS.md#per-accelerator",
-        per_accel_of="total_token_throughput",
+        per_accel_of="total_token_throughput", derived_from=("total_token_throughput",),
         description="Input plus output tokens per second per accelerator: total_token_throughput / accelerators"
         + _PER_DEVICE,
     ),
     Metric(
         name="interactivity", unit="tok/s/user", label="Interactivity (tok/s/user)", short="Interactivity",
         direction="higher", summary="scalar", compared=None, origin="sskj", place="scenario",
-        docs="docs/METRICS.md#per-accelerator",
+        docs="docs/METRICS.md#per-accelerator", derived_from=("tpot_ms",),
         description="Tokens per second one user sees: 1000 / latencies.tpot_ms.mean; null when TPOT is unknown.",
     ),
     Metric(
@@ -208,7 +211,7 @@ CHIP_METRICS: tuple[Metric, ...] = (
     Metric(
         name="cost_per_million_output_tokens", unit="price/Mtok", label="User's price per M output tokens",
         short="Price/MOutTok", direction="lower", summary="scalar", compared=None, origin="sskj", place="scenario",
-        docs="docs/METRICS.md#cost",
+        docs="docs/METRICS.md#cost", derived_from=("output_token_throughput",),
         description="The user's price per accelerator-hour (PRICE_PER_ACCEL_HOUR of the platform file) x "
         "accelerators / (output_token_throughput x 3600) x 1e6; a price the user gave, not a measurement; null "
         "without a price or an accelerator count.",
@@ -220,6 +223,20 @@ CHIP_NAMES = tuple(m.name for m in CHIP_METRICS)
 BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 if len(BY_NAME) != len(METRICS):  # pragma: no cover - a registry error, caught by the tests at import
     raise RuntimeError("contract/metrics.py: two rows share a name")
+if any(d not in BY_NAME for m in METRICS for d in m.derived_from):  # pragma: no cover - a registry error
+    raise RuntimeError("contract/metrics.py: a row is derived from a metric the registry does not have")
+
+
+def follows(names: Sequence[str]) -> tuple[str, ...]:
+    """The named metrics and every metric derived from them, directly or through another (`derived_from`), in
+    registry order: what makes TPOT unreliable makes interactivity (1000 / TPOT) and goodput unreliable too."""
+    found = set(names)
+    grown = True
+    while grown:
+        more = {m.name for m in METRICS if m.name not in found and found.intersection(m.derived_from)}
+        found |= more
+        grown = bool(more)
+    return tuple(m.name for m in METRICS if m.name in found) + tuple(n for n in names if n not in BY_NAME)
 
 
 def metric(name: str) -> Metric:

@@ -118,8 +118,11 @@ class Validity(_Model):
     checks: list[ValidityCheck] = Field(description="Every check, in the order of docs/VALIDITY.md.")
     unreliable_metrics: list[str] = Field(
         default_factory=list,
-        description="Latency metrics of the scenario that a failed check says do not describe the engine "
-        "(`tpot_ms`, `itl_ms` when streaming_granularity failed: the client timed chunks, not tokens).",
+        description="Metrics of the scenario that a failed check with a scope says do not describe the engine, with "
+        "the metrics derived from them (`tpot_ms`, `itl_ms`, `slo_attainment`, `request_goodput`, `interactivity` "
+        "when streaming_granularity failed: the client timed chunks, not tokens); their verdicts are refused, the "
+        "other metrics keep theirs (docs/VALIDITY.md). Files written before derived metrics list only the first "
+        "two; readers derive the rest from the failed checks.",
     )
 
     @property

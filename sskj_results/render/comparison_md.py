@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from ..contract.comparison_models import ComparisonDoc, StatTest
 from ..contract.metrics import PER_REQUEST_COMPARED, and_words, metric
-from .mdparts import METRIC_LABELS, acceptance_notes, METRIC_SHORT, SLO_NOTES, code, has_missing, mdt, num, slo_reference, unmeasured_note
+from .mdparts import METRIC_LABELS, acceptance_notes, METRIC_SHORT, SLO_NOTES, code, has_missing, mdt, num, slo_reference, unmeasured_note, unreliable_note
 from . import spec_md
 from .mdtable import github_table
 
@@ -86,7 +86,7 @@ def summary(doc: ComparisonDoc) -> list[str]:
 
 def notes(doc: ComparisonDoc) -> list[str]:
     rows = [r for s in doc.scenarios for r in s.rows]
-    lines = list(SLO_NOTES) + unmeasured_note(rows) + acceptance_notes(rows)
+    lines = list(SLO_NOTES) + unmeasured_note(rows) + unreliable_note(rows) + acceptance_notes(rows)
     if spec_md.beyond_marks(doc):
         lines.append(spec_md.BEYOND_NOTE)
     if has_missing(rows):

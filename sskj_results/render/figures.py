@@ -10,6 +10,7 @@ from typing import Any, Optional, Sequence, TypeVar
 import numpy as np
 
 from ..analysis.compare import match_scenarios, pool
+from ..analysis.grades import believed, doubtful_metrics
 from ..analysis.rundata import RunData, mean_known
 from ..contract.comparison_models import ComparisonDoc
 from ..contract.models import Scenario, SloSpec
@@ -55,11 +56,17 @@ class ShapePoint:
     ttft_p95_ms: Optional[float]
     per_accel: Optional[float] = None  # output throughput per accelerator (tok/s)
     accelerators: Optional[int] = None
+    doubtful: frozenset[str] = frozenset()  # metrics not to be believed here (grades.doubtful_metrics; of any repeat)
+
+
+DOUBTFUL_COLOR = "#b3261e"
+DOUBTFUL_LABEL = "not to be believed: disqualified point or unreliable metric"
 
 
 def shape_points(run: RunData) -> dict[tuple[int, int], list[ShapePoint]]:
     """Per shape (input, output), the closed-loop points of a run in increasing concurrency."""
     by_shape: dict[tuple[int, int], dict[int, list[Scenario]]] = {}
+    thresholds = run.results.validity_thresholds
     for s in run.results.scenarios:
         if s.concurrency is not None:
             by_shape.setdefault((s.input_len, s.output_len), {}).setdefault(s.concurrency, []).append(s)
@@ -70,7 +77,8 @@ def shape_points(run: RunData) -> dict[tuple[int, int], list[ShapePoint]]:
                        mean_known([s.output_token_throughput for s in scen]),
                        mean_known([s.latencies.tpot_ms.mean for s in scen]),
                        mean_known([s.latencies.ttft_ms.p95 for s in scen]),
-                       mean_known([s.output_throughput_per_accel for s in scen]), scen[0].accelerators)
+                       mean_known([s.output_throughput_per_accel for s in scen]), scen[0].accelerators,
+                       frozenset().union(*(doubtful_metrics(s.validity, thresholds) for s in scen)))
             for conc, scen in sorted(by_conc.items())
         ]
     return out
@@ -222,6 +230,8 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
                              f"<br>interactivity %{{x:.2f}} tok/s per user<br>{what} %{{y:.2f}} tok/s"
                              "<br>TPOT mean %{customdata[2]:.2f} ms<br>accelerators %{customdata[3]}<extra></extra>")
                     custom = [[p.scenarios, p.concurrency, p.tpot_mean_ms, p.accelerators or "unknown"] for p in pts]
+                    doubt: tuple[str, ...] = (
+                        "tpot_ms", "output_token_throughput" if key == "tput" else "output_throughput_per_accel")
                 else:
                     attr = "ttft_p95_ms" if key == "ttft" else "tpot_mean_ms"
                     pts = [p for p in pts if getattr(p, attr) is not None]
@@ -231,8 +241,10 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
                     hover = (f"<b>%{{fullData.name}}</b><br>scenario %{{customdata[0]}}<br>concurrency %{{x}}"
                              f"<br>{what} %{{y:.2f}} ms<extra></extra>")
                     custom = [[p.scenarios, p.concurrency] for p in pts]
+                    doubt = ("ttft_ms" if key == "ttft" else "tpot_ms",)
                 if not pts:
                     continue
+                bad = [(x, y) for p, x, y in zip(pts, xs, ys) if not believed(p.doubtful, *doubt)]
                 xs_all += xs
                 traces.append({
                     "type": "scatter", "mode": "lines+markers+text" if curve else "lines+markers",
@@ -243,6 +255,15 @@ def curve_figures(series: Sequence[tuple[str, dict[tuple[int, int], list[ShapePo
                     "line": {"color": color}, "marker": {"color": color, "size": 8}, **_axes(i),
                 })
                 in_legend.add(label)
+                if bad:  # a red cross over each point a failed validity check says not to believe
+                    traces.append({
+                        "type": "scatter", "mode": "markers", "name": DOUBTFUL_LABEL, "legendgroup": "doubtful",
+                        "showlegend": DOUBTFUL_LABEL not in in_legend, "x": [x for x, _ in bad],
+                        "y": [y for _, y in bad], "hovertemplate": f"{DOUBTFUL_LABEL}<extra></extra>",
+                        "marker": {"symbol": "x-thin-open", "size": 16, "color": DOUBTFUL_COLOR,
+                                   "line": {"width": 3, "color": DOUBTFUL_COLOR}}, **_axes(i),
+                    })
+                    in_legend.add(DOUBTFUL_LABEL)
         if key == "frontier":  # the TPOT SLO as an interactivity: points right of the line meet it
             bound = 1000.0 / spec.tpot_mean_ms
             label = f"SLO TPOT mean &lt; {spec.tpot_mean_ms:g} ms (interactivity &gt; {bound:.3g}; shaded: missed)"

@@ -32,6 +32,7 @@ from .html import document
 from .markdown_html import markdown_blocks
 from .mdtable import github_table
 
+DOUBTFUL_KIND = "not to be believed"  # a figure mark's kind (assets/history.js: MARKS)
 MAX_DRAWN = 120  # points of one line of a figure; beyond, medians of consecutive groups of runs
 FIGURES_PER_PAGE = 8
 LOG_SPAN = 20  # a figure whose values span more than this factor has a log y axis
@@ -48,6 +49,26 @@ def _num(value: Optional[float]) -> str:
 
 def _pct(ratio: Optional[float]) -> str:
     return "-" if ratio is None else f"{(ratio - 1) * 100:+.1f} %"
+
+
+DOUBTFUL = "⊘"  # a value a failed validity check says not to believe (as in report.md)
+
+
+def _doubtful_at(series: Series, index: int) -> bool:
+    return series.doubtful is not None and bool(series.doubtful[index])
+
+
+def _latest(series: Series) -> str:
+    """The last run's value, marked ⊘ when a failed validity check says not to believe it there."""
+    return _num(float(series.values[-1])) + (f" {DOUBTFUL}" if _doubtful_at(series, -1) else "")
+
+
+def _doubtful_count(series: Series) -> str:
+    """How many of the series' runs are not to be believed; `unknown` when the runs recorded no validity."""
+    if series.doubtful is None:
+        return "unknown"
+    count = int(series.doubtful.sum())
+    return f"{count} {DOUBTFUL}" if count else "0"
 
 
 def _when(series: Series, index: int) -> str:
@@ -142,19 +163,23 @@ def history_markdown(hist: History, title: str = "History") -> str:
     else:
         lines.append("None.")
     lines += ["", "## Series", ""]
+    if any(s.doubtful is not None and s.doubtful.any() for s in hist.series):
+        lines += [f"{DOUBTFUL} after a value, and the Doubtful column: runs where a failed validity check says not "
+                  "to believe the metric (a disqualified point, or a metric a failed check makes unreliable, as "
+                  "TPOT under bursty streaming; docs/VALIDITY.md); shown, in the figures crossed.", ""]
     rows = []
     for s in hist.series:
         first, last = s.runs[0], s.runs[-1]
         versions = [r.get("engine_version") or "unknown" for r in (first, last)]
         span = versions[0] if versions[0] == versions[-1] else f"{versions[0]} → {versions[-1]}"
         rows.append([setup_label(s.setup), shape_label(s.shape), s.metric, str(len(s)),
-                     first.timestamp or "unknown", last.timestamp or "unknown", span, _num(float(s.values[-1])),
+                     first.timestamp or "unknown", last.timestamp or "unknown", span, _latest(s), _doubtful_count(s),
                      "-" if s.noise is None else f"{math.expm1(s.noise) * 100:.1f} %",
                      "-" if s.threshold is None else f"{s.threshold * 100:.1f} %",
                      str(len(s.confirmed))])
     lines += github_table(["Setup", "Shape", "Metric", "Runs", "First", "Last", "Engine versions", "Latest",
-                           "Noise", "Outlier limit", "Changes"], rows,
-                          ["left"] * 3 + ["right"] + ["left"] * 3 + ["right"] * 4)
+                           "Doubtful", "Noise", "Outlier limit", "Changes"], rows,
+                          ["left"] * 3 + ["right"] + ["left"] * 3 + ["right"] * 5)
     return "\n".join(lines) + "\n"
 
 
@@ -198,6 +223,10 @@ def figure_data(hist: History) -> list[dict[str, Any]]:
             xs = np.searchsorted(ranks, s.ranks)
             bx, by = _binned(xs, s.values)
             lines.append({"shape": shape_label(s.shape), "x": bx, "y": by, "n": len(s)})
+            for i in np.flatnonzero(s.doubtful).tolist() if s.doubtful is not None else []:
+                marks.append({"shape": shape_label(s.shape), "x": int(xs[i]), "y": float(f"{s.values[i]:.4g}"),
+                              "kind": DOUBTFUL_KIND, "text": "not to be believed: a failed validity check "
+                              "(disqualified, or this metric unreliable; report.md, Validity)"})
             for c in s.changes:
                 marks.append({"shape": shape_label(s.shape), "x": int(xs[c.index]),
                               "y": float(f"{s.values[c.index]:.4g}"), "kind": c.kind,
@@ -240,8 +269,8 @@ def history_html(hist: History, markdown: str, title: str = "History") -> str:
             nav_items.append(("Trends", "trends"))
             body.append('<section id="trends"><h2>Trends</h2>'
                         '<p class="hint">One figure per setup and metric, a line per shape; ▲ a regression, '
-                        '▼ an improvement, ○ a shift not confirmed, × a single-run outlier (hover for the size and what '
-                        'changed). The x axis '
+                        '▼ an improvement, ○ a shift not confirmed, ◇ a single-run outlier (hover for the size and what '
+                        'changed), ✕ a run not to be believed (a failed validity check). The x axis '
                         "is the setup's runs in order, labelled with the engine version where it changes. "
                         f"A line of more than {MAX_DRAWN} runs is drawn as the medians of consecutive groups of runs."
                         f"</p>{_filters(figures, hist)}<div id=\"history-figures\"></div>"

@@ -48,7 +48,7 @@ from .figures import (
 from .longtables import ROWS_ID, fold_long_tables, rows_script
 from .markdown_html import inline, markdown_blocks, split_sections
 from . import spec_md
-from .mdparts import ACCEPT_HEADER, BOUND_HEADER, accept_cell, shows_acceptance
+from .mdparts import ACCEPT_HEADER, BOUND_HEADER, UNRELIABLE_MARK, accept_cell, shows_acceptance, slo_cell
 from .report import report_rows
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
@@ -62,6 +62,7 @@ TABLE_COLUMNS = (  # (header, Row attribute, decimals) of the interactive result
     ("SLO", "slo", None), (ACCEPT_HEADER, "accept", None), ("Valid", "valid", None), (BOUND_HEADER, "bound", None),
 )
 FILTERS = (("scenario", "Scenario"), ("engine", "Engine"), ("chip", "Chip"), ("slo", "SLO"))
+COLUMN_METRIC = {"tpot_mean_ms": "tpot_ms", "tpot_p95_ms": "tpot_ms", "tpot_p99_ms": "tpot_ms"}  # a cell's metric
 # A filter is a list of its values up to this many; beyond, a text box: the rows whose value contains the text.
 FILTER_MAX_OPTIONS = 50
 
@@ -91,11 +92,12 @@ def plotly_js_gzip_base64() -> tuple[str, str]:
 # --------------------------------------------------------------------------- the interactive table
 
 
-def results_table_html(rows: Sequence[Row], valid: bool = False,
+def results_table_html(rows: Sequence[Row], valid: bool = True,
                        bound_marks: Optional[Mapping[tuple[str, str], str]] = None) -> str:
-    """The side-by-side table with its filters: one row per run per scenario; with `valid`, the Valid
-    column of report.md (✔, ✖ and the failed checks, blank when unknown); with bound_marks, comparison.md's Draft
-    bound column ((scenario, run) -> its mark, `-` the others)."""
+    """The side-by-side table with its filters: one row per run per scenario, with the Valid column of report.md
+    (✔, ⚠, ◐, ✖ and the failed checks, blank when unknown); a value a failed check makes unreliable is marked ⊘,
+    an SLO mark resting on one (or on a disqualified point) is ⊘ (mdparts.slo_cell); with bound_marks,
+    comparison.md's Draft bound column ((scenario, run) -> its mark, `-` the others)."""
     if not rows:
         return "<p>No measured scenarios.</p>"
     options: dict[str, set[str]] = {key: set() for key, _ in FILTERS}
@@ -120,22 +122,26 @@ def results_table_html(rows: Sequence[Row], valid: bool = False,
         return escaped[text]
 
     for row in rows:
-        values = {"slo": row.slo_status.overall, "chip": row.chip or "-", "valid": validity_mark(row),
-                  "accept": accept_cell(row), "bound": (bound_marks or {}).get((row.scenario, row.run), "-")}
-        attrs = {"scenario": row.scenario, "engine": row.engine, "chip": row.chip or "-", "slo": row.slo_status.overall,
-                 "run": row.run}
+        slo = slo_cell(row)
+        values = {"slo": slo, "chip": row.chip or "-", "valid": validity_mark(row), "accept": accept_cell(row),
+                  "bound": (bound_marks or {}).get((row.scenario, row.run), "-")}
+        attrs = {"scenario": row.scenario, "engine": row.engine, "chip": row.chip or "-", "slo": slo, "run": row.run}
         for key, _ in FILTERS:
             options[key].add(attrs[key])
         tds = []
         for _, attr, digits in columns:
             value = values[attr] if attr in values else getattr(row, attr, None)
-            if digits is None:
-                tds.append(f'<td class="left">{esc("-" if value is None else str(value))}</td>')
+            if digits is None:  # the Valid cell wraps (its checks can be long): the row still fits 1400 px
+                tds.append(f'<td class="left{" valid" if attr == "valid" else ""}">'
+                           f'{esc("-" if value is None else str(value))}</td>')
             elif value is None:
                 tds.append('<td class="right">-</td>')
             else:  # a number (its decimals, or as it is) and its sort value: digits, `.`, `-`, inf: nothing to escape
-                tds.append(f'<td class="right" data-v="{float(value)!r}">{value:.{digits}f}</td>' if digits else
-                           f'<td class="right" data-v="{float(value)!r}">{value}</td>')
+                unreliable = COLUMN_METRIC.get(attr) in row.unreliable
+                mark = (f' <span class="unreliable" title="unreliable: {esc(validity_mark(row))}">'
+                        f'{UNRELIABLE_MARK}</span>') if unreliable else ""
+                tds.append(f'<td class="right" data-v="{float(value)!r}">{value:.{digits}f}{mark}</td>' if digits else
+                           f'<td class="right" data-v="{float(value)!r}">{value}{mark}</td>')
         data = "".join(f' data-{k}="{esc(v)}"' for k, v in attrs.items())
         body.append(f"<tr{data}>" + "".join(tds) + "</tr>")
     selects = []

@@ -10,6 +10,7 @@ from ..contract.escape import md_code, md_text
 from ..contract.comparison_models import Row
 from ..contract.metrics import METRICS, Metric
 from ..contract.models import SloSpec
+from ..analysis.grades import metric_reliable
 from ..analysis.slo import NOT_MEASURED, describe
 from .mdtable import cell, github_table
 from .validity_md import validity_mark
@@ -19,13 +20,20 @@ TABLE_HEADER = (
     "| TPOT Mean(ms) | TPOT P95(ms) | TPOT P99(ms) | E2E P99(ms) | SLO |"
 )
 TABLE_ALIGN = "|---|---|" + "---:|" * 12
-# report.md only: comparison.md keeps the seed-002 table and shows validity in its own section
+# the seed-002 table and, after it, the Valid column: report.md's Results and comparison.md's side-by-side table
 REPORT_TABLE_HEADER = TABLE_HEADER + " Valid |"
 REPORT_TABLE_ALIGN = TABLE_ALIGN + "---|"
 SLO_NOTES = (
     "- SLO check uses TTFT P95 and TPOT mean.",
     "- A ⚠️ indicates one of the two metrics is out of target; ❌ indicates both are out.",
 )
+# a value not to be believed (a failed check makes its metric unreliable: docs/VALIDITY.md), and an SLO mark
+# that rests on such a value or on a disqualified point: never ✅
+UNRELIABLE_MARK = "⊘"
+SLO_METRICS = ("ttft_ms", "tpot_ms")  # the SLO mark's inputs (TTFT P95, TPOT mean)
+UNRELIABLE_NOTE = (f"- {UNRELIABLE_MARK} after a value: a failed validity check makes that metric unreliable on "
+                   "this point (the Valid column says which; docs/VALIDITY.md); as the SLO mark: not judged, the "
+                   "point is disqualified (✖) or its TPOT or TTFT is unreliable.")
 METRIC_LABELS = {m.name: m.label for m in METRICS}  # the verdict table's Metric column
 METRIC_SHORT = {m.name: m.short for m in METRICS}  # lists of metrics
 PLOT_TITLES = {
@@ -58,13 +66,37 @@ def slo_reference(spec: SloSpec) -> str:
     return f"{rule} ({spec.tier})" if spec.tier else rule
 
 
+def reliable(row: Row, metric: str) -> bool:
+    """A metric of a row can be believed: the point is not disqualified and no failed check makes it unreliable."""
+    return metric_reliable(row.validity_grade, row.partial, metric)
+
+
+def marked(row: Row, metric: str, text: str) -> str:
+    """A value's text with ⊘ when a failed check makes its metric unreliable on that point (a disqualified point is
+    marked once, by its Valid cell); `-` (not recorded) as it is."""
+    return f"{text} {UNRELIABLE_MARK}" if text not in ("-", "unknown") and metric in row.unreliable else text
+
+
+def slo_cell(row: Row) -> str:
+    """The SLO mark as shown: ⊘ when it rests on a disqualified point or an unreliable TTFT or TPOT (never ✅),
+    else the recorded mark."""
+    if row.validity_grade == "disqualified" or not all(reliable(row, m) for m in SLO_METRICS):
+        return UNRELIABLE_MARK
+    return row.slo_status.overall
+
+
+def unreliable_note(rows: Iterable[Row]) -> list[str]:
+    """The legend line for ⊘, when a row has it."""
+    return [UNRELIABLE_NOTE] if any(slo_cell(r) == UNRELIABLE_MARK or r.unreliable for r in rows) else []
+
+
 def table_line(row: Row) -> str:
-    """One row of the side-by-side table, exactly as the team's reports print it."""
+    """One row of the side-by-side table, as the team's reports print it (an unreliable value marked ⊘)."""
     cells = [
         cell(row.scenario), cell(row.run), str(row.concurrency) if row.concurrency is not None else "-", str(row.input_len), str(row.output_len),
         num(row.request_throughput), num(row.output_token_throughput), num(row.ttft_p95_ms), num(row.ttft_p99_ms),
-        num(row.tpot_mean_ms), num(row.tpot_p95_ms), num(row.tpot_p99_ms), num(row.e2e_p99_ms),
-        row.slo_status.overall,
+        marked(row, "tpot_ms", num(row.tpot_mean_ms)), marked(row, "tpot_ms", num(row.tpot_p95_ms)),
+        marked(row, "tpot_ms", num(row.tpot_p99_ms)), num(row.e2e_p99_ms), slo_cell(row),
     ]
     return "| " + " | ".join(cells) + " |"
 
@@ -124,23 +156,19 @@ BOUND_HEADER = "Draft bound"
 
 
 def results_table(rows: Sequence[Row], bound_marks: Optional[Mapping[tuple[str, str], str]] = None) -> list[str]:
-    """Header, alignment row and one line per row (the team's columns as they print them); an Accept len column
-    when some row is speculative; a Draft bound column when bound_marks, (scenario, run) -> its mark, names a row
-    (comparison.md: a speculative row beyond the draft bound; `-` the others)."""
-    header, align = TABLE_HEADER, TABLE_ALIGN
-    lines = [table_line(r) for r in rows]
-    if shows_acceptance(rows):
-        header, align = f"{header} {ACCEPT_HEADER} |", align + "---:|"
-        lines = [f"{line} {cell(accept_cell(r))} |" for line, r in zip(lines, rows)]
+    """comparison.md's side-by-side table: the same as report.md's Results table (`report_table`: the team's columns,
+    Accept len where a row is speculative, Valid), and a Draft bound column when bound_marks, (scenario, run) -> its
+    mark, names a row (a speculative row beyond the draft bound; `-` the others)."""
+    lines = report_table(rows)
     if bound_marks:
-        header, align = f"{header} {BOUND_HEADER} |", align + "---|"
-        lines = [f"{line} {cell(bound_marks.get((r.scenario, r.run), '-'))} |" for line, r in zip(lines, rows)]
-    return [header, align] + lines
+        lines = ([f"{lines[0]} {BOUND_HEADER} |", lines[1] + "---|"]
+                 + [f"{line} {cell(bound_marks.get((r.scenario, r.run), '-'))} |" for line, r in zip(lines[2:], rows)])
+    return lines
 
 
 def report_table(rows: Sequence[Row]) -> list[str]:
-    """report.md's Results table: the side-by-side table (its Accept len column for a speculative run) plus a
-    Valid column (✔, ✖ failed checks, blank unknown)."""
+    """The seed-002 table (its Accept len column for a speculative run) plus a Valid column (✔, ⚠ qualified,
+    ◐ some metrics unreliable, ✖ disqualified, blank unknown): every table that shows a point says its validity."""
     if not shows_acceptance(rows):
         return [REPORT_TABLE_HEADER, REPORT_TABLE_ALIGN] + [f"{table_line(r)} {cell(validity_mark(r))} |" for r in rows]
     return ([f"{TABLE_HEADER} {ACCEPT_HEADER} | Valid |", TABLE_ALIGN + "---:|---|"]
@@ -174,11 +202,12 @@ def goodput_section(rows: Sequence[Row], spec: SloSpec, with_backend: bool) -> l
              f"{spec.tpot_mean_ms:g} ms{tier}: their share of all requests (failed ones count as misses) and their "
              "rate over the benchmark duration (docs/METRICS.md). `-`: not measured (no per-request data, or the "
              "run's marks were recomputed against another SLO).", ""]
-    headers = ["Scenario"] + (["Backend"] if with_backend else []) + ["In SLO (%)", "Goodput (req/s)", "Req/s"]
+    headers = ["Scenario"] + (["Backend"] if with_backend else []) + ["In SLO (%)", "Goodput (req/s)", "Req/s", "Valid"]
     table = [[r.scenario] + ([r.run] if with_backend else [])
-             + [num(None if r.slo_attainment is None else r.slo_attainment * 100, 1), num(r.request_goodput),
-                num(r.request_throughput)] for r in rows]
-    align = ["left"] + (["left"] if with_backend else []) + ["right"] * 3
+             + [marked(r, "slo_attainment", num(None if r.slo_attainment is None else r.slo_attainment * 100, 1)),
+                marked(r, "request_goodput", num(r.request_goodput)), num(r.request_throughput), validity_mark(r)]
+             for r in rows]
+    align = ["left"] + (["left"] if with_backend else []) + ["right"] * 3 + ["left"]
     return lines + github_table(headers, table, align) + [""]
 
 
@@ -195,11 +224,12 @@ def metric_section(m: Metric, rows: Sequence[Row], with_backend: bool) -> list[s
     lines = [f"## {m.section}", "", f"{m.intro} {better.capitalize()} is better. `-`: not measured. "
              f"Definition: {m.docs}.", ""]
     headers = (["Scenario"] + (["Backend"] if with_backend else []) + ["Requests"]
-               + [f"{title} ({m.unit})" for _, title in STAT_COLUMNS])
+               + [f"{title} ({m.unit})" for _, title in STAT_COLUMNS] + ["Valid"])
     table = [[r.scenario] + ([r.run] if with_backend else [])
-             + ["-" if v is None else str(v.count)] + [num(None if v is None else getattr(v, stat)) for stat, _ in STAT_COLUMNS]
-             for r, v in zip(rows, values)]
-    align = ["left"] + (["left"] if with_backend else []) + ["right"] * (1 + len(STAT_COLUMNS))
+             + ["-" if v is None else str(v.count)]
+             + [marked(r, m.name, num(None if v is None else getattr(v, stat))) for stat, _ in STAT_COLUMNS]
+             + [validity_mark(r)] for r, v in zip(rows, values)]
+    align = ["left"] + (["left"] if with_backend else []) + ["right"] * (1 + len(STAT_COLUMNS)) + ["left"]
     return lines + github_table(headers, table, align) + [""]
 
 

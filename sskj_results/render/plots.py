@@ -25,6 +25,7 @@ import numpy as np
 
 from ..contract.io import atomic_write_bytes
 from ..contract.models import Scenario
+from ..analysis.grades import believed, doubtful_metrics
 from ..analysis.rundata import RunData, mean_known
 
 DPI = 110
@@ -49,6 +50,9 @@ METRIC_TEXT = {
     "ttft_p95_ms": ("TTFT P95", "TTFT P95 (ms)"),
     "tpot_mean_ms": ("TPOT mean", "TPOT mean (ms)"),
 }
+METRIC_OF = {"ttft_p95_ms": "ttft_ms", "tpot_mean_ms": "tpot_ms"}  # the registry metric a plotted statistic is of
+DOUBTFUL_COLOR = "#b3261e"
+DOUBTFUL_LABEL = "not to be believed: disqualified point or unreliable metric (docs/VALIDITY.md)"
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class Point:
     tpot_mean_ms: Optional[float]
     ttft_p95_ms: Optional[float]
     per_accel: Optional[float] = None  # output throughput per accelerator (tok/s)
+    doubtful: frozenset[str] = frozenset()  # metrics not to be believed here (grades.doubtful_metrics; of any repeat)
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,7 @@ class CdfLine:
 def run_curves(run: RunData, label: str) -> list[Curve]:
     """One curve per shape (input, output) of a run; repeats of a concurrency are averaged."""
     by_shape: dict[tuple[int, int], dict[int, list[Scenario]]] = {}
+    thresholds = run.results.validity_thresholds
     for s in run.results.scenarios:
         if s.concurrency is None:
             continue  # open-loop runs have no concurrency to plot against
@@ -97,6 +103,7 @@ def run_curves(run: RunData, label: str) -> list[Curve]:
                 tpot_mean_ms=mean_known([s.latencies.tpot_ms.mean for s in scen]),
                 ttft_p95_ms=mean_known([s.latencies.ttft_ms.p95 for s in scen]),
                 per_accel=mean_known([s.output_throughput_per_accel for s in scen]),
+                doubtful=frozenset().union(*(doubtful_metrics(s.validity, thresholds) for s in scen)),
             )
             for conc, scen in sorted(by_conc.items())
         )
@@ -266,11 +273,21 @@ def frontier(curves: Sequence[Curve], slo_tpot_ms: float, path: Path, title: str
     None when no point knows its accelerators."""
     return _versus_interactivity(curves, path, title, lambda p: p.per_accel,
                                  "Output throughput per accelerator (tok/s)", boundary=1000.0 / slo_tpot_ms,
-                                 boundary_label=f"SLO TPOT mean < {slo_tpot_ms:g} ms (shaded: missed)")
+                                 boundary_label=f"SLO TPOT mean < {slo_tpot_ms:g} ms (shaded: missed)",
+                                 doubt_of=("tpot_ms", "output_throughput_per_accel"))
+
+
+def _mark_doubtful(ax: Any, handles: dict[str, Any], points: Sequence[tuple[float, float]]) -> None:
+    """A red cross over each point a failed validity check says not to believe, once in the legend."""
+    if points:
+        cross = ax.scatter([x for x, _ in points], [y for _, y in points], marker="x", s=110, linewidths=2.4,
+                           color=DOUBTFUL_COLOR, zorder=5)
+        handles.setdefault(DOUBTFUL_LABEL, cross)
 
 
 def _versus_interactivity(curves: Sequence[Curve], path: Path, title: str, y_of: Callable[[Point], Optional[float]],
-                          y_label: str, boundary: Optional[float] = None, boundary_label: str = "") -> Optional[Path]:
+                          y_label: str, boundary: Optional[float] = None, boundary_label: str = "",
+                          doubt_of: tuple[str, ...] = ("tpot_ms", "output_token_throughput")) -> Optional[Path]:
     import matplotlib
 
     usable = _keep_points(
@@ -298,6 +315,7 @@ def _versus_interactivity(curves: Sequence[Curve], path: Path, title: str, y_of:
                 ys_all += ys
                 (line,) = ax.plot(xs, ys, marker="o", markersize=6, linewidth=1.8, color=colors[c.label], label=c.label)
                 handles.setdefault(c.label, line)
+                _mark_doubtful(ax, handles, [(x, y) for p, x, y in drawn if not believed(p.doubtful, *doubt_of)])
                 for p, x, y in drawn:
                     ax.annotate(f"c{p.concurrency}", (x, y), textcoords="offset points", xytext=(dx, dy),
                                 fontsize=9, color=colors[c.label], ha="left" if dx >= 0 else "right")
@@ -346,6 +364,8 @@ def latency_vs_concurrency(
                 concurrencies += xs
                 (line,) = ax.plot(xs, ys, marker="o", markersize=6, linewidth=1.8, color=colors[c.label], label=c.label)
                 handles.setdefault(c.label, line)
+                _mark_doubtful(ax, handles, [(p.concurrency, getattr(p, metric)) for p in c.points
+                                             if not believed(p.doubtful, METRIC_OF[metric])])
             note = None
             if threshold_ms is not None:
                 if _threshold_in_view(values, threshold_ms):

@@ -31,8 +31,8 @@ from . import comparison_md, spec_md
 from .chips_md import chips_section, has_figures
 from .mdparts import (  # noqa: F401 - TABLE_*, SLO_NOTES and results_table are this module's public names too
     METRIC_LABELS, METRIC_SHORT, REPORT_TABLE_ALIGN, acceptance_notes, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, code,
-    goodput_section, has_missing, mdt, metric_section, plot_lines, report_table, results_table, slo_reference,
-    unmeasured_note,
+    UNRELIABLE_MARK, goodput_section, has_missing, mdt, metric_section, plot_lines, report_table, results_table,
+    slo_cell, slo_reference, unmeasured_note, unreliable_note,
 )
 from .mdtable import github_table
 from .validity_md import validity_section
@@ -102,16 +102,28 @@ def _report_summary(run: RunData, label: str, spec: SloSpec, recomputed: bool, r
     elif recomputed:
         ref += f"; recorded: {slo_reference(res.slo)}, marks recomputed" if res.slo else ""
     lines.append(f"- SLO reference: {ref}")
-    marks = Counter(r.slo_status.overall for r in rows)
+    marks = Counter(slo_cell(r) for r in rows)
     failed = sum(1 for s in res.scenarios if s.failed)
     unknown = sum(1 for s in res.scenarios if s.failed is None)
     lines.append(
         f"- Scenarios: {len(rows)} measured ({marks[MET_BOTH]} {MET_BOTH}, {marks[MET_ONE]} {MET_ONE}, "
         f"{marks[MET_NONE]} {MET_NONE}" + (f", {marks[NOT_MEASURED]} {NOT_MEASURED}" if marks[NOT_MEASURED] else "")
+        + (f", {marks[UNRELIABLE_MARK]} {UNRELIABLE_MARK} not judged" if marks[UNRELIABLE_MARK] else "")
         + f"), {len(res.skipped)} skipped, {failed} with failed requests"
         + (f", {unknown} with an unknown failure count" if unknown else "")
     )
+    validity = validity_counts(rows)
+    if validity:
+        lines.append(f"- Validity: {validity} (section Validity)")
     return lines
+
+
+def validity_counts(rows: Sequence[Row]) -> str:
+    """`12 ✖ disqualified, 2 ✔ valid`: the points per grade, the worst first; "" when none was judged."""
+    grades: Counter[Optional[str]] = Counter(r.validity_grade for r in rows if r.validity is not None)
+    words = (("disqualified", "✖ disqualified"), ("partial", "◐ with unreliable metrics"), ("qualified", "⚠ qualified"),
+             ("valid", "✔ valid"), (None, "unknown"))
+    return ", ".join(f"{grades[g]} {w}" for g, w in words if grades[g])
 
 
 def _order(run: RunData) -> list[int]:
@@ -280,7 +292,7 @@ def _run(page: Page) -> RunData:
 
 
 def _report_notes(page: Page) -> list[str]:
-    notes = list(SLO_NOTES) + unmeasured_note(page.rows) + acceptance_notes(page.rows)
+    notes = list(SLO_NOTES) + unmeasured_note(page.rows) + unreliable_note(page.rows) + acceptance_notes(page.rows)
     if has_missing(page.rows):
         notes.append("- `-` marks a value the run did not record.")
     return notes

@@ -14,11 +14,13 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..analysis.configdiff import is_speculative
+from ..analysis.grades import mark
 from ..analysis.plausibility import PLAUSIBILITY_CHECKS, synthetic_settings
-from ..analysis.rundata import RunData
-from ..contract.comparison_models import ComparisonDoc
+from ..analysis.rundata import RunData, in_reading_order
+from ..contract.comparison_models import ComparisonDoc, DraftBound, ScenarioComparison
 from ..contract.escape import md_code, md_fence, md_text
-from ..contract.models import Scenario
+from ..contract.models import Scenario, ValidityThresholds
+from .mdparts import UNRELIABLE_MARK as UNRELIABLE, reliable
 from .mdtable import github_table
 
 BAR_WIDTH = 40  # characters of a rate of 1.0 in the text figure
@@ -39,7 +41,8 @@ def _check_cell(scenario: Scenario, name: str) -> str:
     return ("✔" if check.ok else "✖" if name == "acceptance_bound" else "⚠") + value
 
 
-def _acceptance_rows(scenarios: Sequence[Scenario], synthetic: bool) -> list[list[str]]:
+def _acceptance_rows(scenarios: Sequence[Scenario], synthetic: bool,
+                     thresholds: Optional[ValidityThresholds] = None) -> list[list[str]]:
     rows = []
     for s in scenarios:
         a = s.acceptance
@@ -53,7 +56,7 @@ def _acceptance_rows(scenarios: Sequence[Scenario], synthetic: bool) -> list[lis
             str(a.draft_length) if a is not None and a.draft_length else UNKNOWN,
             _yes_no(a.reliable) if a is not None else "-",
             f"{s.client.temperature:g}" if s.client is not None and s.client.temperature is not None else UNKNOWN,
-            _check_cell(s, "acceptance_bound"), _check_cell(s, "repetitive_outputs"),
+            _check_cell(s, "acceptance_bound"), _check_cell(s, "repetitive_outputs"), mark(s.validity, thresholds),
         ])
     return rows
 
@@ -88,7 +91,7 @@ def per_position_figure(scenarios: Sequence[Scenario]) -> list[str]:
 
 def report_section(run: RunData) -> list[str]:
     """`## Speculative decoding` of report.md; [] when the run is not speculative and reports no acceptance."""
-    scenarios = sorted(run.results.scenarios, key=lambda s: s.name)
+    scenarios = in_reading_order(run.results.scenarios)  # as the Results table
     if not is_speculative(run) and all(s.acceptance is None for s in scenarios):
         return []
     config = run.results.config
@@ -103,9 +106,9 @@ def report_section(run: RunData) -> list[str]:
               "repetition checks: docs/VALIDITY.md.", ""]
     lines += github_table(
         ["Scenario", "Accept length", "Source", "Weighting", "Scope", "Draft tokens", "Reliable", "Temperature",
-         *PLAUSIBILITY_CHECKS],
-        _acceptance_rows(scenarios, bool(synthetic)),
-        ["left", "right", "left", "left", "left", "right", "left", "right", "left", "left"]) + [""]
+         *PLAUSIBILITY_CHECKS, "Valid"],
+        _acceptance_rows(scenarios, bool(synthetic), run.results.validity_thresholds),
+        ["left", "right", "left", "left", "left", "right", "left", "right", "left", "left", "left"]) + [""]
     notes = [s for s in scenarios if s.acceptance is not None and s.acceptance.note]
     for s in notes:
         assert s.acceptance is not None
@@ -121,26 +124,64 @@ def report_section(run: RunData) -> list[str]:
     return lines
 
 
+def _tpot_refused(doc: ComparisonDoc) -> tuple[int, int]:
+    """(refused, all): the comparison's TPOT tests, and those a validity check refused."""
+    tests = [t for sc in doc.scenarios for t in sc.tests if t.metric == "tpot_ms"]
+    return sum(t.verdict.startswith("not comparable (invalid:") for t in tests), len(tests)
+
+
+def _unjudged(scenario: ScenarioComparison, bound: DraftBound) -> Optional[str]:
+    """Why a pair's TPOT speedup says nothing: a side's point is disqualified or its TPOT unreliable; None when
+    both sides' TPOT can be believed."""
+    found = []
+    for label in (bound.run, bound.plain):
+        for row in scenario.rows:
+            if row.run == label and not reliable(row, "tpot_ms"):
+                why = "disqualified" if row.validity_grade == "disqualified" else "TPOT unreliable"
+                found.append(f"{label} {why} ({', '.join(row.disqualifying or row.partial)})")
+    return "; ".join(dict.fromkeys(found)) or None
+
+
 def comparison_section(doc: ComparisonDoc) -> list[str]:
-    """`## Speculative decoding` of comparison.md: the ITL caveat and the draft bounds; [] without either."""
-    bounds = [(s.name, b) for s in doc.scenarios for b in s.draft_bounds]
+    """`## Speculative decoding` of comparison.md: the ITL caveat, the speculative runs held to no draft bound and
+    the draft bounds; [] without any. A pair whose TPOT is unreliable on either side (or a disqualified point) is
+    listed as not judged, never as within the bound."""
+    bounds = [(s, b) for s in doc.scenarios for b in s.draft_bounds]
     if not bounds and doc.itl_not_comparable is None and not doc.draft_bound_unpaired:
         return []
     lines = ["## Speculative decoding", ""]
     if doc.itl_not_comparable:
-        lines += [f"- {md_text(doc.itl_not_comparable)}", ""]
+        refused, total = _tpot_refused(doc)
+        if total and refused == total:
+            lines += [f"- {md_text(doc.itl_not_comparable)} But every TPOT verdict ({total}) was refused too (a "
+                      "disqualified point or an unreliable TPOT, section Validity): no verdict on decoding speed "
+                      "stands.", ""]
+        else:
+            extra = f" ({refused} of {total} TPOT verdicts refused: section Validity)" if refused else ""
+            lines += [f"- {md_text(doc.itl_not_comparable)}{extra}", ""]
     if doc.draft_bound_unpaired:
         lines += [f"- Unpaired: {md_text(text)}" for text in doc.draft_bound_unpaired] + [""]
     if bounds:
-        beyond = [(name, b) for name, b in bounds if not b.ok]
+        why = {id(b): _unjudged(s, b) for s, b in bounds}
+        judged = [(s, b) for s, b in bounds if why[id(b)] is None]
+        beyond = [(s, b) for s, b in judged if not b.ok]
+        unjudged = len(bounds) - len(judged)
         lines += [f"TPOT speedup of each speculative run over a plain run of its engine family, against the draft "
-                  f"bound 1 + k (docs/VALIDITY.md): {len(beyond)} of {len(bounds)} beyond it.", ""]
+                  f"bound 1 + k (docs/VALIDITY.md): {len(beyond)} of {len(judged)} beyond it"
+                  + (f"; {unjudged} not judged: their TPOT is unreliable or their point disqualified (✖ below)"
+                     if unjudged else "") + ".", ""]
+
+        def within(b: DraftBound) -> str:
+            if why[id(b)] is not None:
+                return "✖ not judged: " + why[id(b)]  # type: ignore[operator]
+            return "yes" if b.ok else "**no: beyond**"
+
         lines += github_table(["Scenario", "Speculative", "Plain", "TPOT speedup", "Bound", "Within"],
-                              [[name, b.run, b.plain, f"{b.speedup:.2f}x", f"{b.bound:g}x", "yes" if b.ok else "**no: beyond**"]
-                               for name, b in bounds],
+                              [[s.name, b.run, b.plain, f"{b.speedup:.2f}x" + (f" {UNRELIABLE}" if why[id(b)] else ""),
+                                f"{b.bound:g}x", within(b)] for s, b in bounds],
                               ["left", "left", "left", "right", "right", "left"]) + [""]
-        for name, b in beyond:
-            lines.append(f"- {md_text(name)}, {md_text(b.run)}: {md_text(b.message)}")
+        for s, b in beyond:
+            lines.append(f"- {md_text(s.name)}, {md_text(b.run)}: {md_text(b.message)}")
         if beyond:
             lines.append("")
     return lines
@@ -148,12 +189,13 @@ def comparison_section(doc: ComparisonDoc) -> list[str]:
 
 def beyond_marks(doc: ComparisonDoc) -> dict[tuple[str, str], str]:
     """(scenario, run label) -> its Draft bound cell in the side-by-side table, for each speculative row beyond the
-    draft bound against some plain run (the largest speedup named)."""
+    draft bound against some plain run (the largest speedup named); a pair not judged (an unreliable TPOT or a
+    disqualified point on either side: `_unjudged`) marks nothing."""
     marks: dict[tuple[str, str], tuple[float, str]] = {}
     for s in doc.scenarios:
         for b in s.draft_bounds:
             key = (s.name, b.run)
-            if not b.ok and b.speedup > marks.get(key, (0.0, ""))[0]:
+            if not b.ok and _unjudged(s, b) is None and b.speedup > marks.get(key, (0.0, ""))[0]:
                 marks[key] = (b.speedup, f"⚠ TPOT {b.speedup:.2f}x {b.plain} > 1 + {b.draft_tokens}")
     return {key: text for key, (_, text) in marks.items()}
 

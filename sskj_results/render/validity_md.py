@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
-from ..analysis.grades import RULES, better_measurement, how_to_move, mark_of, passing_limit
+from ..analysis.grades import REAL_TEXT_PREFIX, RULES, better_measurement, how_to_move, mark_of, passing_limit, short_names, unreliable_of
 from ..analysis.validity import CHECK_ORDER
 from ..contract.comparison_models import ComparisonDoc, Row, ScenarioComparison, StatTest
 from ..contract.models import ValidityCheck
@@ -22,14 +22,16 @@ from .mdtable import github_table
 def validity_mark(row: Row) -> str:
     """The Valid cell: `✔`, `⚠ <qualifying breaches>`, `✖ <disqualifying breaches>`, or blank when unknown
     (docs/VALIDITY.md)."""
-    return mark_of(row.validity_grade, row.qualifying, row.disqualifying)
+    return mark_of(row.validity_grade, row.qualifying, row.disqualifying, row.partial)
 
 
 VALIDITY_LEGEND = ("Whether each point measured the engine (docs/VALIDITY.md): ✔ every check passed; ⚠ qualified: "
                    "the workload's shape was breached (too few prompts per slot, a low achieved concurrency, a small "
-                   "failure share), the numbers describe what was measured; ✖ disqualified: the measurement is broken "
-                   "(client bottleneck, outputs cut short, token mismatch, empty successes, many failures); "
-                   "blank unknown (a check's inputs were not recorded).")
+                   "failure share), the numbers describe what was measured; ◐ some metrics unreliable: a check with a "
+                   "scope failed (bursty streaming: TPOT and ITL timed chunks, not tokens, and what is derived from "
+                   "them), those metrics are marked ⊘ and their verdicts refused, the others stand; ✖ disqualified: "
+                   "the measurement is broken (client bottleneck, outputs cut short, token mismatch, empty successes, "
+                   "many failures), no verdict; blank unknown (a check's inputs were not recorded).")
 
 
 def _all_unknown(rows: Sequence[Row]) -> list[str]:
@@ -74,12 +76,15 @@ def _how_to_change(rows: Sequence[Row], doc: Optional[ComparisonDoc]) -> list[st
             continue
         found = by_check[name]
         qualified = [r for r, _ in found if name in r.qualifying]
+        partial = [r for r, _ in found if name in r.partial]
         points = [(c, row.concurrency) for row, c in found]
         grade_words = []
         if qualified:
             grade_words.append(f"{len(qualified)} qualified ⚠")
-        if len(found) > len(qualified):
-            grade_words.append(f"{len(found) - len(qualified)} disqualified ✖")
+        if partial:
+            grade_words.append(f"{len(partial)} with {short_names(unreliable_of([name]))} unreliable ◐")
+        if len(found) > len(qualified) + len(partial):
+            grade_words.append(f"{len(found) - len(qualified) - len(partial)} disqualified ✖")
         tests = [(sc, t) for sc in doc.scenarios for t in sc.tests] if doc is not None else []
         refused = sum(1 for sc, t in tests if _refused_by(name, sc, t, strict))
         kept = sum(1 for _, t in tests if name in t.qualified)
@@ -88,13 +93,14 @@ def _how_to_change(rows: Sequence[Row], doc: Optional[ComparisonDoc]) -> list[st
         limit = passing_limit(name, points)
         move = f"{how_to_move(field, limit)} makes them pass" if limit is not None and field else \
             f"the threshold is `{field}`" if field else "no threshold moves it"
-        if name == "completeness" and len(found) > len(qualified):
+        if name == "completeness" and len(found) > len(qualified) + len(partial):
             shares = [c.value for _, c in found if c.value is not None]
             if shares:
                 move += (f"; {how_to_move('max_qualified_failed_share', math.ceil(max(shares) * 1e4) / 1e4)} "
                          "qualifies them instead")
+        real_text = all((row.prompt_source or "").startswith(REAL_TEXT_PREFIX) for row, _ in found)
         lines.append(f"- **{name}** ({', '.join(grade_words)}{verdicts}): {move}; a better measurement: "
-                     f"{better_measurement(name, points)}.")
+                     f"{better_measurement(name, points, real_text)}.")
     if strict:
         lines.append("- This comparison ran with `--strict`: qualified points were refused too; without it their "
                      "verdicts stand, with the qualification beside them.")
@@ -117,15 +123,17 @@ def validity_section(rows: Sequence[Row], with_backend: bool, doc: Optional[Comp
                               ["left", "left", "left"]) + [""]
     invalid = [r for r in rows if r.validity is not None and r.validity.ok is False]
     if invalid:
+        partial = sum(r.validity_grade == "partial" for r in invalid)
         lines += [f"Points with a failed check ({len(invalid)}: "
                   f"{sum(r.validity_grade == 'qualified' for r in invalid)} qualified, "
-                  f"{sum(r.validity_grade == 'disqualified' for r in invalid)} disqualified):", ""]
+                  + (f"{partial} with unreliable metrics, " if partial else "")
+                  + f"{sum(r.validity_grade == 'disqualified' for r in invalid)} disqualified):", ""]
         for r in invalid:
             assert r.validity is not None
             who = md_text(f"{r.scenario} ({r.run})" if with_backend else r.scenario)
             for check in r.validity.checks:
                 if check.ok is False:
-                    sign = "⚠" if check.name in r.qualifying else "✖"
+                    sign = "⚠" if check.name in r.qualifying else "◐" if check.name in r.partial else "✖"
                     lines.append(f"- {who}, {check.name}: {sign} {md_text(check.message)}")
         lines.append("")
         lines += _how_to_change(rows, doc)

@@ -1,9 +1,10 @@
 """The end of a run, in a few lines (`sskj-results run-summary`; BENCHMARK_WORKFLOW.md, "The end of a run").
 
 Points measured per phase, the points skipped after a server failure, the
-points with a failed validity check (✖ disqualified, ⚠ qualified) with the
-checks, the unknown ones, and the files to look at. With `strict`
-(`STRICT=1`), a disqualified point makes the run fail.
+points with a failed validity check (✖ disqualified, ◐ some metrics
+unreliable, ⚠ qualified) with the checks, the unknown ones, and the files to
+look at. With `strict` (`STRICT=1`), a disqualified or partly unreliable point
+makes the run fail.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ..analysis.grades import DISQUALIFIED_MARK, QUALIFIED_MARK, breaches, grade_of
+from ..analysis.grades import DISQUALIFIED_MARK, QUALIFIED_MARK, breaches, grade_of, mark_of, partial_breaches
 from ..contract.io import load_run
 
 MAX_LISTED = 12
@@ -21,7 +22,7 @@ MAX_LISTED = 12
 
 @dataclass
 class Summary:
-    """The lines to print and the number of disqualified points (what STRICT=1 fails on)."""
+    """The lines to print and the number of disqualified or partly unreliable points (what STRICT=1 fails on)."""
 
     lines: list[str] = field(default_factory=list)
     disqualified: int = 0
@@ -31,7 +32,7 @@ def summarize(run_dirs: Sequence[Path], comparison: Path | None = None) -> Summa
     """The end-of-run summary of the phases' run directories (results.json each) and the run's comparison."""
     out = Summary()
     counts: Counter[str] = Counter()
-    checks: dict[str, Counter[str]] = {"qualified": Counter(), "disqualified": Counter()}
+    checks: dict[str, Counter[str]] = {"qualified": Counter(), "partial": Counter(), "disqualified": Counter()}
     listed: list[str] = []
     phases, skipped, flagged = [], 0, []
     for run_dir in run_dirs:
@@ -40,11 +41,15 @@ def summarize(run_dirs: Sequence[Path], comparison: Path | None = None) -> Summa
         skipped += len(results.skipped)
         for sc in results.scenarios:
             qualifying, disqualifying = breaches(sc.validity, results.validity_thresholds)
-            g = grade_of(sc.validity, qualifying, disqualifying) or "unknown"
+            partial = partial_breaches(sc.validity)
+            g = grade_of(sc.validity, qualifying, disqualifying, partial) or "unknown"
             counts[g] += 1
-            if g in ("qualified", "disqualified") and run_dir not in flagged:
+            if g in ("qualified", "partial", "disqualified") and run_dir not in flagged:
                 flagged.append(run_dir)
-            if g == "disqualified":
+            if g == "partial":
+                checks[g].update(partial)
+                listed.append(f"  {run_dir.name} {sc.name}: {mark_of(g, qualifying, disqualifying, partial)}")
+            elif g == "disqualified":
                 checks[g].update(disqualifying)
                 listed.append(f"  {DISQUALIFIED_MARK} {run_dir.name} {sc.name}: {', '.join(disqualifying)}"
                               + (f" ({QUALIFIED_MARK} {', '.join(qualifying)})" if qualifying else ""))
@@ -52,7 +57,7 @@ def summarize(run_dirs: Sequence[Path], comparison: Path | None = None) -> Summa
                 checks[g].update(qualifying)
                 listed.append(f"  {QUALIFIED_MARK} {run_dir.name} {sc.name}: {', '.join(qualifying)}")
     total = sum(counts.values())
-    out.disqualified = counts["disqualified"]
+    out.disqualified = counts["disqualified"] + counts["partial"]
     skip = f"; {skipped} skipped after a server failure" if skipped else ""
     out.lines.append(f"summary: {total} point(s) measured ({', '.join(phases)}){skip}")
 
@@ -61,7 +66,9 @@ def summarize(run_dirs: Sequence[Path], comparison: Path | None = None) -> Summa
         return f" ({', '.join(f'{name} {n}' for name, n in sorted(found.items()))})" if found else ""
 
     out.lines.append(f"  valid {counts['valid']}, qualified {counts['qualified']}{per_check('qualified')}, "
-                     f"disqualified {counts['disqualified']}{per_check('disqualified')}, unknown {counts['unknown']}")
+                     + (f"partly unreliable {counts['partial']}{per_check('partial')} (their other metrics stand), "
+                        if counts["partial"] else "")
+                     + f"disqualified {counts['disqualified']}{per_check('disqualified')}, unknown {counts['unknown']}")
     out.lines += listed[:MAX_LISTED]
     if len(listed) > MAX_LISTED:
         out.lines.append(f"  ... and {len(listed) - MAX_LISTED} more")

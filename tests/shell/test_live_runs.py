@@ -103,14 +103,15 @@ def test_strict_makes_disqualified_points_a_failed_run_and_the_summary_names_the
     assert proc.returncode == 0, proc.stderr  # without STRICT the run ends normally, and says what to look at
     lines = proc.stderr.splitlines()
     start = next(i for i, x in enumerate(lines) if "summary: 2 point(s) measured (results 2)" in x)
-    assert lines[start + 1] == ("  valid 0, qualified 0, disqualified 2 (streaming_granularity 2), unknown 0")
-    assert lines[start + 2] == "  ✖ results c1_i16_o8: streaming_granularity"
+    assert lines[start + 1] == ("  valid 0, qualified 0, partly unreliable 2 (streaming_granularity 2) (their other "
+                                "metrics stand), disqualified 0, unknown 0")
+    assert lines[start + 2] == "  results c1_i16_o8: ◐ TPOT, ITL unreliable: streaming_granularity"
     assert lines[start + 4].startswith(f"  look at: {tmp_path / 'bursty' / 'results' / 'report.md'}")
     strict = env_of(base_env, tmp_path, "bursty", PORT=str(free_port()), FAKE_SERVER_ARGS="--tokens-per-chunk 4",
                     STRICT="1", RUN_ID="20250102-030406", RESULT_ROOT=str(tmp_path / "bursty" / "strict"))
     proc = run_script(exp / "run_bench.sh", strict)
     assert proc.returncode == 1
-    assert "error: STRICT=1: 2 disqualified point(s)" in proc.stderr
+    assert "error: STRICT=1: 2 disqualified or partly unreliable point(s)" in proc.stderr
 
 
 def test_an_engine_that_joins_the_port_during_a_scenario_stops_the_phase_and_the_scenario_is_not_kept(

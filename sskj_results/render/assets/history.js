@@ -13,7 +13,8 @@
   var COLORS = ["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880",
                 "#FF97FF", "#FECB52"];
   var MARKS = {regression: ["triangle-up", "#b3261e"], improvement: ["triangle-down", "#1e7b34"],
-               "not confirmed": ["circle-open", "#5f6b76"], outlier: ["x-thin-open", "#8a5a00"]};
+               "not confirmed": ["circle-open", "#5f6b76"], outlier: ["diamond-open", "#8a5a00"],
+               "not to be believed": ["x-thin-open", "#b3261e"]};
   var matching = [], drawn = 0;
 
   function filters() {
