@@ -26,24 +26,35 @@ function sskjSortable(table) {
   });
 }
 
-// The pages' plotly.js is inlined gzip-compressed and base64-encoded (#plotly-gz): decompressed by the browser's
-// own DecompressionStream and run; then ready(), or failed(message, state) with state "unsupported" or "failed".
+// Packed text (render/html.py pack(): gzip, then base85 in Python's b85 alphabet with `<` written as `,`) of the
+// script element `id`: a promise of the text, decompressed by the browser's own DecompressionStream.
+var SSKJ_B85 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;,=>?@^_`{|}~";
+function sskjUnpack(id) {
+  "use strict";
+  var text = document.getElementById(id).textContent.replace(/\s+/g, "");
+  var digit = new Int16Array(128), n = text.length, size = Math.floor(n / 5) * 4 + Math.max(n % 5 - 1, 0);
+  var out = new Uint8Array(size), o = 0, i, j, k, acc;
+  for (i = 0; i < SSKJ_B85.length; i++) { digit[SSKJ_B85.charCodeAt(i)] = i; }
+  for (i = 0; i < n; i += 5) {
+    acc = 0;  // a last group of fewer than 5 digits is completed with the largest digit (b85decode does the same)
+    for (j = i; j < i + 5; j++) { acc = acc * 85 + (j < n ? digit[text.charCodeAt(j) & 127] : 84); }
+    for (k = 24; k >= 0 && o < size; k -= 8) { out[o++] = (acc >>> k) & 255; }
+  }
+  var stream = new Blob([out]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Response(stream).text();
+}
+
+// The pages' plotly.js is inlined packed (#plotly-gz, sskjUnpack): unpacked and run; then ready(), or
+// failed(message, state) with state "unsupported" or "failed".
 function sskjLoadPlotly(ready, failed) {
   "use strict";
-  function b64bytes(text) {
-    var bin = atob(text.replace(/\s+/g, ""));
-    var out = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) { out[i] = bin.charCodeAt(i); }
-    return out;
-  }
   if (typeof DecompressionStream === "undefined") {
     failed("This browser cannot decompress the inlined plotly.js (DecompressionStream is missing): " +
            "open the file in a current Chrome, Edge, Firefox or Safari.", "unsupported");
     return;
   }
   var packed = document.getElementById("plotly-gz");
-  var stream = new Blob([b64bytes(packed.textContent)]).stream().pipeThrough(new DecompressionStream("gzip"));
-  new Response(stream).text().then(function (code) {
+  sskjUnpack("plotly-gz").then(function (code) {
     var script = document.createElement("script");
     script.textContent = code;
     document.head.appendChild(script);
