@@ -80,16 +80,26 @@
     };
     return Plotly.newPlot(div, traces(f, shape), layout, config);
   }
+  var generation = 0;  // a filter change stops the drawing of the figures it replaces
   function page() {
-    var shape = filters().shape;
+    var shape = filters().shape, mine = generation;
     var next = matching.slice(drawn, drawn + data.perPage);
     drawn += next.length;
-    next.forEach(function (f) { draw(f, shape); });
     count.textContent = "figures " + Math.min(drawn, matching.length) + " of " + matching.length;
     more.style.display = drawn < matching.length ? "" : "none";
+    // one figure a task: the first is on screen before the next ones are built; body[data-plots] is "ready"
+    // once the page's figures are all drawn
+    document.body.removeAttribute("data-plots");
+    (function one(i) {
+      if (mine !== generation) { return; }
+      if (i >= next.length) { document.body.setAttribute("data-plots", "ready"); return; }
+      draw(next[i], shape);
+      setTimeout(function () { one(i + 1); }, 0);
+    })(0);
   }
   function refresh() {
     var want = filters();
+    generation += 1;
     holder.innerHTML = "";
     drawn = 0;
     matching = data.figures.filter(function (f) {
@@ -98,7 +108,6 @@
         (!want.shape || f.lines.some(function (l) { return text(l.shape) === want.shape; }));
     });
     page();
-    document.body.setAttribute("data-plots", "ready");
   }
   // figures take their box's width: redrawn at the new width when the window is resized
   sskjOnResize(function () {
@@ -111,8 +120,10 @@
     holder.innerHTML = '<p class="error">' + message + "</p>";
     document.body.setAttribute("data-plots", state);
   }
+  // the data are unpacked while plotly.js is
+  var unpacked = typeof DecompressionStream === "undefined" ? null : sskjUnpack("sskj-history");
   sskjLoadPlotly(function () {
-    sskjUnpack("sskj-history").then(function (json) {
+    unpacked.then(function (json) {
       data = JSON.parse(json);
       selects.forEach(function (s) { s.addEventListener("change", refresh); });
       more.addEventListener("click", page);
