@@ -166,7 +166,7 @@ def test_markdown_subset():
     blocks = markdown_blocks(["- one", "- two", "", "| A | B |", "|---|---:|", "| x \\| y | 1.5 |", "",
                               "```text", "cmd <arg>", "```", "### Sub", "para line", "second"])
     assert "<ul><li>one</li><li>two</li></ul>" in blocks
-    assert '<td class="left">x | y</td><td class="right" data-v="1.5">1.5</td>' in blocks
+    assert '<td>x | y</td><td class="right" data-v="1.5">1.5</td>' in blocks
     assert "<pre><code>cmd &lt;arg&gt;</code></pre>" in blocks
     assert "<h3>Sub</h3>" in blocks and "<p>para line second</p>" in blocks
 
