@@ -28,7 +28,8 @@ from click.testing import CliRunner
 from sskj_results.cli import main
 from sskj_results.render.figures import CDF_POINTS, cdf_points
 from sskj_results.render.markdown_html import inline, markdown_blocks, split_sections
-from sskj_results.render.html import pack, plotly_js_packed, unpack
+from sskj_results.render.html import plotly_js_packed
+from sskj_results.render.packing import pack, unpack
 
 RUNS = Path(__file__).parent / "data" / "compare" / "runs"
 CHROMIUM = Path("/usr/bin/chromium")

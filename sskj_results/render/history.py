@@ -5,7 +5,7 @@ history.html: one self-contained page (plotly.js inlined as in render/html.py): 
 one trend figure per setup and metric (a line per shape, changes marked), filterable by chip, engine, shape and
 metric; figures are drawn a page at a time and a series of more than MAX_DRAWN runs is drawn as the medians of
 MAX_DRAWN consecutive groups of runs (changes still at their own run). The figures' data are compact (figure_data:
-drawn points only, strings once, hover text of drawn runs only), packed (html.pack), built into plotly figures by
+drawn points only, strings once, hover text of drawn runs only), packed (render/packing.py), built into plotly figures by
 assets/history.js when shown. docs/HISTORY.md.
 """
 
@@ -245,11 +245,14 @@ def figure_data(hist: History) -> dict[str, Any]:
     for n, ((setup, metric), members) in enumerate(groups.items()):
         by_rank = {r.rank: r for s in members for r in s.runs}  # the setup's runs, in the order of all runs
         ranks = np.asarray(sorted(by_rank), dtype=np.int64)
-        lines, marks = [], []
+        lines: list[dict[str, Any]] = []
+        marks: list[list[Any]] = []  # [shape, x, y, kind, text] (texts by index)
+        drawn: set[int] = set()
         for s in members:
             xs = np.searchsorted(ranks, s.ranks)
             bx, by = _binned(xs, s.values)
             shape = texts(shape_label(s.shape))
+            drawn.update(bx)
             e, dy = _deltas(by)
             lines.append({"shape": shape, "x": bx, "e": e, "y": dy, "n": len(s)})
             for i in np.flatnonzero(s.doubtful).tolist() if s.doubtful is not None else []:
@@ -259,7 +262,7 @@ def figure_data(hist: History) -> dict[str, Any]:
             for c in s.changes:
                 marks.append([shape, int(xs[c.index]), float(f"{s.values[c.index]:.4g}"), texts(c.kind),
                               texts(html.escape(f"{c.kind} {_pct(c.ratio)}: {difference_text(c)}"))])
-        shown = sorted({x for line in lines for x in line["x"]} | {m[1] for m in marks})
+        shown = sorted(drawn | {int(m[1]) for m in marks})
         for x in shown:  # the hover text of the drawn runs only; plotly reads a few tags and entities in it
             rank = int(ranks[x])
             if rank not in run_index:

@@ -20,9 +20,7 @@ request, so nothing can leave the page. docs/HTML_REPORTS.md says why plotly.
 
 from __future__ import annotations
 
-import base64
 import functools
-import gzip
 import html
 import json
 import re
@@ -46,6 +44,7 @@ from .figures import (
     shape_points,
 )
 from .markdown_html import inline, markdown_blocks, split_sections
+from .packing import pack
 from .mdparts import ACCEPT_HEADER, UNRELIABLE_MARK, accept_cell, shows_acceptance, slo_cell
 from .report import report_rows
 
@@ -74,22 +73,6 @@ def _asset(name: str) -> str:
     from importlib import resources
 
     return (resources.files(__package__) / "assets" / name).read_text(encoding="utf-8")
-
-
-# base85 (Python's b85 alphabet) with `<` written as `,` (not in the alphabet): a script element's text then holds
-# no `<` at all; 5 characters carry 4 bytes (base64: 4 carry 3), so the inlined plotly.js is 0.12 MB smaller.
-_B85_OUT, _B85_IN = str.maketrans("<", ","), str.maketrans(",", "<")
-
-
-def pack(data: bytes) -> str:
-    """The text of an application/octet-stream script: the gzip of `data`, base85-encoded (assets/common.js
-    sskjUnpack decodes it with the browser's own DecompressionStream)."""
-    return base64.b85encode(gzip.compress(data, compresslevel=9, mtime=0)).decode("ascii").translate(_B85_OUT)
-
-
-def unpack(text: str) -> bytes:
-    """`data` of pack(data)."""
-    return gzip.decompress(base64.b85decode(text.translate(_B85_IN)))
 
 
 @functools.lru_cache(maxsize=1)

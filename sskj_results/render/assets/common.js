@@ -26,12 +26,12 @@ function sskjSortable(table) {
   });
 }
 
-// Packed text (render/html.py pack(): gzip, then base85 in Python's b85 alphabet with `<` written as `,`) of the
-// script element `id`: a promise of the text, decompressed by the browser's own DecompressionStream.
+// The text of packed text (render/packing.py pack(): gzip, then base85 in Python's b85 alphabet with `<` written
+// as `,`; plotly.js, history.html's data), decompressed by the browser's own DecompressionStream: a promise.
 var SSKJ_B85 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;,=>?@^_`{|}~";
-function sskjUnpack(id) {
+function sskjUnpack(packed) {
   "use strict";
-  var text = document.getElementById(id).textContent.replace(/\s+/g, "");
+  var text = packed.replace(/\s+/g, "");
   var digit = new Int16Array(128), n = text.length, size = Math.floor(n / 5) * 4 + Math.max(n % 5 - 1, 0);
   var out = new Uint8Array(size), o = 0, i, j, k, acc;
   for (i = 0; i < SSKJ_B85.length; i++) { digit[SSKJ_B85.charCodeAt(i)] = i; }
@@ -54,7 +54,7 @@ function sskjLoadPlotly(ready, failed) {
     return;
   }
   var packed = document.getElementById("plotly-gz");
-  sskjUnpack("plotly-gz").then(function (code) {
+  sskjUnpack(packed.textContent).then(function (code) {
     var script = document.createElement("script");
     script.textContent = code;
     document.head.appendChild(script);

@@ -121,7 +121,8 @@
     document.body.setAttribute("data-plots", state);
   }
   // the data are unpacked while plotly.js is
-  var unpacked = typeof DecompressionStream === "undefined" ? null : sskjUnpack("sskj-history");
+  var unpacked = typeof DecompressionStream === "undefined" ? null
+    : sskjUnpack(document.getElementById("sskj-history").textContent);
   sskjLoadPlotly(function () {
     unpacked.then(function (json) {
       data = JSON.parse(json);
