@@ -29,7 +29,7 @@ from sskj_results.cli import main
 from sskj_results.render.figures import CDF_POINTS, cdf_points
 from sskj_results.render.markdown_html import inline, markdown_blocks, split_sections
 from sskj_results.render.html import plotly_js_packed
-from sskj_results.render.packing import pack, unpack
+from sskj_results.render.packing import encode, pack, unpack
 
 RUNS = Path(__file__).parent / "data" / "compare" / "runs"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -129,10 +129,14 @@ def test_page_is_self_contained_and_small(pages):
 def test_the_inlined_plotly_is_the_packages_own():
     version, packed = plotly_js_packed()
     original = (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
-    assert unpack(packed) == original and "<" not in packed  # a script's text: no `<`, so no `</script` or `<!--`
-    assert len(packed) < len(base64.b64encode(gzip.compress(original))) * 0.94  # base85: 5 characters carry 4 bytes
-    for data in (b"", b"x", b"<!--</script>" * 7, bytes(range(256)) * 3):  # every length of a last group
-        assert unpack(pack(data)) == data
+    assert unpack(packed) == original
+    # a script's text: no `<` (so no `</script` or `<!--`), no CR (read as LF), no NUL; 7 characters carry 6 bytes
+    assert not set(packed) & {"<", "\r", "\0"} and max(packed) <= "\x7f"
+    assert len(packed) < len(base64.b64encode(gzip.compress(original))) * 0.88
+    for n in range(14):  # every length of a last group, the largest and smallest bytes
+        for data in (bytes(range(250, 256)) * 3, b"\0" * 20, b"<!--</script>\r\n" * 2):
+            assert unpack(pack(data[:n])) == data[:n]
+            assert len(encode(data[:n])) == n // 6 * 7 + (n % 6 + 1 if n % 6 else 0)
     assert f"plotly.js v{version}".encode() in original[:400]
 
 

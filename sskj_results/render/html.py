@@ -13,7 +13,7 @@ The page has the sections of the Markdown (report.md / comparison.md, which
 
 Everything is inlined: the page's own script and style, the data (JSON),
 and plotly.min.js from the `plotly` Python package, gzip-compressed and
-base85-encoded (about 1.83 MB instead of 4.8 MB), decompressed by the
+written in base 125 (render/packing.py: about 1.71 MB instead of 4.8 MB), decompressed by the
 browser's own DecompressionStream. A Content-Security-Policy forbids every
 request, so nothing can leave the page. docs/HTML_REPORTS.md says why plotly.
 """
@@ -162,7 +162,7 @@ def results_table_html(rows: Sequence[Row], valid: bool = True) -> str:
 
 def _json_script(element_id: str, data: Any, packed: bool = False) -> str:
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    if packed:  # compact data of a large page (history.html): gzip + base85, unpacked by sskjUnpack
+    if packed:  # compact data of a large page (history.html): gzip + base 125 (render/packing.py), unpacked by sskjUnpack
         return f'<script type="application/octet-stream" id="{element_id}">{pack(text.encode("utf-8"))}</script>'
     text = text.replace("</", "<\\/").replace("<!--", "<\\!--")
     return f'<script type="application/json" id="{element_id}">{text}</script>'
@@ -259,7 +259,7 @@ def document(title: str, title_html: str, nav: str, body: str, source: str, data
              styles: Sequence[str] = ("page.css",), script: str = "page.js", packed: bool = False) -> str:
     """A self-contained page: head (CSP, style), header, body, footer, the data as JSON (`data_id`), plotly.js
     inlined, the shared script (assets/common.js: sortable tables, the plotly loader) and the page's own script (an asset).
-    `packed`: the data gzip-compressed and base85-encoded (pack()) instead of JSON text."""
+    `packed`: the data gzip-compressed and written in base 125 (render/packing.py) instead of JSON text."""
     version, plotly_packed = plotly_js_packed()
     return "\n".join([
         "<!DOCTYPE html>",

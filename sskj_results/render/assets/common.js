@@ -26,19 +26,21 @@ function sskjSortable(table) {
   });
 }
 
-// The text of packed text (render/packing.py pack(): gzip, then base85 in Python's b85 alphabet with `<` written
-// as `,`; plotly.js, history.html's data), decompressed by the browser's own DecompressionStream: a promise.
-var SSKJ_B85 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;,=>?@^_`{|}~";
-function sskjUnpack(packed) {
+// The text of packed text (render/packing.py pack(): gzip, then base 125, whose digits are the ASCII characters
+// U+0001-U+007F but CR and `<`; 7 digits are 6 bytes; plotly.js, history.html's data), decompressed by the
+// browser's own DecompressionStream: a promise.
+function sskjUnpack(text) {
   "use strict";
-  var text = packed.replace(/\s+/g, "");
-  var digit = new Int16Array(128), n = text.length, size = Math.floor(n / 5) * 4 + Math.max(n % 5 - 1, 0);
-  var out = new Uint8Array(size), o = 0, i, j, k, acc;
-  for (i = 0; i < SSKJ_B85.length; i++) { digit[SSKJ_B85.charCodeAt(i)] = i; }
-  for (i = 0; i < n; i += 5) {
-    acc = 0;  // a last group of fewer than 5 digits is completed with the largest digit (b85decode does the same)
-    for (j = i; j < i + 5; j++) { acc = acc * 85 + (j < n ? digit[text.charCodeAt(j) & 127] : 84); }
-    for (k = 24; k >= 0 && o < size; k -= 8) { out[o++] = (acc >>> k) & 255; }
+  var digit = new Int16Array(128), n = text.length, tail = n % 7, c, d, i, j, acc, hi, lo;
+  for (c = 1, d = 0; c < 128; c++) { if (c !== 13 && c !== 60) { digit[c] = d++; } }
+  var size = Math.floor(n / 7) * 6 + (tail ? tail - 1 : 0), out = new Uint8Array(size), o = 0;
+  for (i = 0; i < n; i += 7) {
+    acc = 0;  // a last group of fewer than 7 digits is completed with the largest digit (packing.decode)
+    for (j = i; j < i + 7; j++) { acc = acc * 125 + (j < n ? digit[text.charCodeAt(j) & 127] : 124); }
+    hi = Math.floor(acc / 4294967296);  // exact: acc < 125^7 < 2^53
+    lo = acc - hi * 4294967296;
+    var bytes = [(hi >>> 8) & 255, hi & 255, lo >>> 24, (lo >>> 16) & 255, (lo >>> 8) & 255, lo & 255];
+    for (j = 0; j < 6 && o < size; j++) { out[o++] = bytes[j]; }
   }
   var stream = new Blob([out]).stream().pipeThrough(new DecompressionStream("gzip"));
   return new Response(stream).text();
