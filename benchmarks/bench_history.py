@@ -82,7 +82,7 @@ def make_table(out: Path, runs: int, scenarios: int, setups: int, seed: int = 38
     return n
 
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")  # as tests/test_html.py
 # the first figure's svg drawn, and the first page of figures (body[data-plots] is set once they are drawn)
 USABLE = """return [document.querySelector('#history-figures .plot .main-svg') ? performance.now() : null,
                     document.body.getAttribute('data-plots') === 'ready' ? performance.now() : null];"""
@@ -94,10 +94,10 @@ def browser_times(page: Path, rounds: int) -> dict[str, Any]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
+    from tests.test_html import CHROME_ARGS  # the browser tests' options
+
     options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
-                "--window-size=1400,1800"):
+    for arg in (*CHROME_ARGS, "--window-size=1400,1800"):
         options.add_argument(arg)
     options.binary_location = str(CHROMIUM)
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)

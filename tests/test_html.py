@@ -34,6 +34,8 @@ from sskj_results.render.packing import encode, pack, unpack
 RUNS = Path(__file__).parent / "data" / "compare" / "runs"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CHROME_ARGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",  # benchmarks use them too
+               "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync")
 SCREENSHOT = Path("/tmp/sskj_html_screenshot.png")
 MAX_BYTES = 2_500_000  # small enough to mail
 LONG_TITLE = ("DeepSeek-V4-Flash on 8x H200 143GB: SGLang 0.5.23 vs vLLM 0.33.0 vs vLLM 0.33.0 with ngram speculative "
@@ -206,9 +208,7 @@ def browser() -> Iterator[Any]:
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
-                "--window-size=1400,1800"):
+    for arg in (*CHROME_ARGS, "--window-size=1400,1800"):
         options.add_argument(arg)
     options.binary_location = str(CHROMIUM)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
