@@ -192,15 +192,24 @@ def test_the_page_draws_at_most_max_drawn_points_a_line_and_marks_changes_at_the
                          {(64, "ttft_ms_p95"): 100.0 * rng.uniform(0.98, 1.02) * (1.2 if i >= 300 else 1.0),
                           (1, "ttft_ms_p95"): 5.0 * rng.uniform(0.98, 1.02)})
     hist = history(frame(rows), ["ttft_ms_p95"])
-    (fig,) = figure_data(hist)
-    assert len(fig["runs"]) == 500 and [len(line["x"]) for line in fig["lines"]] == [MAX_DRAWN, MAX_DRAWN]
+    data = figure_data(hist)
+    (fig,) = data["figures"]
+    assert fig["n"] == 500 and [len(line["x"]) for line in fig["lines"]] == [MAX_DRAWN, MAX_DRAWN]
     assert [line["n"] for line in fig["lines"]] == [500, 500]
     c64 = fig["lines"][1]
+    ys = np.cumsum(c64["y"]) / 10.0 ** -c64["e"]  # as assets/history.js reads them
+    assert c64["e"] == -2 and ys.tolist() == [float(f"{y:.4g}") for y in ys]  # 4 significant digits, exact
     # each drawn point is the median of its group, at its middle run: before the step ~100, after ~120
-    assert all(95 < y < 105 for x, y in zip(c64["x"], c64["y"]) if x < 295)
-    assert all(114 < y < 126 for x, y in zip(c64["x"], c64["y"]) if x > 305)
-    assert [(m["x"], m["kind"]) for m in fig["marks"]] == [(300, "regression")]
-    assert fig["runs"][300][2] == "b" and fig["ylog"] is not None  # 5 ms beside 100 ms: a log axis
+    assert all(95 < y < 105 for x, y in zip(c64["x"], ys) if x < 295)
+    assert all(114 < y < 126 for x, y in zip(c64["x"], ys) if x > 305)
+    text = data["text"]
+    assert [(m[1], text[m[3]]) for m in fig["marks"]] == [(300, "regression")]
+    assert fig["ticks"] == [[0, 300], ["a", "b"]] and fig["ylog"] is not None  # 5 ms beside 100 ms: a log axis
+    # the hover text of exactly the drawn runs, each once: run 300 (the change) says its version
+    shown, rows = fig["hover"]
+    assert shown == sorted({x for line in fig["lines"] for x in line["x"]} | {300})
+    assert len(data["runs"]["id"]) == len(shown) and text[data["runs"]["version"][rows[shown.index(300)]]] == "b"
+    assert text[data["runs"]["id"][rows[shown.index(300)]]] == hist.series[0].runs[300].run_id
 
 
 def test_a_bad_timestamp_in_a_table_is_one_line(tmp_path: Path) -> None:

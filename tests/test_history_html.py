@@ -60,6 +60,19 @@ def test_history_page_draws_offline_filters_and_fits(browser: Any, page: Path) -
     assert len(drawn) == 5 and all(f["traces"] >= 1 for f in drawn)
     ttft = drawn[0]
     assert ttft["traces"] == 4  # two shapes, the regression's mark and the +45 % run's (an outlier)
+    # built in the browser from the compact data: the values, the hover text of each drawn run, the marks
+    line, mark = browser.execute_script("""const d = document.getElementById(arguments[0]).data;
+        return [{y: d[1].y, text: d[1].text}, {name: d[2].name, x: d[2].x, text: d[2].text}];""", ttft["id"])
+    hist = history(two_setups())
+    first = hist.series[0]
+    c64 = [s for s in hist.series if (s.setup, s.metric) == (first.setup, first.metric)][1]
+    assert line["y"] == [float(f"{v:.4g}") for v in c64.values.tolist()]
+    run = c64.runs[0]
+    assert line["text"][0] == (f"{run.run_id}<br>{run.timestamp}<br>engine {run.get('engine_version')}"
+                               f"<br>image {run.get('image')}")
+    (change,) = c64.changes
+    assert mark["name"] == "regression" and mark["x"] == [change.index]
+    assert f"<br>{c64.runs[change.index].run_id}<br>" in mark["text"][0]
     SHOTS.mkdir(parents=True, exist_ok=True)
     assert browser.save_screenshot(str(SHOTS / "history_1400.png"))
     browser.execute_script("""const s = document.querySelector('[data-hfilter="engine"]');

@@ -28,11 +28,14 @@ from click.testing import CliRunner
 from sskj_results.cli import main
 from sskj_results.render.figures import CDF_POINTS, cdf_points
 from sskj_results.render.markdown_html import inline, markdown_blocks, split_sections
-from sskj_results.render.html import plotly_js_gzip_base64
+from sskj_results.render.html import plotly_js_packed
+from sskj_results.render.packing import encode, pack, unpack
 
 RUNS = Path(__file__).parent / "data" / "compare" / "runs"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CHROME_ARGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",  # benchmarks use them too
+               "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync")
 SCREENSHOT = Path("/tmp/sskj_html_screenshot.png")
 MAX_BYTES = 2_500_000  # small enough to mail
 LONG_TITLE = ("DeepSeek-V4-Flash on 8x H200 143GB: SGLang 0.5.23 vs vLLM 0.33.0 vs vLLM 0.33.0 with ngram speculative "
@@ -126,9 +129,18 @@ def test_page_is_self_contained_and_small(pages):
 
 
 def test_the_inlined_plotly_is_the_packages_own():
-    version, packed = plotly_js_gzip_base64()
+    version, packed = plotly_js_packed()
     original = (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
-    assert gzip.decompress(base64.b64decode(packed)) == original
+    assert unpack(packed) == original
+    # a script's text of printable ASCII only (base64): no `<` (so no `</script` or `<!--`), no control character
+    assert set(packed) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+    assert len(packed) == len(base64.b64encode(gzip.compress(original, compresslevel=9, mtime=0)))
+    for n in range(14):  # every length of a last group, the largest and smallest bytes
+        for data in (bytes(range(250, 256)) * 3, b"\0" * 20, b"<!--</script>\r\n" * 2):
+            assert unpack(pack(data[:n])) == data[:n]
+            assert len(encode(data[:n])) == (n + 2) // 3 * 4
+    with pytest.raises(ValueError, match="not base64"):
+        unpack("not base64 <")
     assert f"plotly.js v{version}".encode() in original[:400]
 
 
@@ -163,7 +175,7 @@ def test_markdown_subset():
     blocks = markdown_blocks(["- one", "- two", "", "| A | B |", "|---|---:|", "| x \\| y | 1.5 |", "",
                               "```text", "cmd <arg>", "```", "### Sub", "para line", "second"])
     assert "<ul><li>one</li><li>two</li></ul>" in blocks
-    assert '<td class="left">x | y</td><td class="right" data-v="1.5">1.5</td>' in blocks
+    assert '<td>x | y</td><td class="right" data-v="1.5">1.5</td>' in blocks
     assert "<pre><code>cmd &lt;arg&gt;</code></pre>" in blocks
     assert "<h3>Sub</h3>" in blocks and "<p>para line second</p>" in blocks
 
@@ -198,9 +210,7 @@ def browser() -> Iterator[Any]:
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync",
-                "--window-size=1400,1800"):
+    for arg in (*CHROME_ARGS, "--window-size=1400,1800"):
         options.add_argument(arg)
     options.binary_location = str(CHROMIUM)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})

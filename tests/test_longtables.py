@@ -3,8 +3,6 @@ others packed and put back on demand; in a real browser, a report of 300 scenari
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import sys
 import time
@@ -15,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from sskj_results.cli import main
+from sskj_results.render.packing import unpack
 from sskj_results.render.longtables import LONG_TABLE_ROWS, SHOWN_ROWS, fold_long_tables
 from tests.test_html import browser, open_page  # noqa: F401  (the same chromium, as a fixture)
 
@@ -27,7 +26,7 @@ def _table(n: int, tid: str = "") -> str:
 
 
 def _unpack(packed: str) -> Any:
-    return json.loads(gzip.decompress(base64.b64decode(packed)).decode("utf-8"))
+    return json.loads(unpack(packed).decode("utf-8"))
 
 
 def test_a_long_table_keeps_its_first_rows_and_packs_the_others_in_order() -> None:

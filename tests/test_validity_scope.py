@@ -326,8 +326,16 @@ def test_history_marks_the_latest_values_and_series_a_failed_check_says_not_to_b
     assert not ttft[7].endswith("⊘") and ttft[8] == "0"
     c3 = row("c3 ", "ttft_ms_p95")  # 42 % of its requests failed in every run: disqualified, every metric
     assert c3[7].endswith(" ⊘") and c3[8] == "3 ⊘"
+    import re
+
+    from sskj_results.render.packing import unpack
+
     html = (out / "history.html").read_text(encoding="utf-8")
-    assert '"kind": "not to be believed"' in html or '"kind":"not to be believed"' in html
+    packed = re.search(r'<script type="application/octet-stream" id="sskj-history">(.*?)</script>', html, re.S)
+    assert packed is not None
+    data = json.loads(unpack(packed.group(1)))  # the page's compact figure data (render/history.py figure_data)
+    kinds = {data["text"][m[3]] for f in data["figures"] for m in f["marks"]}
+    assert "not to be believed" in kinds
 
 
 def test_a_real_bursty_cpu_point_keeps_ttft_e2e_and_throughput_and_refuses_tpot(tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ history.md: the changes (regressions first), the shifts not confirmed, every ser
 history.html: one self-contained page (plotly.js inlined as in render/html.py): the same tables, sortable, and
 one trend figure per setup and metric (a line per shape, changes marked), filterable by chip, engine, shape and
 metric; figures are drawn a page at a time and a series of more than MAX_DRAWN runs is drawn as the medians of
-MAX_DRAWN consecutive groups of runs (changes still at their own run). docs/HISTORY.md.
+MAX_DRAWN consecutive groups of runs (changes still at their own run). The figures' data are compact (figure_data:
+drawn points only, strings once, hover text of drawn runs only), packed (render/packing.py), built into plotly figures by
+assets/history.js when shown. docs/HISTORY.md.
 """
 
 from __future__ import annotations
@@ -191,6 +193,15 @@ def _sig(values: np.ndarray) -> list[float]:
     return [float(f"{v:.4g}") for v in values.tolist()]
 
 
+def _deltas(values: list[float]) -> tuple[int, list[int]]:
+    """(e, d): values (4 significant digits) as integers times 10**e, the first whole, then each as its difference
+    from the one before (assets/history.js adds them up); exact, and a third of the packed size of the numbers."""
+    nonzero = [abs(v) for v in values if v]
+    e = min(math.floor(math.log10(v)) for v in nonzero) - 3 if nonzero else 0
+    ints = [round(v * 10 ** -e) if e < 0 else round(v / 10 ** e) for v in values]
+    return e, ints[:1] + [b - a for a, b in zip(ints, ints[1:])]
+
+
 def _binned(xs: np.ndarray, ys: np.ndarray) -> tuple[list[int], list[float]]:
     """At most MAX_DRAWN points: groups of consecutive runs, each drawn at its middle run with its median."""
     n = xs.size
@@ -205,49 +216,94 @@ def _binned(xs: np.ndarray, ys: np.ndarray) -> tuple[list[int], list[float]]:
     return xs[starts + (counts - 1) // 2].tolist(), _sig(medians)
 
 
-def figure_data(hist: History) -> list[dict[str, Any]]:
-    """One figure per setup and metric: its runs (in order), a line per shape, the changes."""
+class _Texts:
+    """The page's strings, each once: the data refer to them by their index (-1: none)."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+
+    def __call__(self, text: Optional[str]) -> int:
+        if text is None:
+            return -1
+        return self.index.setdefault(text, len(self.index))
+
+
+def _ticks(versions: Sequence[Optional[str]]) -> list[list[Any]]:
+    """[positions, labels]: the engine version under the first run of each version (at most ~12 labels)."""
+    vals: list[int] = []
+    text: list[str] = []
+    last, gap = None, max(1, len(versions) // 12)
+    for i, v in enumerate(versions):
+        label = html.escape(v or "unknown")
+        if label != last and (not vals or i - vals[-1] >= gap):
+            vals.append(i)
+            text.append(label)
+        last = label
+    return [vals, text]
+
+
+def figure_data(hist: History) -> dict[str, Any]:
+    """The trend figures' data, compact (docs/HISTORY.md, The page): one figure per setup and metric, a line per
+    shape (its drawn points only: x the place of a run among the setup's runs, y at 4 significant digits as
+    _deltas), the
+    changes and doubtful runs as marks; the hover text of a drawn run once for the page (`runs`, columns of
+    indices into `text`, each string once), the engine version ticks computed here."""
     groups: dict[tuple[Any, str], list[Series]] = {}
     for s in hist.series:
         groups.setdefault((s.setup, s.metric), []).append(s)
+    texts = _Texts()
+    run_index: dict[int, int] = {}  # a run's rank -> its row of `runs`
+    runs: dict[str, list[int]] = {"id": [], "time": [], "version": [], "image": [], "note": []}
     figures = []
     for n, ((setup, metric), members) in enumerate(groups.items()):
         by_rank = {r.rank: r for s in members for r in s.runs}  # the setup's runs, in the order of all runs
         ranks = np.asarray(sorted(by_rank), dtype=np.int64)
-        # plotly reads a few tags and entities in hover text: what a run recorded stays text
-        runs = [[None if v is None else html.escape(v) for v in
-                 (r.run_id, r.timestamp, r.get("engine_version"), r.get("image"), r.order_note)]
-                for r in (by_rank[k] for k in ranks.tolist())]
-        lines, marks = [], []
+        lines: list[dict[str, Any]] = []
+        marks: list[list[Any]] = []  # [shape, x, y, kind, text] (texts by index)
+        drawn: set[int] = set()
         for s in members:
             xs = np.searchsorted(ranks, s.ranks)
             bx, by = _binned(xs, s.values)
-            lines.append({"shape": shape_label(s.shape), "x": bx, "y": by, "n": len(s)})
+            shape = texts(shape_label(s.shape))
+            drawn.update(bx)
+            e, dy = _deltas(by)
+            lines.append({"shape": shape, "x": bx, "e": e, "y": dy, "n": len(s)})
             for i in np.flatnonzero(s.doubtful).tolist() if s.doubtful is not None else []:
-                marks.append({"shape": shape_label(s.shape), "x": int(xs[i]), "y": float(f"{s.values[i]:.4g}"),
-                              "kind": DOUBTFUL_KIND, "text": "not to be believed: a failed validity check "
-                              "(disqualified, or this metric unreliable; report.md, Validity)"})
+                marks.append([shape, int(xs[i]), float(f"{s.values[i]:.4g}"), texts(DOUBTFUL_KIND),
+                              texts("not to be believed: a failed validity check (disqualified, or this metric "
+                                    "unreliable; report.md, Validity)")])
             for c in s.changes:
-                marks.append({"shape": shape_label(s.shape), "x": int(xs[c.index]),
-                              "y": float(f"{s.values[c.index]:.4g}"), "kind": c.kind,
-                              "text": html.escape(f"{c.kind} {_pct(c.ratio)}: {difference_text(c)}")})
+                marks.append([shape, int(xs[c.index]), float(f"{s.values[c.index]:.4g}"), texts(c.kind),
+                              texts(html.escape(f"{c.kind} {_pct(c.ratio)}: {difference_text(c)}"))])
             for o in s.outliers:
-                marks.append({"shape": shape_label(s.shape), "x": int(xs[o.index]),
-                              "y": float(f"{s.values[o.index]:.4g}"), "kind": "outlier",
-                              "text": f"outlier {_pct(o.ratio)} against the runs before: not used"})
+                marks.append([shape, int(xs[o.index]), float(f"{s.values[o.index]:.4g}"), texts("outlier"),
+                              texts(f"outlier {_pct(o.ratio)} against the runs before: not used")])
+        shown = sorted(drawn | {int(m[1]) for m in marks})
+        for x in shown:  # the hover text of the drawn runs only; plotly reads a few tags and entities in it
+            rank = int(ranks[x])
+            if rank not in run_index:
+                r = by_rank[rank]
+                run_index[rank] = len(runs["id"])
+                for key, value in (("id", r.run_id), ("time", r.timestamp), ("version", r.get("engine_version")),
+                                   ("image", r.get("image")), ("note", r.order_note)):
+                    runs[key].append(texts(None if value is None else html.escape(value)))
         named = dict(zip(SETUP_COLUMNS, setup))
         low, high = min(float(s.values.min()) for s in members), max(float(s.values.max()) for s in members)
         # lines of very different sizes (c1 beside c512) on one axis: a log axis with full-number labels
         ylog = list(log_ticks([low, high])) if high > LOG_SPAN * low else None
         figures.append({"ylog": ylog, "id": f"fig-h{n}", "title": html.escape(f"{metric} ({metric_direction(metric)} is better): {setup_label(setup)}"), "metric": metric,
                         "direction": metric_direction(metric), "chip": str(named["chip"] or "unknown"),
-                        "engine": str(named["engine"] or "unknown"), "runs": runs, "lines": lines, "marks": marks})
-    return figures
+                        "engine": str(named["engine"] or "unknown"), "n": int(ranks.size),
+                        "ticks": _ticks([by_rank[k].get("engine_version") for k in ranks.tolist()]),
+                        "hover": [shown, [run_index[int(ranks[x])] for x in shown]], "lines": lines, "marks": marks})
+    return {"text": list(texts.index), "runs": runs, "figures": figures}
 
 
-def _filters(figures: Sequence[dict[str, Any]], hist: History) -> str:
+def _filters(data: dict[str, Any], hist: History) -> str:
+    figures = data["figures"]
     options = {"chip": sorted({f["chip"] for f in figures}), "engine": sorted({f["engine"] for f in figures}),
-               "shape": sorted({ln["shape"] for f in figures for ln in f["lines"]}), "metric": list(hist.metrics)}
+               "shape": sorted({data["text"][ln["shape"]] for f in figures for ln in f["lines"]}),
+               "metric": list(hist.metrics)}
     selects = []
     for key, values in options.items():
         opts = "".join(f'<option value="{html.escape(v, quote=True)}">{html.escape(v)}</option>' for v in values)
@@ -261,7 +317,7 @@ def history_html(hist: History, markdown: str, title: str = "History") -> str:
     """The page: the Markdown's sections as HTML, the trend figures before the Series table."""
     from .markdown_html import split_sections
 
-    figures = figure_data(hist)
+    data = figure_data(hist)
     _, sections = split_sections(markdown)
     body, nav_items = [], []
     for name, lines in sections:
@@ -273,15 +329,15 @@ def history_html(hist: History, markdown: str, title: str = "History") -> str:
                         'changed), ✕ a run not to be believed (a failed validity check). The x axis '
                         "is the setup's runs in order, labelled with the engine version where it changes. "
                         f"A line of more than {MAX_DRAWN} runs is drawn as the medians of consecutive groups of runs."
-                        f"</p>{_filters(figures, hist)}<div id=\"history-figures\"></div>"
+                        f"</p>{_filters(data, hist)}<div id=\"history-figures\"></div>"
                         '<p><button type="button" id="history-more">more figures</button></p></section>')
         sid = "section-" + "".join(ch if ch.isalnum() else "-" for ch in name.lower())
         nav_items.append((name, sid))
         body.append(f'<section id="{sid}"><h2>{html.escape(name)}</h2>\n{markdown_blocks(lines)}\n</section>')
     nav = " · ".join(f'<a href="#{sid}">{html.escape(name)}</a>' for name, sid in nav_items)
     return document(title, html.escape(title), nav, "\n".join(body), "history from results.json files",
-                    "sskj-history", {"figures": figures, "perPage": FIGURES_PER_PAGE},
-                    ("page.css", "history.css"), "history.js")
+                    "sskj-history", {**data, "perPage": FIGURES_PER_PAGE},
+                    ("page.css", "history.css"), "history.js", packed=True)
 
 
 TABLE_SUFFIXES = (".parquet", ".csv")

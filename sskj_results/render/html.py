@@ -13,16 +13,14 @@ The page has the sections of the Markdown (report.md / comparison.md, which
 
 Everything is inlined: the page's own script and style, the data (JSON),
 and plotly.min.js from the `plotly` Python package, gzip-compressed and
-base64-encoded (about 2.0 MB instead of 4.8 MB), decompressed by the
+base64-encoded (render/packing.py: about 1.96 MB instead of 4.8 MB), decompressed by the
 browser's own DecompressionStream. A Content-Security-Policy forbids every
 request, so nothing can leave the page. docs/HTML_REPORTS.md says why plotly.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
-import gzip
 import html
 import json
 import re
@@ -48,6 +46,7 @@ from .figures import (
 from .longtables import ROWS_ID, fold_long_tables, rows_script
 from .markdown_html import inline, markdown_blocks, split_sections
 from . import spec_md
+from .packing import pack
 from .mdparts import ACCEPT_HEADER, BOUND_HEADER, UNRELIABLE_MARK, accept_cell, shows_acceptance, slo_cell
 from .report import report_rows
 
@@ -79,14 +78,14 @@ def _asset(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def plotly_js_gzip_base64() -> tuple[str, str]:
-    """(version, base64 of the gzip of plotly.min.js) from the installed plotly package."""
+def plotly_js_packed() -> tuple[str, str]:
+    """(version, plotly.min.js of the installed plotly package, packed (pack()))."""
     from importlib import resources
 
     data = (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
     match = re.search(rb"plotly\.js v([0-9][0-9A-Za-z.\-]*)", data[:400])
     version = match.group(1).decode("ascii") if match else "unknown"
-    return version, base64.b64encode(gzip.compress(data, compresslevel=9, mtime=0)).decode("ascii")
+    return version, pack(data)
 
 
 # --------------------------------------------------------------------------- the interactive table
@@ -168,8 +167,10 @@ def results_table_html(rows: Sequence[Row], valid: bool = True,
 # --------------------------------------------------------------------------- the page
 
 
-def _json_script(element_id: str, data: Any) -> str:
+def _json_script(element_id: str, data: Any, packed: bool = False) -> str:
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if packed:  # compact data of a large page (history.html): gzip + base64 (render/packing.py), unpacked by sskjUnpack
+        return f'<script type="application/octet-stream" id="{element_id}">{pack(text.encode("utf-8"))}</script>'
     text = text.replace("</", "<\\/").replace("<!--", "<\\!--")
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 
@@ -262,10 +263,12 @@ def page(markdown: str, table_section: str, table: str, plots: str, data: dict[s
 
 
 def document(title: str, title_html: str, nav: str, body: str, source: str, data_id: str, data: Any,
-             styles: Sequence[str] = ("page.css",), script: str = "page.js") -> str:
+             styles: Sequence[str] = ("page.css",), script: str = "page.js", packed: bool = False) -> str:
     """A self-contained page: head (CSP, style), header, body, footer, the data as JSON (`data_id`), plotly.js
-    inlined, the shared script (assets/common.js: sortable tables, the plotly loader) and the page's own script (an asset)."""
-    version, plotly_b64 = plotly_js_gzip_base64()
+    inlined, the shared script (assets/common.js: sortable tables, the plotly loader) and the page's own script (an asset).
+    `packed`: the data gzip-compressed and base64-encoded (render/packing.py) instead of JSON text. Long tables and
+    lists of the body are drawn in part, the rest packed (render/longtables.py)."""
+    version, plotly_packed = plotly_js_packed()
     body, packed_rows = fold_long_tables(body)
     return "\n".join([
         "<!DOCTYPE html>",
@@ -279,8 +282,8 @@ def document(title: str, title_html: str, nav: str, body: str, source: str, data
         "</main>",
         f'<footer>Written by sskj-results {source}; self-contained (plotly.js {html.escape(version)}, '
         "MIT license, inlined), works offline.</footer>",
-        _json_script(data_id, data),
-        f'<script type="application/octet-stream" id="plotly-gz">{plotly_b64}</script>',
+        _json_script(data_id, data, packed),
+        f'<script type="application/octet-stream" id="plotly-gz">{plotly_packed}</script>',
         rows_script(packed_rows),
         f"<script>{_asset('common.js')}\n{_asset(script)}\n{_asset('longtables.js')}</script>",
         "</body></html>",

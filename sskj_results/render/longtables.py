@@ -4,7 +4,7 @@ A page's size and its time to first draw should follow what a person reads, not 
 of 20,000 scenarios has a dozen tables of 20,000 rows each, most of which nobody scrolls through. Every table of
 a page's body with more than LONG_TABLE_ROWS body rows keeps its first SHOWN_ROWS rows as HTML (readable and
 printable without JavaScript); its other rows go, as their HTML, into one JSON document for the whole page,
-gzip-compressed and base64-encoded like plotly.js (`#sskj-rows`; the rows of a results table compress about
+packed like plotly.js (`#sskj-rows`: gzip, base64, render/packing.py; the rows of a results table compress about
 15-fold: their markup repeats). The page's script (assets/longtables.js) puts a table's rows back when asked: its
 "Show all" button, a click on a header to sort it, a filter of the results table. The Markdown beside the page
 (report.md, comparison.md, history.md) holds every row too. A list of more than LONG_TABLE_ROWS items (the
@@ -18,11 +18,11 @@ text is escaped, so a row starts at `<tr` and the body ends at the table's one `
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import re
 from typing import Optional
+
+from .packing import pack
 
 LONG_TABLE_ROWS = 250
 SHOWN_ROWS = 100
@@ -78,7 +78,7 @@ def fold_long_tables(body: str) -> tuple[str, Optional[str]]:
     if not folded:
         return body, None
     text = json.dumps(folded, ensure_ascii=False, separators=(",", ":"))
-    return out, base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+    return out, pack(text.encode("utf-8"))
 
 
 def rows_script(packed: Optional[str]) -> str:

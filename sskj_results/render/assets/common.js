@@ -26,8 +26,8 @@ function sskjSortable(table) {
   });
 }
 
-// The text of base64-encoded gzip (plotly.js, a long table's rows), decompressed by the browser's own
-// DecompressionStream: a promise.
+// The text of packed text (render/packing.py pack(): gzip, then base64; plotly.js, a long table's rows,
+// history.html's data), decompressed by the browser's own DecompressionStream: a promise.
 function sskjUnpack(text) {
   "use strict";
   var bin = atob(text.replace(/\s+/g, ""));
@@ -36,8 +36,8 @@ function sskjUnpack(text) {
   return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
 }
 
-// The pages' plotly.js is inlined gzip-compressed and base64-encoded (#plotly-gz): decompressed by the browser's
-// own DecompressionStream and run; then ready(), or failed(message, state) with state "unsupported" or "failed".
+// The pages' plotly.js is inlined packed (#plotly-gz, sskjUnpack): unpacked and run; then ready(), or
+// failed(message, state) with state "unsupported" or "failed".
 function sskjLoadPlotly(ready, failed) {
   "use strict";
   if (typeof DecompressionStream === "undefined") {

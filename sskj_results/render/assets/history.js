@@ -1,10 +1,11 @@
 (function () {
   "use strict";
   // history.html: sortable tables; trend figures (one per setup and metric, a line per shape) filtered by
-  // chip, engine, shape and metric, drawn FIGURES_PER_PAGE at a time (a "more" button draws the next ones).
+  // chip, engine, shape and metric, drawn FIGURES_PER_PAGE at a time (a "more" button draws the next ones). The
+  // data are compact (render/history.py figure_data, packed): a figure is built here when it is drawn.
   Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), sskjSortable);
 
-  var data = JSON.parse(document.getElementById("sskj-history").textContent);
+  var data = null;
   var holder = document.getElementById("history-figures");
   var more = document.getElementById("history-more");
   var count = document.getElementById("history-count");
@@ -22,41 +23,45 @@
     selects.forEach(function (s) { out[s.getAttribute("data-hfilter")] = s.value; });
     return out;
   }
-  function hover(run) {
-    return run[0] + "<br>" + (run[1] || "date unknown") + (run[4] ? " (" + run[4] + ")" : "") +
-      "<br>engine " + (run[2] || "unknown") + (run[3] ? "<br>image " + run[3] : "");
-  }
-  function traces(f, shape) {
-    var out = [];
-    f.lines.forEach(function (line, i) {
-      if (shape && line.shape !== shape) { return; }
-      out.push({type: "scatter", mode: line.x.length > 60 ? "lines" : "lines+markers", name: line.shape,
-                x: line.x, y: line.y,
-                line: {color: COLORS[i % COLORS.length], width: 1.5,
-                       dash: ["solid", "dot", "dash"][Math.floor(i / COLORS.length) % 3]},
-                marker: {size: 5}, text: line.x.map(function (x) { return hover(f.runs[x]); }),
-                hovertemplate: "%{y}<br>%{text}<extra>" + line.shape + "</extra>"});
-    });
-    Object.keys(MARKS).forEach(function (kind) {
-      var marks = f.marks.filter(function (m) { return m.kind === kind && (!shape || m.shape === shape); });
-      if (!marks.length) { return; }
-      out.push({type: "scatter", mode: "markers", name: kind, x: marks.map(function (m) { return m.x; }),
-                y: marks.map(function (m) { return m.y; }),
-                marker: {symbol: MARKS[kind][0], size: 13, color: MARKS[kind][1], line: {width: 1.5, color: MARKS[kind][1]}},
-                text: marks.map(function (m) { return m.shape + ": " + m.text + "<br>" + hover(f.runs[m.x]); }),
-                hovertemplate: "%{text}<extra></extra>"});
+  function text(i) { return i < 0 ? null : data.text[i]; }
+  function hover(f) {
+    // the hover text of the figure's drawn runs, by their place among the setup's runs
+    var out = {}, runs = data.runs;
+    f.hover[0].forEach(function (x, k) {
+      var r = f.hover[1][k], note = text(runs.note[r]), image = text(runs.image[r]);
+      out[x] = text(runs.id[r]) + "<br>" + (text(runs.time[r]) || "date unknown") + (note ? " (" + note + ")" : "") +
+        "<br>engine " + (text(runs.version[r]) || "unknown") + (image ? "<br>image " + image : "");
     });
     return out;
   }
-  function ticks(f) {
-    // the engine version under the first run of each version (at most ~12 labels)
-    var vals = [], text = [], last = null, gap = Math.max(1, Math.floor(f.runs.length / 12));
-    f.runs.forEach(function (run, i) {
-      var v = run[2] || "unknown";
-      if (v !== last && (!vals.length || i - vals[vals.length - 1] >= gap)) { vals.push(i); text.push(v); }
-      last = v;
+  function values(line) {
+    // y: integers times 10^e, each after the first a difference from the one before (render/history.py _deltas)
+    var acc = 0, scale = Math.pow(10, Math.abs(line.e));
+    return line.y.map(function (d) { acc += d; return line.e < 0 ? acc / scale : acc * scale; });
+  }
+  function traces(f, shape) {
+    var out = [], runs = hover(f);
+    f.lines.forEach(function (line, i) {
+      var name = text(line.shape);
+      if (shape && name !== shape) { return; }
+      out.push({type: "scatter", mode: line.x.length > 60 ? "lines" : "lines+markers", name: name,
+                x: line.x, y: values(line),
+                line: {color: COLORS[i % COLORS.length], width: 1.5,
+                       dash: ["solid", "dot", "dash"][Math.floor(i / COLORS.length) % 3]},
+                marker: {size: 5}, text: line.x.map(function (x) { return runs[x]; }),
+                hovertemplate: "%{y}<br>%{text}<extra>" + name + "</extra>"});
     });
-    return {vals: vals, text: text};
+    // a mark: [shape, x, y, kind, text] (indices into data.text but x and y)
+    Object.keys(MARKS).forEach(function (kind) {
+      var marks = f.marks.filter(function (m) { return text(m[3]) === kind && (!shape || text(m[0]) === shape); });
+      if (!marks.length) { return; }
+      out.push({type: "scatter", mode: "markers", name: kind, x: marks.map(function (m) { return m[1]; }),
+                y: marks.map(function (m) { return m[2]; }),
+                marker: {symbol: MARKS[kind][0], size: 13, color: MARKS[kind][1], line: {width: 1.5, color: MARKS[kind][1]}},
+                text: marks.map(function (m) { return text(m[0]) + ": " + text(m[4]) + "<br>" + runs[m[1]]; }),
+                hovertemplate: "%{text}<extra></extra>"});
+    });
+    return out;
   }
   function draw(f, shape) {
     var div = document.createElement("div");
@@ -64,38 +69,46 @@
     div.id = f.id;
     holder.appendChild(div);
     var width = Math.max(holder.clientWidth - 2, 300);  // the box's borders
-    var t = ticks(f);
     var log = Boolean(f.ylog) && !shape;  // one shape alone: a linear axis shows its steps best
     var layout = {
       title: {text: f.title, font: {size: 14}, x: 0.01, xanchor: "left"}, width: width, height: 380,
       margin: {l: 70, r: 20, t: 50, b: 90}, hovermode: "closest", showlegend: true,
       legend: {orientation: "h", y: -0.32},
-      xaxis: {title: {text: "runs in order (engine version where it changes)"}, tickvals: t.vals, ticktext: t.text,
-              tickangle: -30, zeroline: false, range: [-0.5, Math.max(f.runs.length - 0.5, 0.5)]},
+      xaxis: {title: {text: "runs in order (engine version where it changes)"}, tickvals: f.ticks[0], ticktext: f.ticks[1],
+              tickangle: -30, zeroline: false, range: [-0.5, Math.max(f.n - 0.5, 0.5)]},
       yaxis: log ? {title: {text: f.metric + " (log scale)"}, type: "log", tickvals: f.ylog[0], ticktext: f.ylog[1]}
         : {title: {text: f.metric}}
     };
     return Plotly.newPlot(div, traces(f, shape), layout, config);
   }
+  var generation = 0;  // a filter change stops the drawing of the figures it replaces
   function page() {
-    var shape = filters().shape;
+    var shape = filters().shape, mine = generation;
     var next = matching.slice(drawn, drawn + data.perPage);
     drawn += next.length;
-    next.forEach(function (f) { draw(f, shape); });
     count.textContent = "figures " + Math.min(drawn, matching.length) + " of " + matching.length;
     more.style.display = drawn < matching.length ? "" : "none";
+    // one figure a task: the first is on screen before the next ones are built; body[data-plots] is "ready"
+    // once the page's figures are all drawn
+    document.body.removeAttribute("data-plots");
+    (function one(i) {
+      if (mine !== generation) { return; }
+      if (i >= next.length) { document.body.setAttribute("data-plots", "ready"); return; }
+      draw(next[i], shape);
+      setTimeout(function () { one(i + 1); }, 0);
+    })(0);
   }
   function refresh() {
     var want = filters();
+    generation += 1;
     holder.innerHTML = "";
     drawn = 0;
     matching = data.figures.filter(function (f) {
       return (!want.chip || f.chip === want.chip) && (!want.engine || f.engine === want.engine) &&
         (!want.metric || f.metric === want.metric) &&
-        (!want.shape || f.lines.some(function (l) { return l.shape === want.shape; }));
+        (!want.shape || f.lines.some(function (l) { return text(l.shape) === want.shape; }));
     });
     page();
-    document.body.setAttribute("data-plots", "ready");
   }
   // figures take their box's width: redrawn at the new width when the window is resized
   sskjOnResize(function () {
@@ -104,12 +117,19 @@
       return Plotly.relayout(div, {width: width});
     }));
   });
-  sskjLoadPlotly(function () {
-    selects.forEach(function (s) { s.addEventListener("change", refresh); });
-    more.addEventListener("click", page);
-    refresh();
-  }, function (message, state) {
+  function failed(message, state) {
     holder.innerHTML = '<p class="error">' + message + "</p>";
     document.body.setAttribute("data-plots", state);
-  });
+  }
+  // the data are unpacked while plotly.js is
+  var unpacked = typeof DecompressionStream === "undefined" ? null
+    : sskjUnpack(document.getElementById("sskj-history").textContent);
+  sskjLoadPlotly(function () {
+    unpacked.then(function (json) {
+      data = JSON.parse(json);
+      selects.forEach(function (s) { s.addEventListener("change", refresh); });
+      more.addEventListener("click", page);
+      refresh();
+    }).catch(function (err) { failed("The figures' data could not be read: " + err, "failed"); });
+  }, failed);
 })();
