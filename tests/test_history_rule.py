@@ -232,9 +232,11 @@ def test_the_detection_benchmark_keeps_working(tmp_path: Path) -> None:
 def test_the_page_marks_the_outlier_at_its_run() -> None:
     from sskj_results.render.history import figure_data
 
-    (fig,) = figure_data(history(frame(nightly(3, 1)), ["ttft_ms_p95"]))
-    assert [(m["x"], m["kind"]) for m in fig["marks"]] == [(5, "regression"), (3, "outlier")]
-    assert fig["marks"][1]["text"].startswith("outlier +4")
+    data = figure_data(history(frame(nightly(3, 1)), ["ttft_ms_p95"]))  # compact: strings once, in data["text"]
+    (fig,) = data["figures"]
+    text = data["text"]
+    assert [(m[1], text[m[3]]) for m in fig["marks"]] == [(5, "regression"), (3, "outlier")]
+    assert text[fig["marks"][1][4]].startswith("outlier +4")
 
 
 def test_noise_gate_never_below_the_repeats_within_run_noise() -> None:
