@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from shellkit import SSKJ_RESULTS, free_port, load_json, needs_results, port_listening, run_script, wait_no_tagged
+from shellkit import SSKJ_RESULTS, default_signals, free_port, load_json, needs_results, port_listening, run_script, wait_no_tagged
 
 pytestmark = [pytest.mark.shell, needs_results]
 
@@ -281,6 +281,7 @@ def test_interrupt_stops_everything_and_resume_reruns_only_missing(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=default_signals,  # a suite started with SIGINT ignored: the run must still get it
     )
     try:
         # First scenario done, second one measuring.
