@@ -205,3 +205,13 @@ def test_the_scripts_under_test_get_sigint_even_when_the_suite_ignores_it(base_e
     finally:
         signal.signal(signal.SIGINT, previous)
     assert out.stdout == "trapped\n", out.stderr
+
+
+def test_setup_envs_help_is_its_own_usage_and_installs_nothing(base_env, tag):
+    script = REPO / "scripts" / "common" / "setup_envs.sh"
+    proc = run_script(script, dict(base_env), args=["--help"])
+    assert proc.returncode == 0, proc.stderr
+    assert "Usage: scripts/common/setup_envs.sh PLATFORM" in proc.stdout
+    assert "sskj-results setup-envs [OPTIONS]" not in proc.stdout and proc.stderr == ""
+    refused = run_script(script, dict(base_env), args=["--platform"])
+    assert refused.returncode == 2 and "usage: setup_envs.sh PLATFORM" in refused.stderr
