@@ -162,12 +162,18 @@ bench::get_server_cmd() {
 bench::server_main() {
   local exp_dir="$1" builder="$2" print=0
   shift 2
+  if [[ "${1:-}" == "--help" || "${1:-}" == "-h" ]]; then
+    printf 'usage: [SETTING=VALUE ...] bash start_server.sh [--print-cmd] [PHASE_SPEC]\n'
+    printf 'Starts (DRY_RUN=1: prints) the server of one phase (default: the platform'"'"'s ENGINE) in the foreground;\n'
+    printf '%s\n' '--print-cmd prints its command NUL-separated. Its settings: bash run_bench.sh --help.'
+    return 0
+  fi
   if [[ "${1:-}" == "--print-cmd" ]]; then
     print=1
     shift
   fi
-  if (($# > 1)); then
-    lib::err "usage: start_server.sh [--print-cmd] [PHASE_SPEC]"
+  if (($# > 1)) || [[ "${1:-}" == -* ]]; then
+    lib::err "usage: start_server.sh [--print-cmd] [PHASE_SPEC] (--help: what it does)"
     return 2
   fi
   local spec="${1:-}"

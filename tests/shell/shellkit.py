@@ -146,6 +146,22 @@ def plan_command_lines(stdout: str) -> list[list[str]]:
     return out
 
 
+def client_calls(tmp_path: Path) -> list[tuple[int, ...]]:
+    """(concurrency, input, output) of every run of the fake client (its FAKE_CLIENT_LOG), in order."""
+    log = tmp_path / "client_calls.log"
+    if not log.exists():
+        return []
+    return [tuple(int(x) for x in line.split()[:3]) for line in log.read_text().splitlines()]
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
 def load_json(path: Path) -> dict:
     return json.loads(path.read_text())
 

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from shellkit import REPO, bash_lib, default_signals, free_port, load_json, needs_results, run_script, wait_no_tagged
+from shellkit import (REPO, bash_lib, client_calls, default_signals, free_port, load_json, needs_results, run_script,
+                      wait_for, wait_no_tagged)
 
 pytestmark = [pytest.mark.shell, needs_results]
 
@@ -39,23 +40,10 @@ def run_env(base_env, tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def client_calls(tmp_path: Path) -> list[tuple[int, int, int]]:
-    log = tmp_path / "client_calls.log"
-    return [tuple(int(x) for x in line.split()[:3]) for line in log.read_text().splitlines()] if log.exists() else []
-
-
 def tree(root: Path) -> dict[str, str]:
     """Every file under ROOT -> the SHA-256 of its bytes (directories as "dir")."""
     return {str(p.relative_to(root)): "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*"))}
-
-
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.mark.slow  # real runs of the loop with a fake engine: a run, a Ctrl-C, resumes
@@ -68,8 +56,8 @@ def test_a_run_stopped_by_ctrl_c_resumes_with_the_printed_command_to_exactly_its
     proc = subprocess.Popen(["bash", str(exp / "run_bench.sh")], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=default_signals)
     try:
-        _wait_for(lambda: (run / "raw_outputs" / "cpu_vllm_0102_1_16_8.jsonl").exists(), 90, "first repeat")
-        _wait_for(lambda: len(client_calls(tmp_path)) == 2, 30, "second repeat")
+        wait_for(lambda: (run / "raw_outputs" / "cpu_vllm_0102_1_16_8.jsonl").exists(), 90, "first repeat")
+        wait_for(lambda: len(client_calls(tmp_path)) == 2, 30, "second repeat")
         time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
@@ -155,6 +143,10 @@ def test_run_bench_help_prints_the_settings_from_the_package_and_starts_nothing(
     refused = run_script(H200, dict(base_env), args=["--resume"])
     assert refused.returncode == 2
     assert "takes no arguments, got: --resume" in refused.stderr
+    server = H200.parent / "start_server.sh"
+    helped = run_script(server, dict(base_env), args=["--help"])
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: [SETTING=VALUE ...] bash start_server.sh")
+    assert run_script(server, dict(base_env), args=["--bogus"]).returncode == 2
 
 
 @pytest.mark.parametrize("name, meant", [("CONCURENCIES", "CONCURRENCIES"), ("SHAPE", "SHAPES"),
