@@ -169,6 +169,7 @@ class Planner:
     mmdd: str
     raw_ext: str = "jsonl"
     session: Optional[Path] = None
+    record: bool = True  # False (a dry run): a consequential skip is said, not written to skipped_after_oom.csv
 
     def scenario(self, row: GridRow, repeat: Optional[int] = None) -> Scenario:
         """The row's scenario; `repeat` n >= 2 names a further measurement (stem suffix `_r{n}`)."""
@@ -214,9 +215,11 @@ class Planner:
                 limit = cut.get(row.shape)
                 if limit is not None and row.concurrency > limit:
                     reason = f"{SKIPPED_PREFIX}: c{limit} of this shape failed"
-                    record_skip(self.run_dir, row, reason)
+                    if self.record:
+                        record_skip(self.run_dir, row, reason)
                     skipped.add(row.name)
-                    log.append(f"scenario {row.name} recorded in {SKIP_CSV}: {reason}")
+                    log.append(f"scenario {row.name} {'recorded in' if self.record else 'would be recorded in'} "
+                               f"{SKIP_CSV}: {reason}")
                     continue
                 return self._propose(row, repeat if repeat > 1 else None)
         return None
