@@ -207,3 +207,25 @@ def test_setup_envs_help_is_its_own_usage_and_installs_nothing(base_env, tag):
     assert "sskj-results setup-envs [OPTIONS]" not in proc.stdout and proc.stderr == ""
     refused = run_script(script, dict(base_env), args=["--platform"])
     assert refused.returncode == 2 and "usage: setup_envs.sh PLATFORM" in refused.stderr
+
+
+@pytest.mark.slow  # a real two-phase run of the loop with a fake engine
+def test_a_dry_resume_of_a_run_stopped_before_its_second_phase_plans_it_and_writes_nothing(
+        tmp_path, base_env, make_experiment, tag):
+    import shutil
+
+    exp = make_experiment(phases="sglang vllm", config=CONFIG)
+    env = run_env(base_env, tmp_path, CONCURRENCIES="1", SHAPES="16x8")
+    run = Path(env["RESULT_ROOT"])
+    done = run_script(exp / "run_bench.sh", env)
+    assert done.returncode == 0, done.stderr
+    shutil.move(run / "phase2_vllm", tmp_path / "aside")  # as if stopped before its second phase began
+    before = tree(run)
+    dry = run_script(exp / "run_bench.sh", dict(env, DRY_RUN="1", RESUME="1"))
+    after = tree(run)
+    # back: the real run's calls, checked against the CLI after the test, name it
+    shutil.move(tmp_path / "aside", run / "phase2_vllm")
+    assert dry.returncode == 0, dry.stderr
+    assert after == before, dry.stderr
+    assert "# scenario c1_i16_o8" in dry.stdout.split("# phase 2: vllm")[1]
+    assert "# scenario c1_i16_o8" not in dry.stdout.split("# phase 2: vllm")[0]
