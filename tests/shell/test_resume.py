@@ -229,3 +229,15 @@ def test_a_dry_resume_of_a_run_stopped_before_its_second_phase_plans_it_and_writ
     assert after == before, dry.stderr
     assert "# scenario c1_i16_o8" in dry.stdout.split("# phase 2: vllm")[1]
     assert "# scenario c1_i16_o8" not in dry.stdout.split("# phase 2: vllm")[0]
+
+
+def test_common_environment_variables_are_never_taken_for_misspelled_settings():
+    from sskj_results.catalog.settings import misspelled
+
+    common = ("PATH HOME USER SHELL TERM LANG PWD OLDPWD HOSTNAME LOGNAME TMPDIR TZ COLUMNS PROMPT_COMMAND CUDA_HOME "
+              "CUDA_VISIBLE_DEVICES HF_HOME HF_TOKEN OMP_NUM_THREADS PYTHONPATH VIRTUAL_ENV PYENV_ROOT NCCL_DEBUG "
+              "MASTER_ADDR MASTER_PORT WORLD_SIZE RANK LOCAL_RANK SERVER_PORT HTTP_PROXY NO_PROXY TOKENIZERS_PARALLELISM "
+              "VLLM_USE_V1 SGLANG_LOG_LEVEL SSH_TTY TMUX DISPLAY").split()
+    assert misspelled(common, []) == []
+    assert misspelled(["CONCURENCIES", "SHAPE", "REPEAT", "SPEC_TOKEN", "MODEL_ROOT"], ["MODEL_ROOT"]) == [
+        ("CONCURENCIES", "CONCURRENCIES"), ("REPEAT", "REPEATS"), ("SHAPE", "SHAPES"), ("SPEC_TOKEN", "SPEC_TOKENS")]
