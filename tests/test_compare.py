@@ -331,8 +331,14 @@ def test_same_engine_labels_are_disambiguated():
     assert run_labels([rd("a", "phase1_vllm"), rd("b", "phase2_vllm_ngram")]) == [
         "vllm (phase1_vllm)", "vllm (phase2_vllm_ngram)"]
     assert run_labels([rd("x/base", None), rd("x/ngram", None)]) == ["vllm (base)", "vllm (ngram)"]
-    assert run_labels([rd("x/run/results.json", None), rd("y/run", None)]) == ["vllm (x/run/results.json)",
-                                                                               "vllm (y/run)"]
+    # never a path (the Runs table gives it): the run id, else a number
+    assert run_labels([rd("x/run/results.json", None), rd("y/run", None)]) == ["vllm #1", "vllm #2"]
+    a, b = rd("/long/experiments/cpu/e/results/1/phase1_vllm", "vllm"), rd("/other/results/2/phase1_vllm", "vllm")
+    b = RunData(path=b.path, results=b.results.model_copy(update={"metadata": b.results.metadata.model_copy(
+        update={"run_id": "20260102-030405"})}), samples=b.samples)
+    labels = run_labels([a, b])
+    assert labels == [f"vllm ({a.results.metadata.run_id})", "vllm (20260102-030405)"]
+    assert labels[0] != labels[1] and "/" not in "".join(labels)
     assert run_labels([run_data(results("sglang", []), "a"), rd("b", None)]) == ["sglang", "vllm"]
 
 

@@ -98,6 +98,15 @@ def test_identical_configurations_are_like_for_like():
     assert "This comparison compares configuration. Every other recorded setting is the same in every run." in md
 
 
+def test_the_port_is_never_a_configuration_difference():
+    """A PORT=auto run beside a default one: the port says where the engine listened, not how it ran."""
+    runs = _pair({"server_args": "vllm serve /m --port 18000", "tp": 8, "port": 18000},
+                 {"server_args": "vllm serve /m --port 18003", "tp": 8, "port": 18003}, engines=("vllm", "vllm"))
+    doc = build_comparison(runs, CompareOptions(plots=False))
+    assert doc.config_differences == [] and doc.configurations_differ is False
+    assert "config.port" not in render_comparison(doc)
+
+
 def test_a_configuration_comparison_expects_the_engine_settings_to_differ():
     runs = _pair({"server_args": "vllm serve /m --kv-cache-dtype auto", "kv_cache_dtype": "auto"},
                  {"server_args": "vllm serve /m --kv-cache-dtype fp8", "kv_cache_dtype": "fp8"},

@@ -140,9 +140,16 @@ main({args!r}, prog_name="sskj-results")
 """
 
 
+def _default_signals() -> None:
+    """The child's SIGINT as a terminal gives it: a suite started with SIGINT ignored (nohup, `trap '' INT`)
+    would hand it on, and Python then installs no KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stopped(call: str, target: str, sig: str, args: list[str]) -> subprocess.CompletedProcess[str]:
     code = _DIE.format(call=call, target=target, sig=sig, args=args)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          preexec_fn=_default_signals)
 
 
 @pytest.mark.parametrize("sig,code", [("SIGTERM", 143), ("SIGINT", 130)])

@@ -143,6 +143,21 @@ def test_every_imported_run_validates_and_has_provenance(tmp_path: Path, raw_dir
     assert vllm.metadata.chip == "cpu" and vllm.metadata.engine == "vllm"
 
 
+def test_a_dry_run_announces_the_chip_the_import_then_records(tmp_path: Path) -> None:
+    """No chip given, but every file name names one: neither the dry run nor the import speaks of 'unknown'."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    shutil.copy(RAW / "vllm_0705_2_128_32.jsonl", raw / "cpu_vllm_0705_2_128_32.jsonl")
+    out = tmp_path / "o"
+    dry = CliRunner().invoke(main, ["import-legacy", str(raw), "--out", str(out), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "chip unknown" not in dry.output and "no chip given" not in dry.output
+    assert f"would write run folder {out}/cpu_vllm_0705: engine vllm, model unknown, chip cpu" in dry.output
+    done = CliRunner().invoke(main, ["import-legacy", str(raw), "--out", str(out)])
+    assert done.exit_code == 0 and "no chip given" not in done.output
+    assert load_run(out / "cpu_vllm_0705").metadata.chip == "cpu"
+
+
 def test_without_a_chip_the_chip_is_unknown_and_said_once(tmp_path: Path, raw_dir: Path) -> None:
     result = CliRunner().invoke(main, ["import-legacy", str(raw_dir), "--out", str(tmp_path / "o"), "--model", "tiny"])
     assert result.exit_code == 0, result.output

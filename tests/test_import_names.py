@@ -101,7 +101,8 @@ def test_collect_counts_a_raw_run_once_and_says_what_it_dropped(raw: Path) -> No
     assert cli("import-legacy", "raw_outputs", "--platform", "nvidia_h200", "--out", "new").exit_code == 0
     result = cli("collect", "old", "new", "--out", "runs.csv")
     assert result.exit_code == 0, result.output
-    assert result.stdout == "wrote runs.csv: 4 row(s) from 2 run(s)\n"
+    assert result.stdout == ("wrote runs.csv: 4 row(s) from 1 run(s); 2 run(s) read, 1 with no row of their own "
+                             "(doubles dropped, or no scenario)\n")
     assert result.stderr == ("dropped: old/unknown_vllm_0705: 4 scenario(s) left out, the same raw runs "
                              "(raw file sha256 and line) as in new/nvidia_h200_vllm_0705\n")
     import pandas as pd

@@ -139,7 +139,8 @@ def test_collect_keeps_the_run_loops_own_record_over_a_later_import_of_its_raw_f
     assert cli("import-legacy", str(run / "raw_outputs"), "--platform", "cpu", "--out", "imported").exit_code == 0
     result = cli("collect", str(results), "imported", "--out", "runs.csv")
     assert result.exit_code == 0, result.output
-    assert result.stdout == "wrote runs.csv: 4 row(s) from 2 run(s)\n"
+    assert result.stdout == ("wrote runs.csv: 4 row(s) from 1 run(s); 2 run(s) read, 1 with no row of their own "
+                             "(doubles dropped, or no scenario)\n")
     # the run's folder (20260707-...) gives the 0705 file names their year: the import is cpu_vllm_20260705
     assert result.stderr == ("dropped: imported/cpu_vllm_20260705: 4 scenario(s) left out, the same raw runs (raw file "
                              f"sha256 and line) as in {run}\n")

@@ -218,3 +218,60 @@ def test_a_rank_outside_the_tree_with_the_runs_mark_is_ours_another_marks_is_not
     finally:
         launcher.kill()
         launcher.wait()
+
+
+# ---------------------------------------------------------------- docker platforms: the per-port tag, the unprovable
+
+FAKE_DOCKER = Path(__file__).resolve().parent / "fakes" / "bin" / "docker"
+
+
+def test_a_server_inside_a_container_is_ours_by_its_ports_tag_alone(tmp_path: Path) -> None:
+    """As on a Docker platform: the host-side `docker exec` is the engine process the run started; the server it
+    runs is no descendant of it (the container's), and only its SSKJ_SERVER_TAG (per port) says it is ours."""
+    port, pidfile = free_port(), tmp_path / "server.pid"
+    env = dict(os.environ, FAKE_DOCKER_DETACH="1", FAKE_DOCKER_PIDFILE=str(pidfile))
+    client = subprocess.Popen([str(FAKE_DOCKER), "exec", "--env", f"SSKJ_SERVER_TAG=sskj-{port}", "box",
+                               sys.executable, str(FAKE), "--port", str(port)], env=env, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        healthy(port)
+        server = int(pidfile.read_text())
+        assert server != client.pid
+        assert check(port, client.pid, tag=f"sskj-{port}").ok is True
+        # without the tag, or with another port's, the server is someone else's
+        for tag in (None, f"sskj-{port + 1}"):
+            other = check(port, client.pid, tag=tag)
+            assert other.ok is False and server in other.holders, other.message
+    finally:
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        client.wait(timeout=10)
+
+
+def _fake_proc(tmp_path: Path, port: int, engine_pid: int) -> Path:
+    """A /proc where one socket listens on PORT (uid 0) and no visible process holds it: the container's
+    processes this user cannot inspect."""
+    proc = tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    row = f"   0: 00000000:{port:04X} 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 987654 1\n"
+    (proc / "net" / "tcp").write_text(header + row)
+    (proc / "net" / "tcp6").write_text(header)
+    engine = proc / str(engine_pid)
+    (engine / "fd").mkdir(parents=True)
+    (engine / "stat").write_text(f"{engine_pid} (docker) S 1 {engine_pid} {engine_pid} 0 -1\n")
+    (engine / "environ").write_bytes(b"PATH=/usr/bin\0")
+    (engine / "cmdline").write_bytes(b"docker\0exec\0box\0")
+    return proc
+
+
+def test_a_containers_listener_this_user_cannot_inspect_is_unprovable_not_foreign(tmp_path: Path) -> None:
+    proc = _fake_proc(tmp_path, 18000, 4242)
+    unprovable = check(18000, 4242, tag="sskj-18000", proc=proc)
+    assert unprovable.ok is None
+    assert unprovable.message == ("port 18000: 1 listener(s) of processes this user cannot inspect (the engine's "
+                                  "container runs them as another user or in its own namespace): ownership cannot "
+                                  "be proven from the host")
+    # a native engine (no container, no tag): a listener nobody visible holds is someone else's
+    native = check(18000, 4242, proc=proc)
+    assert native.ok is False and "a process of user root this user cannot inspect (socket inode 987654)" in native.message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -188,6 +189,42 @@ def test_failure_skips_larger_concurrencies_of_its_shape_and_records_them(tmp_pa
     assert again.next_in_grid([]).stem == "cpu_vllm_0102_1_32_4"  # type: ignore[union-attr]
     with open(run / "skipped_after_oom.csv", newline="") as fh:
         assert len(list(csv.reader(fh))) == 3
+
+
+def test_a_scenario_of_the_loop_without_its_whole_record_is_measured_again(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, {(1, 16, 8): True})
+    assert measured(run, load_run(run)) == {(1, 16, 8): 1}  # imported: its raw file is its record
+    stem = "cpu_vllm_0102_1_16_8"
+    for folder, name in (("client_info", f"{stem}.json"), ("server_metrics", f"{stem}.before.prom")):
+        (run / folder).mkdir(exist_ok=True)
+        (run / folder / name).write_text("{}")
+    assert measured(run, load_run(run)) == {}  # the loop's, stopped before its client statistics
+    (run / "client_stats").mkdir()
+    (run / "client_stats" / f"{stem}.json").write_text("{}")
+    assert measured(run, load_run(run)) == {}  # nor its /metrics after the client
+    (run / "server_metrics" / f"{stem}.after.prom").write_text("")
+    assert measured(run, load_run(run)) == {(1, 16, 8): 1}
+
+
+def test_a_dry_run_of_a_run_with_a_failure_plans_its_skips_without_writing_them(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, {(1, 16, 8): True, (2, 16, 8): True})
+    record_skip(run, GridRow(4, 16, 8), "oom")
+    before = (run / "skipped_after_oom.csv").read_bytes()
+    log: list[str] = []
+    dry = dataclasses.replace(_planner(run, GRID), record=False)
+    assert dry.next_in_grid(log).stem == "cpu_vllm_0102_1_32_4"  # type: ignore[union-attr]
+    assert "scenario c8_i16_o8 would be recorded in skipped_after_oom.csv: skipped: c4 of this shape failed" in log
+    assert (run / "skipped_after_oom.csv").read_bytes() == before
+
+
+def test_next_plans_a_phase_whose_directory_does_not_exist_yet(tmp_path: Path) -> None:
+    """A dry run of an existing run reaches a phase it never began: planned, nothing made."""
+    args = ["next", str(tmp_path / "phase2_vllm"), "--chip", "cpu", "--engine", "vllm", "--mmdd", "0102",
+            "--concurrencies", "1", "--shapes", "16x8", "--session", str(tmp_path / "s.txt")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "1 16 8 8 cpu_vllm_0102_1_16_8 cpu_vllm_0102_1_16_8.jsonl"
+    assert not (tmp_path / "phase2_vllm").exists()
 
 
 def test_slo_search_doubles_then_stops_and_records(tmp_path: Path) -> None:

@@ -184,6 +184,10 @@ def test_validate_warns_by_default_and_fails_with_strict(runs: Path) -> None:
     result = CliRunner().invoke(main, ["validate", "vllm"])
     assert result.exit_code == 0, result.output
     assert f"scenarios[0].validity.checks[0]: warning: invalid point {name}: prompts_per_slot: prompts_per_slot broke" in result.output
+    # the summary counts the invalid points beside "valid" (the file's verdict)
+    assert result.output.splitlines()[-1].endswith(
+        "/results.json: valid (0 errors, 1 warning); 1 invalid point: not a measurement of the engine "
+        "(docs/VALIDITY.md; --strict makes them errors)")
     strict = CliRunner().invoke(main, ["validate", "--strict", "vllm"])
     assert strict.exit_code == 1
     assert f"scenarios[0].validity.checks[0]: invalid point {name}: prompts_per_slot" in strict.output

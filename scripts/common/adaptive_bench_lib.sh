@@ -131,7 +131,7 @@ bench::get_server_cmd() {
   tmp="$(mktemp)"
   # an engine's config file (settings that live there) is kept with the run: the command is built once,
   # by preflight, and started later
-  ENGINE_CONFIG_DIR="${BENCH_RESULT_ROOT:+${BENCH_RESULT_ROOT}/engine_configs}" SSKJ_LOOP_CONFIG=1 SSKJ_QUIET_OVERRIDES=1 \
+  ENGINE_CONFIG_DIR="${BENCH_WRITE_ROOT:+${BENCH_WRITE_ROOT}/engine_configs}" SSKJ_LOOP_CONFIG=1 SSKJ_QUIET_OVERRIDES=1 \
     bash "${exp_dir}/start_server.sh" --print-cmd "${spec}" >"${tmp}" || rc=$?
   if ((rc != 0)); then
     rm -f "${tmp}"
@@ -162,12 +162,18 @@ bench::get_server_cmd() {
 bench::server_main() {
   local exp_dir="$1" builder="$2" print=0
   shift 2
+  if [[ "${1:-}" == "--help" || "${1:-}" == "-h" ]]; then
+    printf 'usage: [SETTING=VALUE ...] bash start_server.sh [--print-cmd] [PHASE_SPEC]\n'
+    printf 'Starts (DRY_RUN=1: prints) the server of one phase (default: the platform'"'"'s ENGINE) in the foreground;\n'
+    printf '%s\n' '--print-cmd prints its command NUL-separated. Its settings: bash run_bench.sh --help.'
+    return 0
+  fi
   if [[ "${1:-}" == "--print-cmd" ]]; then
     print=1
     shift
   fi
-  if (($# > 1)); then
-    lib::err "usage: start_server.sh [--print-cmd] [PHASE_SPEC]"
+  if (($# > 1)) || [[ "${1:-}" == -* ]]; then
+    lib::err "usage: start_server.sh [--print-cmd] [PHASE_SPEC] (--help: what it does)"
     return 2
   fi
   local spec="${1:-}"
@@ -571,8 +577,13 @@ bench::run_phase() {
   else
     BENCH_RUN_DIR="${BENCH_RESULT_ROOT}"
   fi
-  mkdir -p "${BENCH_RUN_DIR}"/{raw_outputs,logs,gpu_logs,server_metrics} || return 1
-  BENCH_SESSION_FILE="${BENCH_RUN_DIR}/logs/plan_${BENCH_SESSION}.txt"
+  if lib::is_dry_run; then
+    # a dry run's session (the scenarios it listed) is its own, never in a run's logs/
+    BENCH_SESSION_FILE="${BENCH_TMP_DIR}/plan_${index}.txt"
+  else
+    BENCH_SESSION_FILE="${BENCH_RUN_DIR}/logs/plan_${BENCH_SESSION}.txt"
+  fi
+  ((BENCH_DRY_EXISTING == 1)) || mkdir -p "${BENCH_RUN_DIR}"/{raw_outputs,logs,gpu_logs,server_metrics} || return 1
   lib::info "phase ${index}/${BENCH_PHASE_COUNT} ${PHASE_NAME} (engine ${PHASE_ENGINE}) -> ${BENCH_RUN_DIR}"
   if multinode::enabled; then
     # NNODES > 1: srun launches every rank (scripts/common/multinode.sh).
@@ -591,6 +602,7 @@ bench::run_phase() {
   lib::is_dry_run && BENCH_CONFIG_ARGS+=(--config "dry_run=true")
   BENCH_PLAN=() BENCH_PLAN_BEFORE=()
   local -a begin=(phase-begin "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}")
+  ((BENCH_DRY_EXISTING == 0)) || begin+=(--print-only)
   BENCH_PATCH_LIST="" BENCH_PATCHES_RECORDED=""
   if [[ "${RUNTIME}" == "docker" && -n "${PATCH_ROOT:-}" ]]; then
     begin+=(--patches "${PATCH_ROOT}")
@@ -714,9 +726,11 @@ bench::print_server_stop() {
 }
 
 #######################################
-# Print the command that resumes this run.
+# Print the command that resumes this run: the settings the environment
+# gave it included (BENCH_RESUME_SETTINGS, from `sskj-results config`; the
+# run also records them in run_settings.json, which RESUME=1 takes again).
 # Globals:   RUN_ID PLATFORM BENCH_RESULT_ROOT_SET RESULT_ROOT
-#            BENCH_ENTRY_SCRIPT (read)
+#            BENCH_RESUME_SETTINGS BENCH_ENTRY_SCRIPT (read)
 # Outputs:   the command on stdout
 # Returns:   0
 #######################################
@@ -725,7 +739,7 @@ bench::resume_command() {
   if [[ "${BENCH_RESULT_ROOT_SET:-0}" == "1" ]]; then
     cmd+=("RESULT_ROOT=${RESULT_ROOT}")
   fi
-  cmd+=("PLATFORM=${PLATFORM}")
+  cmd+=("PLATFORM=${PLATFORM}" ${BENCH_RESUME_SETTINGS[@]+"${BENCH_RESUME_SETTINGS[@]}"})
   local line
   line="$(printf '%q ' "${cmd[@]}")"
   printf '%sbash %q' "${line}" "${BENCH_ENTRY_SCRIPT}"
@@ -870,6 +884,12 @@ bench::run_experiment() {
   # makes for its records (metadata, plan) go at its exit. RESULT_ROOT=DIR
   # keeps them in DIR.
   BENCH_DRY_REMOVE=""
+  # A dry run of a run that exists (RESUME=1, or its RUN_ID) writes nothing into it: its log, its engine
+  # config files and its session go to its own temporary directory, its metadata is printed only.
+  BENCH_DRY_EXISTING=0 BENCH_WRITE_ROOT="${BENCH_RESULT_ROOT}"
+  if lib::is_dry_run && [[ -d "${BENCH_RESULT_ROOT}" && -n "$(ls -A "${BENCH_RESULT_ROOT}")" ]]; then
+    BENCH_DRY_EXISTING=1
+  fi
   if lib::is_dry_run && ((BENCH_RESULT_ROOT_SET == 0)) && [[ ! -e "${BENCH_RESULT_ROOT}" ]]; then
     BENCH_DRY_REMOVE="${BENCH_RESULT_ROOT}"
     while [[ ! -e "$(dirname "${BENCH_DRY_REMOVE}")" ]]; do
@@ -892,14 +912,15 @@ bench::run_experiment() {
   BENCH_TMP_DIR="$(mktemp -d)" || return 1
   # shellcheck disable=SC2034  # read by lib::read_records: its records files go where the exit trap cleans
   LIB_TMP_DIR="${BENCH_TMP_DIR}"
+  ((BENCH_DRY_EXISTING == 0)) || BENCH_WRITE_ROOT="${BENCH_TMP_DIR}"
   trap 'bench::on_exit' EXIT
   # Every phase's server command is built once, kept in BENCH_TMP_DIR for the run.
   export SSKJ_LOOP_CONFIG=1
   # Before any model load or file: interpreters, model, port, stale engines, ...
   platform::preflight "${BENCH_EXPERIMENT_DIR}" "${specs[@]}" || return 1
-  mkdir -p "${BENCH_RESULT_ROOT}/logs" || return 1
+  mkdir -p "${BENCH_WRITE_ROOT}/logs" || return 1
   # shellcheck disable=SC2034  # read by lib::log
-  LIB_LOG_FILE="${BENCH_RESULT_ROOT}/logs/${EXPERIMENT}_orchestrator_$(date '+%Y%m%d_%H%M%S').log"
+  LIB_LOG_FILE="${BENCH_WRITE_ROOT}/logs/${EXPERIMENT}_orchestrator_$(date '+%Y%m%d_%H%M%S').log"
   lib::info "experiment ${EXPERIMENT}, run ${RUN_ID}, platform ${PLATFORM} (${ACCELERATOR}), results ${BENCH_RESULT_ROOT}"
   BENCH_SESSION="$(date '+%Y%m%d_%H%M%S')_$$"
 
@@ -943,7 +964,9 @@ bench::run_experiment() {
 
   trap - INT TERM
   local d
-  if lib::is_dry_run && [[ -n "${BENCH_DRY_REMOVE}" ]]; then
+  if lib::is_dry_run && ((BENCH_DRY_EXISTING == 1)); then
+    lib::info "dry run: nothing was started, nothing written into the existing run ${BENCH_RESULT_ROOT}"
+  elif lib::is_dry_run && [[ -n "${BENCH_DRY_REMOVE}" ]]; then
     lib::info "dry run: nothing was started, nothing is kept (RESULT_ROOT=DIR keeps the metadata it records in DIR)"
   elif lib::is_dry_run; then
     lib::info "dry run: nothing was started; metadata written to ${run_dirs[*]/%//results.json}"
@@ -965,3 +988,27 @@ bench::run_experiment() {
   ((strict_ok == 1)) || return 1
   return 0
 }
+
+#######################################
+# run_bench.sh as a command: --help (or -h) prints its usage and every
+# setting it reads (`sskj-results config --usage`, from the package's one
+# list of settings) and exits 0, starting nothing; any other argument is
+# refused (exit 2): settings are environment variables. Run when a
+# run_bench.sh sources this file (its arguments are then the script's).
+# Arguments: the script's arguments
+# Returns:   0 without arguments; else does not return
+#######################################
+bench::script_args() {
+  (($# > 0)) || return 0
+  if (($# == 1)) && [[ "$1" == "--help" || "$1" == "-h" ]]; then
+    lib::results_init || exit 1
+    "${SSKJ_RESULTS_CMD[@]}" config --repo "$(lib::repo_root)" --usage "$0"
+    exit $?
+  fi
+  lib::err "$0 takes no arguments, got: $(lib::quote_words "$@") (settings are environment variables; bash $0 --help lists them)"
+  exit 2
+}
+
+if [[ "${0##*/}" == "run_bench.sh" ]]; then
+  bench::script_args "$@"
+fi

@@ -27,8 +27,21 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+#######################################
+# Print this script's usage (its header above, without the comment marks).
+# Outputs:   the usage on stdout
+# Returns:   0
+#######################################
+setup_envs::usage() {
+  sed -n '3,/^# Exit status/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+}
+
 main() {
-  if (($# != 1)); then
+  if (($# == 1)) && [[ "$1" == "--help" || "$1" == "-h" ]]; then
+    setup_envs::usage
+    return 0
+  fi
+  if (($# != 1)) || [[ "$1" == -* ]]; then
     lib::err "usage: setup_envs.sh PLATFORM (implemented: cpu)"
     return 2
   fi

@@ -57,7 +57,8 @@ METADATA_AXES: dict[str, str] = {
     "git_commit": PROVENANCE,
 }
 # config keys that are not engine settings
-IGNORED_CONFIG = frozenset({"server_args", "scenario_name_format", "prompt_method"})  # prompts: per scenario
+# port: where the engine listened (PORT=auto beside another run), never how it ran
+IGNORED_CONFIG = frozenset({"server_args", "scenario_name_format", "prompt_method", "port"})  # prompts: per scenario
 # tp: the devices of a chip's setup (expected when chips are compared, a configuration difference on one chip)
 CONFIG_AXES: dict[str, str] = {"spec_method": SPECULATIVE, "spec_tokens": SPECULATIVE, "extra_args": ENGINE, "tp": CHIP}
 # server flags that legitimately differ between runs of one experiment, or repeat a setting listed on its own

@@ -141,22 +141,28 @@ def in_reading_order(scenarios: Sequence[Scenario]) -> list[Scenario]:
 
 
 def run_labels(runs: Sequence[RunData]) -> list[str]:
-    """Unique labels: engine; `@ chip` when chips differ; then phase or directory name for duplicates."""
+    """Unique, short labels: engine; `@ chip` when chips differ; then, for runs still alike, their phase, run id
+    and directory name, each added only while needed; `#N` last. Never a path: the comparison's Runs table
+    (its provenance) gives each run's."""
     chips_differ = len({r.chip for r in runs}) > 1
-    labels = [r.engine + (f" @ {r.chip or 'unknown chip'}" if chips_differ else "") for r in runs]
+    bases = [r.engine + (f" @ {r.chip or 'unknown chip'}" if chips_differ else "") for r in runs]
+    labels = list(bases)
+    added: list[list[str]] = [[] for _ in runs]
 
     def dups(values: list[str]) -> set[int]:
         return {i for i, v in enumerate(values) if values.count(v) > 1}
 
-    for qualifier in (lambda r: r.results.metadata.phase, lambda r: r.dir_name, lambda r: r.path):
+    for qualifier in (lambda r: r.results.metadata.phase, lambda r: r.results.metadata.run_id, lambda r: r.dir_name):
         clash = dups(labels)
         if not clash:
             break
+        if len({qualifier(runs[i]) for i in clash}) == 1:
+            continue  # the same for every run alike: tells nothing apart
         for i in clash:
             q = qualifier(runs[i])
-            if q:
-                base = labels[i].split(" (")[0]
-                labels[i] = f"{base} ({q})"
+            if q and q not in added[i]:
+                added[i].append(q)
+                labels[i] = f"{bases[i]} ({', '.join(added[i])})"
     for i in sorted(dups(labels)):
         labels[i] = f"{labels[i]} #{i + 1}"
     return labels

@@ -257,6 +257,12 @@ def _validity_rules(sc: dict[str, Any], base: str, file: str) -> Iterator[Proble
 VALIDITY_PATH = re.compile(r"^scenarios\[\d+\]\.validity\.")
 
 
+def invalid_points(report: FileReport) -> int:
+    """How many points of the file failed a validity check (their warnings, or errors under --strict)."""
+    return len({p.path.split("]", 1)[0] for p in report.problems
+                if VALIDITY_PATH.match(p.path) and p.message.startswith("invalid point")})
+
+
 def strict_validity(reports: list[FileReport]) -> list[FileReport]:
     """`validate --strict`: invalid points (failed validity checks) become errors."""
     for report in reports:

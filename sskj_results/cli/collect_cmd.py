@@ -34,6 +34,9 @@ def collect(paths: tuple[Path, ...], out: Path, no_cache: bool) -> None:
     for drop in result.dropped:
         click.echo(f"dropped: {drop.line()}", err=True)
     cached = result.runs - result.read + len(result.skipped)
-    click.echo(f"wrote {result.out}: {result.rows} row(s) from {result.runs} run(s)"
+    rowless = result.runs - result.written  # read, but every row a double (listed above) or none at all
+    click.echo(f"wrote {result.out}: {result.rows} row(s) from {result.written} run(s)"
                + (f" ({cached} unchanged, from the cache)" if cached else "")
+               + (f"; {result.runs} run(s) read, {rowless} with no row of their own (doubles dropped, or no "
+                  "scenario)" if rowless else "")
                + (f"; {len(result.skipped)} invalid run(s) skipped" if result.skipped else ""))

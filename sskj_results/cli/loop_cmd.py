@@ -8,6 +8,7 @@ Settings of the run are read from the environment the shell exported.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -53,10 +54,14 @@ def _write(records: "Records") -> None:
               help="Experiment directory: also its config.env and the run-wide settings (without it: the platform only).")
 @click.option("--phase", "specs", multiple=True, metavar="SPEC",
               help="A phase spec NAME[:ENGINE][:KEY=VALUE]...: checked and returned as arrays. Repeatable.")
-@click.option("--names", is_flag=True, help="Default RUN_ID (the time now) and check every name that becomes a path segment.")
+@click.option("--names", is_flag=True, help="Default RUN_ID (the time now) and check every name that becomes a path "
+              "segment, the environment's settings and the platform against the experiment's folder; with RESUME=1 "
+              "the run's recorded settings.")
+@click.option("--usage", "usage_of", default=None, metavar="SCRIPT",
+              help="Print SCRIPT's usage and the settings it reads (run_bench.sh --help); load nothing.")
 @handle_errors
 def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Path], specs: tuple[str, ...],
-           names: bool) -> None:
+           names: bool, usage_of: Optional[str]) -> None:
     """Load a run's configuration in one call (used by platform.sh and the run loop): the platform file
     (detected when PLATFORM is not given), the experiment's config.env, the run-wide settings, the phases.
 
@@ -65,10 +70,15 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
     phase spec or name).
     """
     from ..catalog.engines import engine
+    from ..catalog.settings import usage
     from ..contract.envfile import expand_references
     from ..run.records import Records
 
+    if usage_of is not None:
+        click.echo(usage(usage_of), nl=False)
+        return
     rec = Records()
+    loaded: set[str] = set()  # the keys of the platform file and config.env: settings too
     if "SSKJ_ENV_PRESET" not in os.environ:
         os.environ["SSKJ_ENV_PRESET"] = "\n".join(os.environ)
 
@@ -83,6 +93,7 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
         for record in nul_words(out):
             key, _, value = record.partition("=")
             export(key, value)
+            loaded.add(key)
 
     def _ok_with(status: int) -> None:
         if status != 0:
@@ -107,6 +118,9 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
         _ok_with(status)
         name, detected = out.decode("utf-8", "surrogateescape"), "1"
         _info(f"detected platform {name} (set PLATFORM to override)")
+    from ..run.platforms import resolve_name
+
+    name = resolve_name(Path(root), name)  # PLATFORM=H200 as --chip H200
     status, out = invoke(["platform", "file", name, "--repo", root], capture=True)
     _ok_with(status)
     file = out.decode("utf-8", "surrogateescape")
@@ -126,6 +140,8 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
         if config_env.is_file() or config_env.exists():
             load_env(str(config_env))
         export("EXPERIMENT", os.environ.get("EXPERIMENT") or experiment_dir.name)
+        if names:
+            _ok_with(_check_settings(experiment_dir, name, detected, loaded, export))
         status, out = invoke(["run-settings"], capture=True)
         _ok_with(status)
         for record in nul_words(out):
@@ -139,6 +155,13 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
         for phase_name, phase_engine, _ in parsed:
             pairs += [f"phase={phase_name}", f"engine={phase_engine}"]
         _ok_with(2 if invoke(["check-names", *pairs])[0] else 0)
+    if names and experiment_dir is not None:
+        from ..catalog.settings import recorded_values
+        from ..run.runrecord import overrides, preset_names
+
+        values = recorded_values(os.environ)  # written by the first real phase-begin (run_settings.json)
+        export("SSKJ_RUN_SETTINGS", json.dumps(values, sort_keys=True))
+        rec.array("BENCH_RESUME_SETTINGS", overrides(values, preset_names(os.environ)))
     if specs:
         rec.array("BENCH_PHASE_NAMES", [p[0] for p in parsed])
         rec.array("BENCH_PHASE_ENGINES", [p[1] for p in parsed])
@@ -155,6 +178,25 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
             _export_run_prompts(export, [(p[0], p[1], engine(p[1]).client_backends["sglang"], sets)
                                          for p, sets in zip(parsed, phase_sets)])
     _write(rec)
+
+
+def _check_settings(experiment_dir: Path, platform_name: str, detected: str, loaded: set[str],
+                    export: "Callable[[str, str], None]") -> int:
+    """config --names: run.runrecord.check_settings, and with RESUME=1 the run's recorded settings, exported."""
+    from ..contract.errors import ConfigError
+    from ..run.runrecord import check_settings, preset_names, resumed
+
+    try:
+        check_settings(experiment_dir, platform_name, detected == "1", loaded, preset_names(os.environ), os.environ)
+        values, note = resumed(experiment_dir, os.environ, preset_names(os.environ))
+    except ConfigError as exc:
+        _error(str(exc))
+        return 2
+    for key, value in values.items():
+        export(key, value)
+    if note:
+        _info(note)
+    return 0
 
 
 def _export_run_prompts(export: "Callable[[str, str], None]",
@@ -336,9 +378,12 @@ def _scenario(run_dir: Path, session: Path, prepare: bool = False) -> Optional[t
               help="The run loop's session file (a dry run lists the phase's scenarios through it).")
 @click.option("--patches", "patch_root", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="The platform's runtime patches (PATCH_ROOT, Docker runtime): listed for apply_patches.sh.")
+@click.option("--print-only", is_flag=True,
+              help="A dry run of an existing run: print the metadata command, write nothing into the run.")
 @click.argument("metadata_args", nargs=-1, type=click.UNPROCESSED)
 @handle_errors
-def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metadata_args: tuple[str, ...]) -> None:
+def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], print_only: bool,
+                metadata_args: tuple[str, ...]) -> None:
     """Start a phase (used by the run loop): the engine's and client's versions, the run's metadata and
     config (METADATA_ARGS after --: more `sskj-results metadata` options), and with DRY_RUN=1 the whole
     plan of the phase (arrays BENCH_PLAN_BEFORE: the metadata and prompt sets, before the engine starts;
@@ -352,7 +397,7 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
     from ..contract.redact import redact_argv
     from ..run.phase import (client_label, client_module, client_probe, engine_environment, engine_version,
                              metadata_meta, probe_record)
-    from ..run.records import Records, plan_words
+    from ..run.records import Records, measured_args, plan_words
 
     env = os.environ
     dry = env.get("DRY_RUN", "0") == "1"
@@ -390,10 +435,15 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
     if acceptance_env(env):  # settings that make acceptance synthetic, inherited by the engine
         args += ["--config", f"acceptance_env={acceptance_env(env)}"]
     metadata_argv = ["metadata", str(run_dir), *metadata_meta(env, facts), *args]
-    status, out = invoke(metadata_argv, capture=True)
-    sys.stderr.write(out.decode("utf-8", "surrogateescape"))
-    if status != 0:
-        sys.exit(1)
+    if not print_only:
+        status, out = invoke(metadata_argv, capture=True)
+        sys.stderr.write(out.decode("utf-8", "surrogateescape"))
+        if status != 0:
+            sys.exit(1)
+    if not dry and env.get("SSKJ_RUN_SETTINGS") and env.get("RESULT_ROOT"):
+        from ..run.runrecord import write_record
+
+        write_record(Path(env["RESULT_ROOT"]), json.loads(env["SSKJ_RUN_SETTINGS"]))
     rec = Records()
     rec.var("BENCH_CLIENT_MODULE", module)
     rec.var("BENCH_CLIENT_PROBE", probe_record(env, version, present))
@@ -413,7 +463,7 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
     if dry:
         items.append(("#", ["# the phase's metadata, as the run records it (a run also records the engine's and "
                             "client's versions, here unknown)"]))
-        items.append(("$", redact_argv(["sskj-results", *_measured_args(metadata_argv)])))
+        items.append(("$", redact_argv(["sskj-results", *measured_args(metadata_argv)])))
         items.append(("#", [f"# prompts: {method} (PROMPT_METHOD={env.get('PROMPT_METHOD') or 'auto'}; "
                             "docs/METRICS.md, prompt tokens)"]))
         if env.get("RUN_PROMPT_WHY"):
@@ -438,20 +488,6 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], metada
         rec.array("BENCH_PLAN_BEFORE", plan_words(before))
     rec.array("BENCH_PLAN", plan_words(items))
     _write(rec)
-
-
-def _measured_args(argv: list[str]) -> list[str]:
-    """The metadata command of a dry run as a measured run gives it: without `--config dry_run=true` and the
-    patches a dry run records as not applied (apply_patches.sh records those it applies)."""
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        if argv[i] == "--config" and i + 1 < len(argv) and argv[i + 1].startswith(("dry_run=", "patches=")):
-            i += 2
-            continue
-        out.append(argv[i])
-        i += 1
-    return out
 
 
 @click.command("step")

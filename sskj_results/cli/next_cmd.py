@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Optional
@@ -18,7 +19,8 @@ def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 @click.command("next")
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+# RUN_DIR may not exist yet: a dry run of an existing run plans a phase it has not begun without making it
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--chip", required=True, callback=_name, help="Chip of the run (first part of the raw file stem).")
 @click.option("--engine", required=True, callback=_name, help="Engine of the phase (second part of the stem).")
 @click.option("--run-id", default=None, help="RUN_ID: the stem's MMDD is its date when it starts with YYYYMMDD-.")
@@ -66,6 +68,7 @@ def next_scenario(run_dir: Path, chip: str, engine: str, run_id: Optional[str], 
         grid=load_grid(scenarios_file, concurrencies, shapes),
         prompts=PromptsRule(num_prompts, prompts_per_concurrency, min_prompts),
         chip=chip, engine=engine, mmdd=mmdd, raw_ext="json" if client == "vllm" else "jsonl", session=session,
+        record=os.environ.get("DRY_RUN", "0") != "1",  # a dry run writes nothing into the run it plans
     )
     log: list[str] = []
     if slo_search:

@@ -22,7 +22,7 @@ def validate(paths: tuple[Path, ...], fmt: str, quiet: bool, strict: bool = Fals
     Exit 0 when everything is valid (warnings are printed), 1 when anything is invalid.
     Invalid points are warnings; with --strict they are errors.
     """
-    from ..analysis.validate import ERROR, strict_validity, validate_paths
+    from ..analysis.validate import ERROR, invalid_points, strict_validity, validate_paths
     from ..ingest.sniff import check_run_path
 
     for path in paths:
@@ -47,6 +47,9 @@ def validate(paths: tuple[Path, ...], fmt: str, quiet: bool, strict: bool = Fals
                 warnings = len(report.problems) - errors
                 verdict = "valid" if report.valid else "invalid"
                 counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
-                click.echo(f"{report.file}: {verdict} ({counts})")
+                invalid = invalid_points(report)
+                points = (f"; {invalid} invalid point{'s' * (invalid != 1)}: not a measurement of the engine "
+                          "(docs/VALIDITY.md; --strict makes them errors)") if invalid else ""
+                click.echo(f"{report.file}: {verdict} ({counts}){points}")
     if not all(r.valid for r in reports):
         raise SystemExit(1)

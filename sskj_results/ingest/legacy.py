@@ -349,9 +349,7 @@ def import_legacy(
         warnings.append(f"platform {platform.name}: HARDWARE=auto describes the machine a run runs on, and an import "
                         "cannot tell which machine measured the raw files: hardware recorded as unknown unless the runs "
                         "record it; give --hardware TEXT, or set it later with `sskj-results metadata RUN_DIR --hardware TEXT`")
-    if not platform.chip_given:
-        warnings.append("no chip given (--platform or --chip): runs that record no chip, in files whose name names none, are imported with "
-                        "chip 'unknown'; set it later with `sskj-results metadata RUN_DIR --chip CHIP --hardware TEXT`")
+    unknown_chip: list[str] = []  # files with a run under chip 'unknown' (no chip given, none recorded or named)
     for number, source in enumerate(sources):
         if progress is not None:
             progress(number, len(sources), str(source.label))
@@ -377,6 +375,8 @@ def import_legacy(
         warnings.extend(done.warnings)
         plan.extend(done.plan)
         keys = []
+        if not platform.chip_given and any(key[2] == platform.chip for key, *_ in done.runs):
+            unknown_chip.append(display_name(source.label))
         for key, scenario, run, when in done.runs:
             if key[1] is None:  # no model named: joined below to the one model its engine, chip and day name
                 group = unnamed.setdefault((key[0], key[2], day_of(when)), RunGroup(*key))
@@ -392,6 +392,11 @@ def import_legacy(
                 group.sources.setdefault(source.path, done.digest)
     if progress is not None:
         progress(len(sources), len(sources), "")
+    if unknown_chip:  # said only where it happens: a file name's or a run's own chip is no unknown one
+        warnings.insert(0, f"no chip given (--platform or --chip): {len(unknown_chip)} file(s) whose runs record no "
+                        f"chip and whose name names none ({', '.join(unknown_chip[:3])}{', …' * (len(unknown_chip) > 3)}) "
+                        "are imported with chip 'unknown'; set it later with `sskj-results metadata RUN_DIR --chip "
+                        "CHIP --hardware TEXT`")
     join_unknown_models(groups, unnamed, warnings)
     for key, group in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2])):
         if not group.scenarios:

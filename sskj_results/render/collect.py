@@ -66,6 +66,7 @@ class CollectOutput:
     skipped: list[Skipped]
     frame: pd.DataFrame
     dropped: list[Dropped] = field(default_factory=list)
+    written: int = 0  # runs with a row in the table (a run all of whose rows were doubles, or with none, has none)
 
 
 def _stat(file: Path) -> tuple[str, int, int]:
@@ -193,5 +194,5 @@ def collect(paths: Sequence[PathLike], out: PathLike, use_cache: bool = True) ->
         raise ConfigError(f"{exc.filename or out_path}: cannot write: {exc.strerror}; choose another --out") from None
     runs = len({p[0] for p in pieces})
     return CollectOutput(out=out_path, rows=len(frame), runs=runs, read=read, skipped=skipped, frame=frame,
-                         dropped=dropped)
+                         dropped=dropped, written=int(frame["results_file"].nunique()) if len(frame) else 0)
 

@@ -94,8 +94,8 @@ def measured(run_dir: Path, results: Optional[Results]) -> dict[tuple[int, int, 
 
     A raw file that is missing, empty, changed since it was imported, marked
     damaged by parse, or not a regular readable file does not count
-    (`rawio.raw_output_needs_measuring`), so RESUME=1 measures that scenario
-    again. A raw file on disk that parse never saw is not counted either:
+    (`rawio.raw_output_needs_measuring`), nor one whose record lacks a part
+    (`incomplete`), so RESUME=1 measures that scenario again. A raw file on disk that parse never saw is not counted either:
     the shell parses the run once before asking on resume.
     """
     if results is None:
@@ -110,11 +110,26 @@ def measured(run_dir: Path, results: Optional[Results]) -> dict[tuple[int, int, 
         if name not in verdicts:
             raw = name[len("raw_outputs/"):] if name.startswith("raw_outputs/") else None
             verdicts[name] = ("outside raw_outputs" if raw is None
-                              else raw_output_needs_measuring(run_dir, raw, recorded))
+                              else raw_output_needs_measuring(run_dir, raw, recorded) or incomplete(run_dir, raw))
         if verdicts[name] is None:
             key = (s.concurrency, s.input_len, s.output_len)
             done[key] = done.get(key, 0) + 1
     return done
+
+
+def incomplete(run_dir: Path, raw_name: str) -> Optional[str]:
+    """What a scenario the run loop measured (client_info/<stem>.json, written before its client starts) lacks of
+    its record: the client's statistics (client_stats/<stem>.json, written when the client ended) or, when the
+    /metrics snapshot before it was saved, the one after it (a stop just after the client). None: complete."""
+    stem = raw_name.rsplit(".", 1)[0]
+    if not (run_dir / "client_info" / f"{stem}.json").is_file():
+        return None  # not made by the run loop (imported): its raw file is its record
+    if not (run_dir / "client_stats" / f"{stem}.json").is_file():
+        return f"no client_stats/{stem}.json"
+    metrics = run_dir / "server_metrics"
+    if (metrics / f"{stem}.before.prom").is_file() and not (metrics / f"{stem}.after.prom").is_file():
+        return f"no server_metrics/{stem}.after.prom"
+    return None
 
 
 def failed_at(skips: list[SkippedScenario]) -> dict[tuple[int, int], int]:
@@ -154,6 +169,7 @@ class Planner:
     mmdd: str
     raw_ext: str = "jsonl"
     session: Optional[Path] = None
+    record: bool = True  # False (a dry run): a consequential skip is said, not written to skipped_after_oom.csv
 
     def scenario(self, row: GridRow, repeat: Optional[int] = None) -> Scenario:
         """The row's scenario; `repeat` n >= 2 names a further measurement (stem suffix `_r{n}`)."""
@@ -199,9 +215,11 @@ class Planner:
                 limit = cut.get(row.shape)
                 if limit is not None and row.concurrency > limit:
                     reason = f"{SKIPPED_PREFIX}: c{limit} of this shape failed"
-                    record_skip(self.run_dir, row, reason)
+                    if self.record:
+                        record_skip(self.run_dir, row, reason)
                     skipped.add(row.name)
-                    log.append(f"scenario {row.name} recorded in {SKIP_CSV}: {reason}")
+                    log.append(f"scenario {row.name} {'recorded in' if self.record else 'would be recorded in'} "
+                               f"{SKIP_CSV}: {reason}")
                     continue
                 return self._propose(row, repeat if repeat > 1 else None)
         return None

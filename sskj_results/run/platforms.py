@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
+from ..catalog.chips import catalog_chip
 from ..catalog.engines import engine
 from ..contract.errors import ConfigError
 
@@ -59,8 +60,17 @@ def detect(repo: Path, run: Runner = tool_stdout) -> str:
     return "cpu"
 
 
+def resolve_name(repo: Path, name: str) -> str:
+    """A platform named as `--chip` takes it (`H200`, `p800`) -> its platforms/*.env name; else NAME as given."""
+    if (repo / "platforms" / f"{name}.env").is_file():
+        return name
+    chip, known = catalog_chip(name)
+    return chip if known and (repo / "platforms" / f"{chip}.env").is_file() else name
+
+
 def platform_file(repo: Path, name: str) -> Path:
-    """platforms/<name>.env of a plain name that exists."""
+    """platforms/<name>.env of a plain name that exists (or a chip name of one: resolve_name)."""
+    name = resolve_name(repo, name)
     if not re.fullmatch(r"[a-z0-9_]+", name):
         raise ConfigError(f"invalid PLATFORM '{name}' (expected a name like nvidia_h200)")
     path = repo / "platforms" / f"{name}.env"

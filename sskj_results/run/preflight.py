@@ -426,7 +426,7 @@ def run_preflight(spec: Spec) -> Outcome:
             f"platform detected as {spec.detected_platform}, but this experiment's directory is for "
             f"{spec.expected_platform}",
             f"run it on a {spec.expected_platform} machine, or give PLATFORM={spec.detected_platform} "
-            "explicitly to run it here anyway", fatal=True))
+            "OTHER_PLATFORM=1 to run it here anyway", fatal=True))
     checks: List[Callable[[], List[Problem]]] = []
     engine = interpreter_of(spec.engine_argv) if spec.engine_argv else None
     if engine is not None:

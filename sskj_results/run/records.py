@@ -80,3 +80,17 @@ def plan_words(items: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
         else:
             words += ["$", str(len(value)), *value]
     return words
+
+
+def measured_args(argv: list[str]) -> list[str]:
+    """The metadata command of a dry run as a measured run gives it: without `--config dry_run=true` and the
+    patches a dry run records as not applied (apply_patches.sh records those it applies)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--config" and i + 1 < len(argv) and argv[i + 1].startswith(("dry_run=", "patches=")):
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out

@@ -6,11 +6,13 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 
@@ -144,18 +146,44 @@ def plan_command_lines(stdout: str) -> list[list[str]]:
     return out
 
 
+def client_calls(tmp_path: Path) -> list[tuple[int, ...]]:
+    """(concurrency, input, output) of every run of the fake client (its FAKE_CLIENT_LOG), in order."""
+    log = tmp_path / "client_calls.log"
+    if not log.exists():
+        return []
+    return [tuple(int(x) for x in line.split()[:3]) for line in log.read_text().splitlines()]
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
 def load_json(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def run_script(script: Path, env: dict[str, str], timeout: float = 240, **kw) -> subprocess.CompletedProcess:
+def default_signals() -> None:
+    """A child's SIGINT and SIGTERM as a shell started from a terminal has them (preexec_fn): a suite started
+    with SIGINT ignored (nohup, `trap '' INT`, a background job) would hand its children an ignored SIGINT,
+    which bash cannot trap, and the tests of Ctrl-C would test nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def run_script(script: Path, env: dict[str, str], timeout: float = 240, args: Sequence[str] = (),
+               **kw) -> subprocess.CompletedProcess:
     return subprocess.run(
-        ["bash", str(script)],
+        ["bash", str(script), *args],
         env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
         start_new_session=True,
+        preexec_fn=default_signals,
         **kw,
     )
 
@@ -170,6 +198,7 @@ def bash_lib(snippet: str, env: dict[str, str] | None = None, timeout: float = 6
         text=True,
         timeout=timeout,
         start_new_session=True,
+        preexec_fn=default_signals,
     )
 
 

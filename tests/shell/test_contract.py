@@ -45,7 +45,9 @@ def dry_env(base_env: dict, tmp_path: Path, platform: str, **extra: str) -> dict
 
 @pytest.mark.parametrize("exp, platform", CASES, ids=[f"{e.parent.name}/{e.name}-{p}" for e, p in CASES])
 def test_dry_run_config_describes_each_phase_command(tmp_path, base_env, tag, exp, platform):
-    env = dry_env(base_env, tmp_path, platform)
+    # a platform other than the experiment folder's is given knowingly (OTHER_PLATFORM=1), else refused
+    env = dry_env(base_env, tmp_path, platform,
+                  **({"OTHER_PLATFORM": "1"} if platform != PLATFORMS[exp.parent.name][0] else {}))
     proc = run_script(exp / "run_bench.sh", env)
     assert proc.returncode == 0, proc.stderr
     files = sorted((tmp_path / "r").glob("**/results.json"))

@@ -12,16 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from shellkit import SSKJ_RESULTS, free_port, load_json, needs_results, port_listening, run_script, wait_no_tagged
+from shellkit import (SSKJ_RESULTS, client_calls, default_signals, free_port, load_json, needs_results, port_listening,
+                      run_script, wait_for, wait_no_tagged)
 
 pytestmark = [pytest.mark.shell, needs_results]
-
-
-def client_calls(tmp_path: Path) -> list[tuple[int, int, int]]:
-    log = tmp_path / "client_calls.log"
-    if not log.exists():
-        return []
-    return [tuple(int(x) for x in line.split()[:3]) for line in log.read_text().splitlines()]
 
 
 def run_env(base_env, tmp_path, **extra) -> dict[str, str]:
@@ -253,14 +247,6 @@ def test_server_dying_at_start_fails_fast(tmp_path, base_env, make_experiment, t
     assert "exited before it became healthy" in proc.stderr and "CUDA out of memory" in proc.stderr
 
 
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
-
-
 @pytest.mark.slow  # real runs of the loop with a fake engine (engine start, health, kills): 15-110 s; make test runs it
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_stops_everything_and_resume_reruns_only_missing(
@@ -281,11 +267,12 @@ def test_interrupt_stops_everything_and_resume_reruns_only_missing(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=default_signals,  # a suite started with SIGINT ignored: the run must still get it
     )
     try:
         # First scenario done, second one measuring.
-        _wait_for(lambda: (run / "raw_outputs" / "cpu_vllm_0102_1_16_8.jsonl").exists(), 90, "first scenario")
-        _wait_for(lambda: len(client_calls(tmp_path)) == 2, 30, "second client")
+        wait_for(lambda: (run / "raw_outputs" / "cpu_vllm_0102_1_16_8.jsonl").exists(), 90, "first scenario")
+        wait_for(lambda: len(client_calls(tmp_path)) == 2, 30, "second client")
         time.sleep(0.5)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
