@@ -2,9 +2,9 @@
 
 Runs a few minutes of the benchmarks at reduced sizes, each in its own process:
 
-* bench_import.py  --scale 0.5 --rounds 3 — import / floor (wall and CPU), peak RSS / floor's, compare / import,
-                                             re-parse / import;
-* bench_collect.py --runs 300 --rounds 3  — collect / floor, re-collect / collect;
+* bench_import.py  --scale 1 --rounds 3   — import / floor (wall and CPU), peak RSS / floor's, compare / import,
+                                             re-parse / import (the sizes of docs/PERFORMANCE.md's budgets);
+* bench_collect.py --rounds 3             — collect / floor, re-collect / collect (2,000 runs);
 * bench_energy.py  --hours 2              — energy / reading the CSV (CPU).
 
 Only ratios are recorded and judged (never absolute times alone: the machine is shared and its load varies; the
@@ -58,7 +58,7 @@ def _run(args: list[str], out: Path) -> dict[str, Any]:
 
 
 def _import(work: Path) -> dict[str, float]:
-    fig = _run([str(HERE / "bench_import.py"), "--scale", "0.5", "--rounds", "3", "--no-plots"], work / "import.json")
+    fig = _run([str(HERE / "bench_import.py"), "--scale", "1", "--rounds", "3", "--no-plots"], work / "import.json")
     cpu = fig["median_cpu_s"]
     ratios = {k: float(v) for k, v in fig["ratios"].items()}
     ratios["import_over_floor_cpu"] = cpu["import"] / cpu["floor"]
@@ -66,7 +66,7 @@ def _import(work: Path) -> dict[str, float]:
 
 
 def _collect(work: Path) -> dict[str, float]:
-    fig = _run([str(HERE / "bench_collect.py"), "--runs", "300", "--rounds", "3"], work / "collect.json")
+    fig = _run([str(HERE / "bench_collect.py"), "--rounds", "3"], work / "collect.json")
     return {k: float(v) for k, v in fig["ratios"].items() if k in BUDGETS}
 
 

@@ -408,7 +408,8 @@ def drop_doubles(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Dropped]]:
         return frame, []
     cols = {c: frame[c].tolist() for c in ("source_sha256", "source_file", "source_line", "source_index", "chip",
                                             "imported_at", "run_dir") + MEASURED}
-    facts_of = frame[[c.name for c in _RUN_COLUMNS if c.name not in _BOOKKEEPING]]
+    # how many run facts (metadata and config values) each row's run records, counted once for all rows
+    facts_of = frame[[c.name for c in _RUN_COLUMNS if c.name not in _BOOKKEEPING]].notna().sum(axis=1).tolist()
 
     def missing(value: Any) -> bool:
         return value is None or value is pd_na()
@@ -420,7 +421,7 @@ def drop_doubles(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Dropped]]:
     def rank(i: int) -> tuple[bool, bool, int, str]:
         """Smaller is kept, but for the import time: later is kept."""
         chip, when = cols["chip"][i], cols["imported_at"][i]
-        facts = int(facts_of.iloc[i].notna().sum())
+        facts = int(facts_of[i])
         return (missing(chip) or chip == "unknown", not missing(when), -facts, "" if missing(when) else str(when))
 
     best: dict[tuple[Any, ...], int] = {}

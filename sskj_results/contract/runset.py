@@ -92,6 +92,8 @@ def is_index_file(file: Path) -> bool:
     try:
         if not file.is_file() or file.stat().st_size > MAX_INDEX_BYTES:
             return False
+        if b"run-set" not in file.read_bytes():  # a run's results.json: not parsed to find out
+            return False
         return is_run_set_data(read_json_text(file))
     except (OSError, ResultsError):
         return False
