@@ -299,6 +299,23 @@ def test_slo_search_measures_an_invalid_point_once_more_then_reads_it(tmp_path: 
         (1, "c1_i16_o8", True), (2, "c2_i16_o8_r2", False)]
 
 
+@pytest.mark.parametrize("check", ["streaming_granularity", "client_cpu"])
+def test_slo_search_does_not_believe_the_mark_of_a_point_whose_tpot_is_refused(tmp_path: Path, check: str) -> None:
+    # c2 meets the SLO by its mark, but its second measurement streamed in bursts (TPOT refused: the point is
+    # partly unreliable) or starved the client (disqualified): its mark is unknown, as a ❔ one, and the search
+    # stops this shape unfinished at the best concurrency known to pass (c1) instead of doubling past it
+    run = _points_dir(tmp_path / "run", [(1, True, True, 8, ""), (2, True, False, 4, ""), (2, True, True, 8, "_r2")])
+    data = load_run(run)
+    data.scenarios[2].validity = Validity(ok=False, checks=[
+        ValidityCheck(name=check, ok=False, value=1.0, threshold=0.5, message="m")])
+    save_run(data, run)
+    planner = _planner(run, [GridRow(1, 16, 8), GridRow(8, 16, 8)])
+    assert planner.next_in_slo_search([], None, None, None, 32) is None
+    search = load_run(run).slo_search[0]
+    assert [(st.concurrency, st.ok) for st in search.steps] == [(1, True), (2, None)]
+    assert search.best_concurrency == 1 and search.finished is False
+
+
 def test_slo_search_remeasure_that_failed_stops_the_shape(tmp_path: Path) -> None:
     run = _points_dir(tmp_path / "run", [(1, True, False, 2, "")])
     planner = _planner(run, [GridRow(1, 16, 8), GridRow(4, 16, 8)])

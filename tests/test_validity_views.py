@@ -28,9 +28,9 @@ ALL = ("prompts_per_slot", "achieved_concurrency", "output_length", "zero_token_
        "output_token_parity", "prompt_token_parity", "client_cpu", "completeness")
 
 
-def block(failing: tuple[str, ...] = (), unknown: tuple[str, ...] = ()) -> dict[str, Any]:
+def block(failing: tuple[str, ...] = (), unknown: tuple[str, ...] = (), extra: tuple[str, ...] = ()) -> dict[str, Any]:
     checks = [check(n, False if n in failing else None if n in unknown else True,
-                    f"{n} broke" if n in failing else "fine") for n in ALL]
+                    f"{n} broke" if n in failing else "fine") for n in (*ALL, *extra)]
     ok = False if failing else None if unknown else True
     return {"ok": ok, "checks": checks}
 
@@ -178,19 +178,30 @@ def test_report_of_a_never_judged_run_has_a_blank_column_and_no_section(runs: Pa
 
 def test_validate_warns_by_default_and_fails_with_strict(runs: Path) -> None:
     data = json.loads((runs / "vllm" / "results.json").read_text(encoding="utf-8"))
-    name = data["scenarios"][0]["name"]
-    set_validity(runs / "vllm", {name: block(failing=("prompts_per_slot",))}, default=block())
+    names = [s["name"] for s in data["scenarios"]]
+    assert len(names) >= 3
+    # one point of each grade: disqualified (client_cpu), partly unreliable (streaming_granularity: TPOT, ITL and
+    # what follows them), qualified (prompts_per_slot): each line says which, the summary counts each
+    set_validity(runs / "vllm", {names[0]: block(failing=("prompts_per_slot",)),
+                                 names[1]: block(failing=("client_cpu",)),
+                                 names[2]: block(failing=("streaming_granularity",), extra=("streaming_granularity",))},
+                  default=block())
     CliRunner().invoke(main, ["report", "vllm", "--no-plots"], catch_exceptions=False)
     result = CliRunner().invoke(main, ["validate", "vllm"])
     assert result.exit_code == 0, result.output
-    assert f"scenarios[0].validity.checks[0]: warning: invalid point {name}: prompts_per_slot: prompts_per_slot broke" in result.output
-    # the summary counts the invalid points beside "valid" (the file's verdict)
+    assert (f"scenarios[0].validity.checks[0]: warning: qualified point {names[0]}: prompts_per_slot: "
+            "prompts_per_slot broke") in result.output
+    assert f"warning: invalid point {names[1]}: client_cpu: client_cpu broke" in result.output
+    assert (f"warning: partly unreliable point {names[2]}: streaming_granularity: streaming_granularity broke "
+            "(TPOT, ITL") in result.output and "unreliable, the other metrics stand)" in result.output
+    # the summary counts the points of each grade beside "valid" (the file's verdict)
     assert result.output.splitlines()[-1].endswith(
-        "/results.json: valid (0 errors, 1 warning); 1 invalid point: not a measurement of the engine "
-        "(docs/VALIDITY.md; --strict makes them errors)")
+        "/results.json: valid (0 errors, 3 warnings); 1 invalid point: not a measurement of the engine; "
+        "1 partly unreliable point: the metrics named are not believed, the others stand; "
+        "1 qualified point: measured, with a caveat (docs/VALIDITY.md; --strict makes them errors)")
     strict = CliRunner().invoke(main, ["validate", "--strict", "vllm"])
     assert strict.exit_code == 1
-    assert f"scenarios[0].validity.checks[0]: invalid point {name}: prompts_per_slot" in strict.output
-    assert "vllm/results.json: invalid (1 error" in strict.output
+    assert f"scenarios[0].validity.checks[0]: qualified point {names[0]}: prompts_per_slot" in strict.output
+    assert "vllm/results.json: invalid (3 errors" in strict.output
     set_validity(runs / "vllm", {}, default=block(unknown=("client_cpu",)))
     assert CliRunner().invoke(main, ["validate", "--strict", "vllm"]).exit_code == 0

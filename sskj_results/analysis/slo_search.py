@@ -14,6 +14,7 @@ from typing import Optional
 from ..contract.errors import UsageError
 from ..contract.io import load_run, results_path, save_run
 from ..contract.models import Results, Scenario, SloSearch, SloSearchStep, SloSpec
+from .grades import believed, doubtful_metrics
 from .slo import MET_BOTH, NOT_MEASURED, slo_status
 from .validity import remeasure_prompts
 
@@ -50,7 +51,9 @@ def _probes(results: Results, input_len: int, output_len: int,
     """What is known per concurrency: the latest scenario, or a skipped entry (a failure).
 
     A scenario passes when it meets the SLO: its recorded slo_status, or, when
-    spec is given, its TTFT P95 and TPOT mean judged against spec.
+    spec is given, its TTFT P95 and TPOT mean judged against spec. Its verdict
+    is unknown (ok None) when not measured, or when a failed validity check
+    says not to believe its TTFT or TPOT (grades.doubtful_metrics).
     """
     known: dict[int, SloSearchStep] = {}
     for skipped in results.skipped:
@@ -59,7 +62,10 @@ def _probes(results: Results, input_len: int, output_len: int,
     for s in results.scenarios:
         if s.input_len == input_len and s.output_len == output_len and s.concurrency is not None:
             status = s.slo_status if spec is None else slo_status(s.latencies.ttft_ms.p95, s.latencies.tpot_ms.mean, spec)
-            unknown = status.overall == NOT_MEASURED
+            # the mark is not believed where a failed check refuses TTFT or TPOT (a disqualified point, or bursty
+            # streaming's TPOT: docs/VALIDITY.md): unknown, as a ❔ one
+            unknown = status.overall == NOT_MEASURED or not believed(
+                doubtful_metrics(s.validity, results.validity_thresholds), "ttft_ms", "tpot_ms")
             known[s.concurrency] = SloSearchStep(
                 concurrency=s.concurrency, scenario=s.name, overall=status.overall,
                 ok=None if unknown else status.overall == MET_BOTH,

@@ -21,9 +21,10 @@ from pydantic import ValidationError
 from ..contract.errors import ResultsError
 from ..contract.io import RESULTS_NAME, format_loc, model_message, read_json_text
 from ..contract.io import display_name, one_line, read_text_checked
-from ..contract.models import Results
+from ..contract.models import Results, Validity, ValidityThresholds
 from ..contract.runset import check_run_set, is_index_file, is_run_set_data
 from ..contract.metrics import LATENCY_NAMES, SECTION_METRICS, and_words
+from .grades import grade, scoped, short_names, unreliable_of
 from .slo import overall_mark
 
 ERROR = "error"
@@ -186,7 +187,7 @@ def _rules(data: dict[str, Any], file: str) -> Iterator[Problem]:
         yield from _slo_rules(sc, base, file, slo)
         yield from _count_rules(sc, base, file)
         yield from _mean_rules(sc, base, file, recon)
-        yield from _validity_rules(sc, base, file)
+        yield from _validity_rules(sc, base, file, data.get("validity_thresholds"))
         yield from _chip_rules(sc, base, file)
 
 
@@ -242,25 +243,55 @@ def _mean_rules(sc: dict[str, Any], base: str, file: str, recon: dict[str, Any])
                           f"{MEAN_TOLERANCE:.0%}", WARNING)
 
 
-def _validity_rules(sc: dict[str, Any], base: str, file: str) -> Iterator[Problem]:
-    """A failed validity check (docs/VALIDITY.md) is a warning; `validate --strict` makes it an error."""
+# The word of a point's grade in validate's lines (docs/VALIDITY.md "Grades"); a line starts with it.
+POINT_WORDS = {"disqualified": "invalid point", "partial": "partly unreliable point", "qualified": "qualified point"}
+
+
+def _point_grade(validity: dict[str, Any], thresholds: Any) -> Optional[str]:
+    """The point's grade (grades.grade) read from its recorded block, None when the block does not parse."""
+    try:
+        block = Validity.model_validate(validity)
+        limits = ValidityThresholds.model_validate(thresholds) if isinstance(thresholds, dict) else None
+    except ValidationError:
+        return None
+    return grade(block, limits)
+
+
+def _validity_rules(sc: dict[str, Any], base: str, file: str, thresholds: Any = None) -> Iterator[Problem]:
+    """A failed validity check (docs/VALIDITY.md) is a warning naming the point's grade: an invalid point (not a
+    measurement of the engine), a partly unreliable one (the metrics it names are not believed, the rest stand) or
+    a qualified one (measured, with a caveat); `validate --strict` makes every one an error."""
     validity = sc.get("validity")
     checks = validity.get("checks") if isinstance(validity, dict) else None
     if not isinstance(checks, list):
         return
+    word = POINT_WORDS.get(_point_grade(validity, thresholds) or "", "invalid point")  # type: ignore[arg-type]
     for j, check in enumerate(checks):
         if isinstance(check, dict) and check.get("ok") is False:
+            scope = ""
+            if word == POINT_WORDS["partial"] and scoped(str(check.get("name"))):
+                scope = f" ({short_names(unreliable_of([str(check.get('name'))]))} unreliable, the other metrics stand)"
             yield Problem(file, f"{base}.validity.checks[{j}]",
-                          f"invalid point {sc.get('name')}: {check.get('name')}: {check.get('message')}", WARNING)
+                          f"{word} {sc.get('name')}: {check.get('name')}: {check.get('message')}{scope}", WARNING)
 
 
 VALIDITY_PATH = re.compile(r"^scenarios\[\d+\]\.validity\.")
 
 
+def graded_points(report: FileReport) -> dict[str, int]:
+    """How many points of the file failed a validity check, per grade word (POINT_WORDS' values)."""
+    found: dict[str, set[str]] = {word: set() for word in POINT_WORDS.values()}
+    for p in report.problems:
+        if VALIDITY_PATH.match(p.path):
+            for word in found:
+                if p.message.startswith(word + " "):
+                    found[word].add(p.path.split("]", 1)[0])
+    return {word: len(points) for word, points in found.items()}
+
+
 def invalid_points(report: FileReport) -> int:
-    """How many points of the file failed a validity check (their warnings, or errors under --strict)."""
-    return len({p.path.split("]", 1)[0] for p in report.problems
-                if VALIDITY_PATH.match(p.path) and p.message.startswith("invalid point")})
+    """How many points of the file are invalid (disqualified: a measurement-integrity check failed)."""
+    return graded_points(report)[POINT_WORDS["disqualified"]]
 
 
 def strict_validity(reports: list[FileReport]) -> list[FileReport]:

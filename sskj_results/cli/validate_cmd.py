@@ -22,7 +22,7 @@ def validate(paths: tuple[Path, ...], fmt: str, quiet: bool, strict: bool = Fals
     Exit 0 when everything is valid (warnings are printed), 1 when anything is invalid.
     Invalid points are warnings; with --strict they are errors.
     """
-    from ..analysis.validate import ERROR, invalid_points, strict_validity, validate_paths
+    from ..analysis.validate import ERROR, graded_points, strict_validity, validate_paths
     from ..ingest.sniff import check_run_path
 
     for path in paths:
@@ -47,9 +47,19 @@ def validate(paths: tuple[Path, ...], fmt: str, quiet: bool, strict: bool = Fals
                 warnings = len(report.problems) - errors
                 verdict = "valid" if report.valid else "invalid"
                 counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
-                invalid = invalid_points(report)
-                points = (f"; {invalid} invalid point{'s' * (invalid != 1)}: not a measurement of the engine "
-                          "(docs/VALIDITY.md; --strict makes them errors)") if invalid else ""
+                points = _points_line(graded_points(report))
                 click.echo(f"{report.file}: {verdict} ({counts}){points}")
     if not all(r.valid for r in reports):
         raise SystemExit(1)
+
+
+# What each grade word means, beside its count on a file's summary line (docs/VALIDITY.md "Grades").
+_MEANING = {"invalid point": "not a measurement of the engine",
+            "partly unreliable point": "the metrics named are not believed, the others stand",
+            "qualified point": "measured, with a caveat"}
+
+
+def _points_line(counts: dict[str, int]) -> str:
+    """`; 2 invalid points: not a measurement of the engine; 1 qualified point: … (docs/VALIDITY.md; …)` or ""."""
+    parts = [f"{n} {word}{'s' * (n != 1)}: {_MEANING[word]}" for word, n in counts.items() if n]
+    return "; " + "; ".join(parts) + " (docs/VALIDITY.md; --strict makes them errors)" if parts else ""

@@ -482,7 +482,8 @@ class SloSearchStep(_Model):
     concurrency: int = Field(ge=1, description="Concurrency tried.")
     scenario: Optional[str] = Field(default=None, description="Scenario measured, null if it failed.")
     overall: Optional[SloMark] = Field(default=None, description="SLO verdict of that scenario.")
-    ok: Optional[bool] = Field(description="Both SLO thresholds met; null when the scenario's verdict is ❔ (not measured).")
+    ok: Optional[bool] = Field(description="Both SLO thresholds met; null when the scenario's verdict is ❔ (not measured) "
+                               "or not believed (a failed validity check refuses its TTFT or TPOT: docs/VALIDITY.md).")
     valid: Optional[bool] = Field(
         default=None, description="The scenario's validity (docs/VALIDITY.md): false when it did not measure the engine "
         "(then measured once more with more prompts when the search re-measures), null when unknown.",
