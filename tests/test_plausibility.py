@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from sskj_results.analysis.grades import mark
 from sskj_results.analysis.compare import build_comparison
 from sskj_results.analysis.grades import grade, regrade
 from sskj_results.analysis.plausibility import (
@@ -260,7 +261,9 @@ def test_report_shows_per_position_rates_and_marks_synthetic_acceptance(tmp_path
     section = section_text(report, "speculative")
     assert "Synthetic acceptance" in section and "`SGLANG_SIMULATE_ACC_LEN=3`" in section
     assert "3.35 (synthetic)" in section
-    assert "| c2_i128_o32 |   0.800 |   0.600 |   0.450 |   0.300 |   0.200 |" in section
+    # each row carries its point's Valid mark, as the acceptance table above it does
+    assert f"| c2_i128_o32 |   0.800 |   0.600 |   0.450 |   0.300 |   0.200 | {mark(scenario.validity)}" in section
+    assert mark(scenario.validity)  # a judged point has a mark
     assert "pos  1 | ################################ " in section  # the figure: 0.8 x 40 characters
     html = CliRunner().invoke(main, ["report", str(run_dir), "--html", "--no-plots"])
     assert html.exit_code == 0, html.output

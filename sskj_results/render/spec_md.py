@@ -61,8 +61,9 @@ def _acceptance_rows(scenarios: Sequence[Scenario], synthetic: bool,
     return rows
 
 
-def per_position_table(scenarios: Sequence[Scenario]) -> list[str]:
-    """Scenario x draft position: the acceptance rate of each position, where a source gave it."""
+def per_position_table(scenarios: Sequence[Scenario], thresholds: Optional[ValidityThresholds] = None) -> list[str]:
+    """Scenario x draft position: the acceptance rate of each position, where a source gave it, and the point's
+    Valid mark (a rate of a disqualified point is no measurement of the drafter)."""
     with_rates = [s for s in scenarios if s.acceptance is not None and s.acceptance.per_position]
     if not with_rates:
         return []
@@ -71,9 +72,9 @@ def per_position_table(scenarios: Sequence[Scenario]) -> list[str]:
     for s in with_rates:
         assert s.acceptance is not None and s.acceptance.per_position is not None
         rates = [f"{r:.3f}" for r in s.acceptance.per_position]
-        rows.append([s.name, *rates, *(["-"] * (width - len(rates)))])
-    return github_table(["Scenario", *(f"pos {k + 1}" for k in range(width))], rows,
-                        ["left", *(["right"] * width)])
+        rows.append([s.name, *rates, *(["-"] * (width - len(rates))), mark(s.validity, thresholds)])
+    return github_table(["Scenario", *(f"pos {k + 1}" for k in range(width)), "Valid"], rows,
+                        ["left", *(["right"] * width), "left"])
 
 
 def per_position_figure(scenarios: Sequence[Scenario]) -> list[str]:
@@ -115,7 +116,7 @@ def report_section(run: RunData) -> list[str]:
         lines.append(f"- {md_text(s.name)}: {md_text(s.acceptance.note)}")
     if notes:
         lines.append("")
-    table = per_position_table(scenarios)
+    table = per_position_table(scenarios, run.results.validity_thresholds)
     if table:
         lines += ["### Acceptance per draft position", "",
                   "The share of drafting steps whose draft token at that position was accepted (vLLM's "
