@@ -177,7 +177,8 @@ def report_table(rows: Sequence[Row]) -> list[str]:
 
 NOT_MEASURED_NOTE = (
     f"- A {NOT_MEASURED} marks a scenario whose TTFT P95 or TPOT mean was not measured (neither in the raw file nor "
-    "computable from it): its SLO check is unknown, not failed."
+    "computable from it; a client that did not stream measures neither: TTFT and TPOT need the first token's "
+    "arrival, docs/METRICS.md \"Streaming\"): its SLO check is unknown, not failed."
 )
 
 
