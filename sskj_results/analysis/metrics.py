@@ -159,8 +159,8 @@ def flatten_gaps(itls: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarra
 
 # --------------------------------------------------------------------------- per-request metrics sskj computes
 
-# The per-request columns of a scenario's successful requests, as `raw_requests[]` names them
-# (`input_tokens`, `output_tokens`, `ttft_ms`: rundata._COLUMNS): float arrays of one length, NaN where unknown.
+# The per-request columns of a scenario's successful requests, as `raw_requests[]` names them (the inputs the
+# registry's rows declare: contract/metrics.py, REQUEST_INPUTS): float arrays of one length, NaN where unknown.
 RequestColumns = Mapping[str, np.ndarray]
 Derivation = Callable[[RequestColumns], np.ndarray]
 _DERIVED: dict[str, Derivation] = {}

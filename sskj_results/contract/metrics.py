@@ -16,8 +16,11 @@ it or sskj computes it, and where docs/METRICS.md defines it. From the rows foll
   table's columns (`analysis/runtable.py`, derived from the models).
 
 A metric sskj computes per request names its computation (`derive`): a
-function registered under that name in `analysis/metrics.py` (`per_request_metric`).
-Pure data: no numpy, no I/O.
+function registered under that name in `analysis/metrics.py` (`per_request_metric`),
+and the per-request inputs it reads (`inputs`): rows of `REQUEST_INPUTS`, the one
+declaration of the columns both the scenario builder (`ingest/scenario.py`) and a
+loaded run (`analysis/rundata.py`) hand to it. A run whose raw_requests never
+recorded one of them shows the metric as unknown. Pure data: no numpy, no I/O.
 """
 
 from __future__ import annotations
@@ -38,6 +41,31 @@ Place = Literal["latencies", "scenario"]
 
 
 @dataclass(frozen=True)
+class RequestInput:
+    """A per-request value the metrics sskj computes read: one column of a scenario's successful requests (floats,
+    NaN where unknown), recorded on raw_requests[] under its name."""
+
+    name: str  # the column's name and its raw_requests[] field
+    unit: str
+    description: str  # the raw_requests[] field's description
+    # the raw file's per-request list it is read from (ingest/readers.py), the first one present; empty: an array of
+    # the scenario builder's own (ingest/scenario.py: its column of the request's tokens, TTFT or E2E)
+    raw: tuple[str, ...] = ()
+    scale: float = 1.0  # the raw value times scale is the column's unit (seconds -> ms: 1000)
+    relative: bool = False  # recorded from the scenario's earliest value (clock readings without a common origin)
+
+
+# every per-request input of a metric sskj computes, in raw_requests[]' order; one read from a raw list (`raw`) adds
+# its own raw_requests[] field (contract/models.py: RawRequest)
+REQUEST_INPUTS: tuple[RequestInput, ...] = (
+    RequestInput("input_tokens", "tokens", "Prompt tokens."),
+    RequestInput("output_tokens", "tokens", "Output tokens as the client counted them."),
+    RequestInput("e2e_ms", "ms", "End-to-end latency, ms (see latencies.e2e_ms for its source)."),
+    RequestInput("ttft_ms", "ms", "Time to first token, ms."),
+)
+
+
+@dataclass(frozen=True)
 class Metric:
     """One metric of a scenario."""
 
@@ -54,6 +82,7 @@ class Metric:
     docs: str  # its definition: docs/METRICS.md#<anchor>
     request_field: Optional[str] = None  # the per-request value: a field of raw_requests[] (`RawRequest`)
     derive: Optional[str] = None  # or the name of its per-request computation in analysis/metrics.py
+    inputs: tuple[str, ...] = ()  # what that computation reads: names of REQUEST_INPUTS rows
     section: Optional[str] = None  # report and comparison section title (scenario distributions only)
     intro: str = ""  # the section's first paragraph: what the figure says, in words
     noun: str = ""  # the metric in a sentence ("prefill rate"); empty: the short label
@@ -107,7 +136,7 @@ METRICS: tuple[Metric, ...] = (
         description="Inter-token latency: every gap between streamed chunks of every successful request, pooled.",
     ),
     Metric(
-        name="output_token_throughput", unit="tok/s", label="OutTok/s mean", short="OutTok/s", direction="higher",
+        name="output_token_throughput", unit="tok/s", label="OutTok/s mean", short="OutTok/s", noun="output throughput", direction="higher",
         summary="scalar", compared="per-repeat", origin="client", place="scenario",
         docs="docs/METRICS.md#throughput", description="Output tokens per second (client's value).",
         scales_with_devices=True,
@@ -144,7 +173,7 @@ METRICS: tuple[Metric, ...] = (
         "TTFT and TPOT below the tier's thresholds (docs/METRICS.md); null without per-request data.",
     ),
     Metric(
-        name="request_goodput", unit="req/s", label="Goodput mean (req/s)", short="Goodput", direction="higher",
+        name="request_goodput", unit="req/s", label="Goodput mean (req/s)", short="Goodput", noun="goodput", direction="higher",
         summary="scalar", compared="per-repeat", origin="sskj", place="scenario", docs="docs/METRICS.md#goodput",
         scales_with_devices=True,
         slo_dependent=True, derived_from=("slo_attainment",),
@@ -154,7 +183,7 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         name="prefill_tok_s", unit="tok/s", label="Prefill median (tok/s)", short="Prefill", direction="higher",
         summary="distribution", compared="per-request", origin="sskj", place="scenario", derive="prefill_tok_s",
-        derived_from=("ttft_ms",),
+        inputs=("input_tokens", "output_tokens", "ttft_ms"), derived_from=("ttft_ms",),
         docs="docs/METRICS.md#prefill-rate", section="Prefill rate", noun="prefill rate",
         scales_with_devices=True,
         intro="Input tokens over time to first token, per successful request with output: how fast a prompt gets "
@@ -225,6 +254,12 @@ if len(BY_NAME) != len(METRICS):  # pragma: no cover - a registry error, caught 
     raise RuntimeError("contract/metrics.py: two rows share a name")
 if any(d not in BY_NAME for m in METRICS for d in m.derived_from):  # pragma: no cover - a registry error
     raise RuntimeError("contract/metrics.py: a row is derived from a metric the registry does not have")
+INPUTS_BY_NAME: dict[str, RequestInput] = {r.name: r for r in REQUEST_INPUTS}
+if any(i not in INPUTS_BY_NAME for m in METRICS for i in m.inputs):  # pragma: no cover - a registry error
+    raise RuntimeError("contract/metrics.py: a row reads a per-request input REQUEST_INPUTS does not declare")
+# the columns the computations read, in REQUEST_INPUTS' order; those read from a raw list, each a raw_requests[] field
+REQUEST_COLUMNS = tuple(r.name for r in REQUEST_INPUTS if any(r.name in m.inputs for m in METRICS))
+READ_INPUTS: tuple[RequestInput, ...] = tuple(r for r in REQUEST_INPUTS if r.raw)
 
 
 def follows(names: Sequence[str]) -> tuple[str, ...]:
@@ -237,6 +272,11 @@ def follows(names: Sequence[str]) -> tuple[str, ...]:
         found |= more
         grown = bool(more)
     return tuple(m.name for m in METRICS if m.name in found) + tuple(n for n in names if n not in BY_NAME)
+
+
+def request_input(name: str) -> RequestInput:
+    """The per-request input of that name (KeyError for an unknown name: a programming error)."""
+    return INPUTS_BY_NAME[name]
 
 
 def metric(name: str) -> Metric:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Iterable, Literal, Opti
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from .base import _Model
-from .metrics import LATENCY_NAMES, SECTION_METRICS, Metric, metric
+from .metrics import LATENCY_NAMES, READ_INPUTS, SECTION_METRICS, Metric, metric, request_input
 from .validity_models import CheckName, Validity, ValidityCheck, ValidityThresholds  # noqa: F401 - part of the contract
 from .clientinfo import Acceptance, ClientExtras, ClientFingerprint
 from .chipinfo import PowerRecord
@@ -268,14 +268,14 @@ class SloStatus(_Model):
     )
 
 
-class RawRequest(_Model):
+class _RawRequestBase(_Model):
     """One request as the client measured it."""
 
     request_id: str = Field(description="Index of the request in the raw file (or the client's id).")
-    input_tokens: Optional[int] = Field(default=None, ge=0, description="Prompt tokens.")
-    output_tokens: Optional[int] = Field(default=None, ge=0, description="Output tokens as the client counted them.")
-    e2e_ms: Optional[float] = Field(default=None, ge=0, description="End-to-end latency, ms (see latencies.e2e_ms for its source).")
-    ttft_ms: Optional[float] = Field(default=None, ge=0, description="Time to first token, ms.")
+    input_tokens: Optional[int] = Field(default=None, ge=0, description=request_input("input_tokens").description)
+    output_tokens: Optional[int] = Field(default=None, ge=0, description=request_input("output_tokens").description)
+    e2e_ms: Optional[float] = Field(default=None, ge=0, description=request_input("e2e_ms").description)
+    ttft_ms: Optional[float] = Field(default=None, ge=0, description=request_input("ttft_ms").description)
     tpot_ms: Optional[float] = Field(default=None, ge=0, description="(e2e - ttft) / (output_tokens - 1), ms; null for one output token or a failure.")
     itl_ms: Optional[float] = Field(default=None, ge=0, description="Mean of this request's inter-token gaps, ms; null without gaps.")
     accept_length: Optional[float] = Field(default=None, description="Speculative acceptance length of this request, when the client reports it.")
@@ -283,9 +283,16 @@ class RawRequest(_Model):
     error: Optional[str] = Field(default=None, description="The client's error text for a failed request (secrets redacted).")
 
     @model_validator(mode="after")
-    def _no_secrets(self) -> "RawRequest":
+    def _no_secrets(self) -> "_RawRequestBase":
         _redact_attrs(self, ("error",))
         return self
+
+
+if TYPE_CHECKING:
+    RawRequest = _RawRequestBase
+else:  # the per-request inputs read from a raw list (contract/metrics.py: READ_INPUTS) follow the fields above
+    RawRequest = create_model("RawRequest", __base__=_RawRequestBase, __module__=__name__, __doc__=_RawRequestBase.__doc__,
+                              **{r.name: (Optional[float], Field(default=None, description=r.description)) for r in READ_INPUTS})
 
 
 class Source(_Model):
