@@ -12,9 +12,9 @@ from sskj_results.analysis.runtable import COLUMNS
 from sskj_results.contract.comparison_models import MetricName, Row, StatTest
 from sskj_results.contract.metrics import (
     COMPARED, LATENCY_NAMES, METRICS, PER_REPEAT_COMPARED, PER_REQUEST_COMPARED, READ_INPUTS, REQUEST_COLUMNS,
-    REQUEST_INPUTS, SECTION_METRICS, metric,
+    REQUEST_INPUTS, SECTION_METRICS, WINDOW_METRICS, metric,
 )
-from sskj_results.contract.models import Distribution, Latencies, Percentiles, Scenario
+from sskj_results.contract.models import Distribution, Latencies, Percentiles, Scenario, Window
 from sskj_results.render.mdparts import METRIC_LABELS, METRIC_SHORT
 from sskj_results.render.report import SECTIONS, sections
 
@@ -26,6 +26,9 @@ def test_names_are_unique_and_rows_complete():
         assert m.direction in ("lower", "higher")
         if m.summary == "scalar":
             assert m.request_field is None and m.derive is None and m.compared != "per-request", m.name
+        if m.summary == "window":  # computed by sskj from the requests' columns, one value per scenario
+            assert m.derive and m.inputs and m.section and m.origin == "sskj", m.name
+            assert m.request_field is None and m.compared != "per-request", m.name
         if m.compared == "per-request":
             assert (m.request_field is None) != (m.derive is None), f"{m.name}: one per-request source"
         if m.origin == "client":
@@ -46,6 +49,10 @@ def test_models_follow_the_rows():
     for m in METRICS:
         if m.place == "scenario" and m.summary == "scalar":
             assert Scenario.model_fields[m.name].description == m.description
+    for m in WINDOW_METRICS:  # its value and its window, on the scenario and on comparison.json's rows
+        for model in (Scenario, Row):
+            assert model.model_fields[m.name].description == m.description
+            assert Window in typing.get_args(model.model_fields[f"{m.name}_window"].annotation)
 
 
 def test_compare_and_labels_follow_the_rows():
@@ -63,7 +70,7 @@ def test_every_derived_metric_has_its_computation():
 def test_sections_follow_the_rows():
     ids = [s.id for s in SECTIONS]
     assert len(ids) == len(set(ids))
-    for m in SECTION_METRICS:
+    for m in SECTION_METRICS + WINDOW_METRICS:
         assert f"metric:{m.name}" in [s.id for s in sections("report")]
         assert f"metric:{m.name}" in [s.id for s in sections("comparison")]
 

@@ -179,9 +179,47 @@ def derived_values(name: str, columns: RequestColumns) -> np.ndarray:
     return _DERIVED[name](columns)
 
 
+@dataclass(frozen=True)
+class WindowValue:
+    """A metric's value over a window of a scenario's run (`summary="window"`), the window in seconds from the first
+    request sent, and its share of the run (first request sent to last finished)."""
+
+    value: float
+    start_s: float
+    length_s: float
+    share: float
+
+
+# a window metric's computation: the successful requests' columns and the scenario's concurrency slots (None: not a
+# fixed number of slots) -> its value and window, or None when unknown
+Windowing = Callable[[RequestColumns, Optional[int]], Optional[WindowValue]]
+_WINDOWED: dict[str, Windowing] = {}
+
+
+def window_metric(name: str) -> Callable[[Windowing], Windowing]:
+    """Register the computation a window row names as its `derive` (contract/metrics.py, `summary="window"`)."""
+    def register(fn: Windowing) -> Windowing:
+        _WINDOWED[name] = fn
+        return fn
+    return register
+
+
+def fixed_slots(concurrency: Optional[int], request_rate: Optional[float]) -> Optional[int]:
+    """The concurrency slots of a closed-loop run (a new request sent as one finishes): its concurrency when no finite
+    request rate paces the sending; None otherwise (then no window of busy slots is defined)."""
+    if concurrency is None or concurrency < 1 or (request_rate is not None and np.isfinite(request_rate)):
+        return None
+    return int(concurrency)
+
+
+def window_value(name: str, columns: RequestColumns, slots: Optional[int]) -> Optional[WindowValue]:
+    """The value and window of the computation registered as `name`; None when unknown."""
+    return _WINDOWED[name](columns, slots)
+
+
 def derivations() -> frozenset[str]:
-    """Names of every registered computation."""
-    return frozenset(_DERIVED)
+    """Names of every registered computation (per request and over a window)."""
+    return frozenset(_DERIVED) | frozenset(_WINDOWED)
 
 
 @per_request_metric("prefill_tok_s")

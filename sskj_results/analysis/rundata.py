@@ -18,11 +18,12 @@ import numpy as np
 from ..contract.comparison_models import Row
 from ..contract.errors import ResultsError
 from ..contract.io import load_run
-from ..contract.metrics import CHIP_NAMES, METRICS, REQUEST_COLUMNS, SECTION_METRICS, Metric, metric
+from ..contract.figures import window_record
+from ..contract.metrics import CHIP_NAMES, METRICS, REQUEST_COLUMNS, SECTION_METRICS, WINDOW_METRICS, Metric, metric
 from ..contract.models import (
     Distribution, RawRequest, Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds,
 )
-from .metrics import derived_values, summarize
+from .metrics import derived_values, fixed_slots, summarize, window_value
 from .grades import breaches, grade_of, partial_breaches, unreliable_of
 from .slo import resolve_slo, slo_status
 
@@ -192,6 +193,8 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, r
     (`speculative`: the run decodes speculatively, configdiff.is_speculative)."""
     lat = scenario.latencies
     distributions: dict[str, Any] = {m.name: recorded_or_computed(run, scenario, m) for m in SECTION_METRICS}
+    for m in WINDOW_METRICS:
+        distributions.update(window_recorded_or_computed(run, scenario, m))
     return Row(
         run=label, engine=run.engine, chip=run.chip, scenario=scenario.name, repeat=scenario.repeat,
         concurrency=scenario.concurrency, input_len=scenario.input_len, output_len=scenario.output_len,
@@ -219,6 +222,18 @@ def recorded_or_computed(run: RunData, scenario: Scenario, m: Metric) -> Optiona
     if samples is None or samples.capped or not samples.recorded or not samples.knows(m):
         return None
     return Distribution.model_validate(summarize(samples.metric(m.name), scale=1.0))
+
+
+def window_recorded_or_computed(run: RunData, scenario: Scenario, m: Metric) -> dict[str, Any]:
+    """A window row's value and window as recorded; for a run parsed before the metric existed, computed from the
+    scenario's raw_requests (all of them: not when capped) when they recorded every input it reads, else unknown."""
+    if getattr(scenario, m.name) is not None:
+        return {m.name: getattr(scenario, m.name), f"{m.name}_window": getattr(scenario, f"{m.name}_window")}
+    samples = run.samples_of(scenario)
+    if samples is None or samples.capped or not samples.recorded or not samples.knows(m):
+        return window_record(m.name, None)
+    slots = fixed_slots(scenario.concurrency, scenario.request_rate)
+    return window_record(m.name, window_value(m.derive or m.name, samples.columns, slots))
 
 
 def graded(validity: Optional[Validity], thresholds: Optional[ValidityThresholds]) -> dict[str, Any]:

@@ -30,8 +30,10 @@ from typing import Literal, Optional, Sequence
 
 Direction = Literal["lower", "higher"]
 # distribution: statistics over the successful requests (mean, p50, p90, p95, p99, std, count);
-# scalar: one value per scenario (and per repeat)
-Summary = Literal["distribution", "scalar"]
+# scalar: one value per scenario (and per repeat);
+# window: one value per scenario over a window of its run found from its requests' times, recorded with that window
+# (`<name>_window`: contract/figures.py, Window), computed by sskj from the requests' columns (`derive`, `inputs`)
+Summary = Literal["distribution", "scalar", "window"]
 # per-request: Mann-Whitney U over the pooled per-request values; per-repeat: a t-test over the repeats' values (analysis/pooled.py)
 Comparison = Literal["per-request", "per-repeat"]
 Origin = Literal["client", "sskj"]
@@ -83,7 +85,7 @@ class Metric:
     request_field: Optional[str] = None  # the per-request value: a field of raw_requests[] (`RawRequest`)
     derive: Optional[str] = None  # or the name of its per-request computation in analysis/metrics.py
     inputs: tuple[str, ...] = ()  # what that computation reads: names of REQUEST_INPUTS rows
-    section: Optional[str] = None  # report and comparison section title (scenario distributions only)
+    section: Optional[str] = None  # report and comparison section title (scenario distributions and windows)
     intro: str = ""  # the section's first paragraph: what the figure says, in words
     noun: str = ""  # the metric in a sentence ("prefill rate"); empty: the short label
     reading: int = 100  # position in compare's tests (the seed table's order: TTFT, TPOT, E2E); ties: registry order
@@ -292,6 +294,8 @@ def names(**where: object) -> tuple[str, ...]:
 LATENCY_NAMES = names(place="latencies")  # scenarios[].latencies.<name>, statistics in ms
 # distributions recorded on scenarios[] itself, each with its own section in report.md and comparison.md
 SECTION_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.place == "scenario" and m.summary == "distribution")
+# values over a window of the run, each with its own section in report.md and comparison.md
+WINDOW_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.summary == "window")
 COMPARED = tuple(m.name for m in METRICS if m.compared is not None)
 # compare's tests of one scenario, in reading order
 PER_REQUEST_COMPARED = tuple(m.name for m in sorted(METRICS, key=lambda m: m.reading) if m.compared == "per-request")

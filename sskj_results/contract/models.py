@@ -21,12 +21,13 @@ Metric definitions used throughout (also in docs/METRICS.md):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Final, Iterable, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from .base import _Model
-from .metrics import LATENCY_NAMES, READ_INPUTS, SECTION_METRICS, Metric, metric, request_input
+from .figures import Distribution, Window, metric_fields, window_fields  # noqa: F401 - part of the contract
+from .metrics import LATENCY_NAMES, READ_INPUTS, SECTION_METRICS, WINDOW_METRICS, metric, request_input
 from .validity_models import CheckName, Validity, ValidityCheck, ValidityThresholds  # noqa: F401 - part of the contract
 from .clientinfo import Acceptance, ClientExtras, ClientFingerprint
 from .chipinfo import PowerRecord
@@ -221,23 +222,6 @@ class Percentiles(_Model):
         default=None, ge=0,
         description="Number of samples behind the statistics we computed; null when the file has no per-request data.",
     )
-
-
-class Distribution(_Model):
-    """Statistics of a per-request metric sskj computes, in the metric's unit (contract/metrics.py, docs/METRICS.md)."""
-
-    mean: Optional[float] = Field(description="Arithmetic mean.")
-    p50: Optional[float] = Field(description="50th percentile (median), numpy linear interpolation.")
-    p90: Optional[float] = Field(description="90th percentile, numpy linear interpolation.")
-    p95: Optional[float] = Field(description="95th percentile, numpy linear interpolation.")
-    p99: Optional[float] = Field(description="99th percentile, numpy linear interpolation.")
-    std: Optional[float] = Field(description="Population standard deviation (ddof 0).")
-    count: int = Field(ge=0, description="Number of requests behind the statistics (0: none, every statistic null).")
-
-
-def metric_fields(rows: Iterable[Metric], annotation: Any, default: Any = ...) -> dict[str, Any]:
-    """Fields for `create_model`, one per registry row, each with the row's description."""
-    return {m.name: (annotation, Field(default=default, description=m.description)) for m in rows}
 
 
 class _LatenciesBase(_Model):
@@ -453,9 +437,10 @@ class _ScenarioBase(_Model):
 
 if TYPE_CHECKING:
     Scenario = _ScenarioBase
-else:  # the registry's scenario distributions (contract/metrics.py: SECTION_METRICS) follow the fields above
+else:  # the registry's scenario distributions and windows (contract/metrics.py) follow the fields above
     Scenario = create_model("Scenario", __base__=_ScenarioBase, __module__=__name__, __doc__=_ScenarioBase.__doc__,
-                            **metric_fields(SECTION_METRICS, Optional[Distribution], None))
+                            **metric_fields(SECTION_METRICS, Optional[Distribution], None),
+                            **window_fields(WINDOW_METRICS))
 
 
 class SloSpec(_Model):

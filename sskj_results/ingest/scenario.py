@@ -12,7 +12,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from ..analysis.metrics import (
-    derived_values, good_requests, goodput_rate, per_request, request_itl_means, slo_attainment, summarize,
+    derived_values, fixed_slots, good_requests, goodput_rate, per_request, request_itl_means, slo_attainment, summarize,
+    window_value,
 )
 from ..analysis.slo import slo_status
 from ..contract.bulk import bulk
@@ -20,7 +21,8 @@ from ..contract.errors import ConfigError, RawFormatError, ResultsError
 from ..contract.io import describe_os_error, display_name, format_loc, model_message, one_line
 from ..contract.redact import redact_text
 from ..contract.times import TimePrecision, TimeSource
-from ..contract.metrics import LATENCY_NAMES, READ_INPUTS, REQUEST_COLUMNS, SECTION_METRICS
+from ..contract.metrics import LATENCY_NAMES, READ_INPUTS, REQUEST_COLUMNS, SECTION_METRICS, WINDOW_METRICS
+from ..contract.figures import window_record
 from ..contract.models import Distribution, Latencies, Percentiles, RawRequest, Scenario, SkippedScenario, SloSpec, Source
 from .filenames import NameHints, name_hints
 from .naming import scenario_name
@@ -249,7 +251,7 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
     details = run.details
     empty = summarize(np.zeros(0))
     computed = {k: empty for k in LATENCY_NAMES}
-    distributions: dict[str, Any] = {m.name: None for m in SECTION_METRICS}
+    distributions: dict[str, Any] = {m.name: None for m in SECTION_METRICS + WINDOW_METRICS}
     raw_requests: list[RawRequest] = []
     attainment = goodput = None
     e2e_method = "per_request"
@@ -268,7 +270,7 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         arrays = {"ttft_ms": per.ttft, "e2e_ms": per.e2e, "tpot_ms": per.tpot, "itl_ms": per.itl}
         computed = {name: empty if name in unmeasured else summarize(arrays[name], _missing(run, name))
                     for name in LATENCY_NAMES}
-        distributions = _distributions(details, stats_ok, e2e_all, timed)
+        distributions = _distributions(details, stats_ok, e2e_all, timed, fixed_slots(run.concurrency, run.request_rate))
         if timed:
             attainment = slo_attainment(stats_ok, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
         if stats_ok.size and timed:
@@ -327,11 +329,13 @@ _OWN: dict[str, Callable[[Any, np.ndarray], np.ndarray]] = {
 }
 
 
-def _distributions(details: Any, stats_ok: np.ndarray, e2e_s: np.ndarray, timed: bool = True) -> dict[str, Any]:
-    """The registry's per-request distributions sskj computes (contract/metrics.py, `derive`), over the successful
-    requests with output: every request, not only the raw_requests kept. Their columns are the inputs the rows
-    declare (`REQUEST_COLUMNS`): the builder's own arrays, or a raw list read by the reader (`details.extra`);
-    NaN where unknown (TTFT when not `timed`)."""
+def _distributions(details: Any, stats_ok: np.ndarray, e2e_s: np.ndarray, timed: bool = True,
+                   slots: Optional[int] = None) -> dict[str, Any]:
+    """The registry's metrics sskj computes from the requests' columns (contract/metrics.py, `derive`): its
+    distributions and its values over a window of the run (with their window, in a closed loop of `slots`), over
+    the successful requests with output: every request, not only the raw_requests kept. Their columns are the
+    inputs the rows declare (`REQUEST_COLUMNS`): the builder's own arrays, or a raw list read by the reader
+    (`details.extra`); NaN where unknown (TTFT when not `timed`)."""
     n = int(stats_ok.sum())
     columns: dict[str, np.ndarray] = {}
     for name in REQUEST_COLUMNS:
@@ -342,8 +346,11 @@ def _distributions(details: Any, stats_ok: np.ndarray, e2e_s: np.ndarray, timed:
         else:
             read = details.extra.get(name)
             columns[name] = np.full(n, np.nan) if read is None else read[stats_ok]
-    return {m.name: Distribution.model_validate(summarize(derived_values(m.derive, columns), scale=1.0))
-            for m in SECTION_METRICS if m.derive}
+    found: dict[str, Any] = {m.name: Distribution.model_validate(summarize(derived_values(m.derive, columns), scale=1.0))
+                             for m in SECTION_METRICS if m.derive}
+    for m in WINDOW_METRICS:
+        found.update(window_record(m.name, window_value(m.derive or m.name, columns, slots)))
+    return found
 
 
 def _one_token_outputs(run: RawRun) -> bool:

@@ -233,6 +233,26 @@ def metric_section(m: Metric, rows: Sequence[Row], with_backend: bool) -> list[s
     return lines + github_table(headers, table, align) + [""]
 
 
+def window_section(m: Metric, rows: Sequence[Row], with_backend: bool) -> list[str]:
+    """`## <section>` of a registry value over a window of the run (contract/metrics.py: WINDOW_METRICS): per
+    scenario its value, its window's length and that window's share of the run; nothing when no row has it."""
+    values = [getattr(r, m.name) for r in rows]
+    if all(v is None for v in values):
+        return []
+    better = "higher" if m.higher_is_better else "lower"
+    lines = [f"## {m.section}", "", f"{m.intro} {better.capitalize()} is better. `-`: unknown. "
+             f"Definition: {m.docs}.", ""]
+    headers = (["Scenario"] + (["Backend"] if with_backend else [])
+               + [f"{m.short} ({m.unit})", "Window (s)", "Share of run (%)", "Valid"])
+    windows = [getattr(r, f"{m.name}_window") for r in rows]
+    table = [[r.scenario] + ([r.run] if with_backend else [])
+             + [marked(r, m.name, num(v)), num(None if w is None else w.length_s, 3),
+                num(None if w is None else w.share * 100, 1), validity_mark(r)]
+             for r, v, w in zip(rows, values, windows)]
+    align = ["left"] + (["left"] if with_backend else []) + ["right"] * 3 + ["left"]
+    return lines + github_table(headers, table, align) + [""]
+
+
 def plot_alt(name: str) -> str:
     if name in PLOT_TITLES:
         return PLOT_TITLES[name]
