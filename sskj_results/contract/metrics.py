@@ -64,6 +64,9 @@ REQUEST_INPUTS: tuple[RequestInput, ...] = (
     RequestInput("output_tokens", "tokens", "Output tokens as the client counted them."),
     RequestInput("e2e_ms", "ms", "End-to-end latency, ms (see latencies.e2e_ms for its source)."),
     RequestInput("ttft_ms", "ms", "Time to first token, ms."),
+    RequestInput("start_ms", "ms", "When the request was sent, ms after the scenario's first request was sent (the "
+                 "client's per-request start times: vllm bench serve's `start_times`); null when the raw file has "
+                 "none.", raw=("start_times",), scale=1000.0, relative=True),
 )
 
 
@@ -193,6 +196,22 @@ METRICS: tuple[Metric, ...] = (
         description="Prefill rate per successful request with output: input tokens / TTFT, tok/s (higher is better); "
         "statistics over the requests whose input length and TTFT are known (docs/METRICS.md); null without "
         "per-request data.",
+    ),
+    Metric(
+        name="steady_output_throughput", unit="tok/s", label="Steady OutTok/s mean", short="Steady OutTok/s",
+        noun="steady-state output throughput", direction="higher", summary="window", compared="per-repeat",
+        origin="sskj", place="scenario", derive="steady_output_throughput",
+        inputs=("output_tokens", "e2e_ms", "ttft_ms", "start_ms"), derived_from=("ttft_ms", "e2e_ms"),
+        scales_with_devices=True, docs="docs/METRICS.md#steady-state-throughput", section="Steady-state throughput",
+        intro="Output tokens per second over the window in which every concurrency slot held a request: from the "
+        "moment the last slot filled to the moment the first slot emptied for good (warm-up and cool-down left out), "
+        "with that window's length and its share of the run; from the successful requests' send times, TTFT and "
+        "latencies.",
+        description="Steady-state output throughput, tok/s: the successful requests' output tokens that arrived in "
+        "the window in which every concurrency slot was busy (from the concurrency-th request sent to the first "
+        "request finished after the last one was sent; tokens placed at the first token and evenly to the request's "
+        "end), over the window's length (docs/METRICS.md); null without per-request send times, TTFT or latencies, "
+        "with a request rate, or when no such window exists.",
     ),
 )
 
