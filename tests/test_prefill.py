@@ -85,10 +85,15 @@ def _import(tmp_path: Path, name: str, scale: float = 1.0, summary_only: bool = 
                                 "generated_texts", "start_times")}
         summary.update(mean_ttft_ms=100.0, p99_ttft_ms=200.0, mean_tpot_ms=10.0, max_concurrency=16)
         (raw / "vllmbench_c16_1000_8.json").write_text(json.dumps(summary))
-    result = CliRunner().invoke(main, ["import-legacy", str(raw), "--out", str(tmp_path / f"out_{name}"),
-                                       "--chip", "cpu", "--engine", name, "--model", "m"])
+    return import_legacy(raw, tmp_path / f"out_{name}", name)
+
+
+def import_legacy(raw: Path, out: Path, engine: str) -> Path:
+    """The one run directory `import-legacy` makes of a raw directory (chip cpu, model m)."""
+    result = CliRunner().invoke(main, ["import-legacy", str(raw), "--out", str(out), "--chip", "cpu",
+                                       "--engine", engine, "--model", "m"])
     assert result.exit_code == 0, result.output
-    (run,) = sorted((tmp_path / f"out_{name}").iterdir())
+    (run,) = sorted(out.iterdir())
     return run
 
 

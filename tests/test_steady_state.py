@@ -43,6 +43,7 @@ from sskj_results.render.report import render_comparison, render_report, section
 
 from .conftest import RAW
 from .test_compare import results, scenario
+from .test_prefill import import_legacy
 
 S2 = resolve_slo("S2")
 Q = 0.25
@@ -107,11 +108,7 @@ def _import(tmp_path: Path, name: str = "vllm") -> Path:
     _raw_run(raw / "vllmbench_c2_128_5.json")
     # an sglang.bench_serving line: per-request arrays, no send times
     (raw / "vllm_0705_4_64_16.jsonl").write_text((RAW / "vllm_0705_4_64_16.jsonl").read_text())
-    result = CliRunner().invoke(main, ["import-legacy", str(raw), "--out", str(tmp_path / f"out_{name}"),
-                                       "--chip", "cpu", "--engine", name, "--model", "m"])
-    assert result.exit_code == 0, result.output
-    (run,) = sorted((tmp_path / f"out_{name}").iterdir())
-    return run
+    return import_legacy(raw, tmp_path / f"out_{name}", name)
 
 
 @pytest.fixture()

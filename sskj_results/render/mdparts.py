@@ -214,15 +214,19 @@ def goodput_section(rows: Sequence[Row], spec: SloSpec, with_backend: bool) -> l
 STAT_COLUMNS = (("mean", "Mean"), ("p50", "P50"), ("p90", "P90"), ("p99", "P99"))
 
 
+def _section_head(m: Metric, dash: str) -> list[str]:
+    """A registry metric's section title and first paragraph (what `-` in its table means: `dash`)."""
+    better = "higher" if m.higher_is_better else "lower"
+    return [f"## {m.section}", "", f"{m.intro} {better.capitalize()} is better. `-`: {dash}. Definition: {m.docs}.", ""]
+
+
 def metric_section(m: Metric, rows: Sequence[Row], with_backend: bool) -> list[str]:
     """`## <section>` of a registry distribution recorded on scenarios[] (contract/metrics.py: SECTION_METRICS):
     per scenario its count and statistics; nothing when no row has it."""
     values = [getattr(r, m.name) for r in rows]
     if all(v is None for v in values):
         return []
-    better = "higher" if m.higher_is_better else "lower"
-    lines = [f"## {m.section}", "", f"{m.intro} {better.capitalize()} is better. `-`: not measured. "
-             f"Definition: {m.docs}.", ""]
+    lines = _section_head(m, "not measured")
     headers = (["Scenario"] + (["Backend"] if with_backend else []) + ["Requests"]
                + [f"{title} ({m.unit})" for _, title in STAT_COLUMNS] + ["Valid"])
     table = [[r.scenario] + ([r.run] if with_backend else [])
@@ -239,9 +243,7 @@ def window_section(m: Metric, rows: Sequence[Row], with_backend: bool) -> list[s
     values = [getattr(r, m.name) for r in rows]
     if all(v is None for v in values):
         return []
-    better = "higher" if m.higher_is_better else "lower"
-    lines = [f"## {m.section}", "", f"{m.intro} {better.capitalize()} is better. `-`: unknown. "
-             f"Definition: {m.docs}.", ""]
+    lines = _section_head(m, "unknown")
     headers = (["Scenario"] + (["Backend"] if with_backend else [])
                + [f"{m.short} ({m.unit})", "Window (s)", "Share of run (%)", "Valid"])
     windows = [getattr(r, f"{m.name}_window") for r in rows]
