@@ -205,3 +205,23 @@ def test_compare_gives_a_verdict_across_repeats_higher_is_better() -> None:
     assert [[c.strip() for c in line.split("|")[2:6]] for line in section.splitlines() if line.startswith("| c2")] == [
         ["a", "7.33", "1.500", "75.0"], ["a", "7.41", "1.500", "75.0"], ["a", "7.26", "1.500", "75.0"],
         ["b", "14.67", "1.500", "75.0"], ["b", "14.81", "1.500", "75.0"], ["b", "14.52", "1.500", "75.0"]]
+
+
+@pytest.mark.parametrize("start_times, recorded", [
+    ([1000.0, None, 1001.0, 1001.25], [0.0, None, 1000.0, 1250.0]),  # a null: that request's send time unknown
+    ([1000.0, "x", 1001.0, 1001.25], [0.0, None, 1000.0, 1250.0]),  # no number: unknown too
+    ([1000.0, 1000.25], [None] * 4),  # another length than the requests': not read
+    ("1000", [None] * 4),  # not a list: not read
+])
+def test_send_times_the_file_cannot_give_are_unknown_and_the_run_is_imported(
+        tmp_path: Path, start_times: Any, recorded: list[Any]) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    _raw_run(raw / "vllmbench_c2_128_5.json")
+    data = json.loads((raw / "vllmbench_c2_128_5.json").read_text())
+    data["start_times"] = start_times
+    (raw / "vllmbench_c2_128_5.json").write_text(json.dumps(data))
+    (scenario_,) = load_run(import_legacy(raw, tmp_path / "out", "vllm")).scenarios
+    assert [r.start_ms for r in scenario_.raw_requests] == recorded
+    assert scenario_.steady_output_throughput is None and scenario_.steady_output_throughput_window is None
+    assert scenario_.output_token_throughput == pytest.approx(7.0)  # the rest of the run as before

@@ -20,8 +20,12 @@ def read_inputs(data: dict[str, Any], n: int) -> dict[str, np.ndarray]:
         values = next((data[k] for k in r.raw if isinstance(data.get(k), list)), None)
         if values is None or len(values) != n:
             continue
-        column = np.array([v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in values],
-                          dtype=np.float64)
+        try:  # numbers and nulls (NaN) in one pass
+            column = np.array(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            column = np.array([v if isinstance(v, (int, float)) else np.nan for v in values], dtype=np.float64)
+        if column.ndim != 1:
+            continue
         column[~np.isfinite(column)] = np.nan
         if r.relative and np.isfinite(column).any():
             column = column - np.nanmin(column)

@@ -392,16 +392,18 @@ def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: 
     outputs = details.output_lens[:n].tolist()
     errors = details.errors
     make = RawRequest.model_construct
-    # the inputs read from raw lists (contract/metrics.py: READ_INPUTS), each its own field, null where unknown
+    # the inputs read from raw lists (contract/metrics.py: READ_INPUTS), each its own field, null where unknown:
+    # given to model_construct (its defaults are slow), then the values the raw file had
+    blank = {r.name: None for r in READ_INPUTS}
     requests = [
         make(
             request_id=str(i), input_tokens=inputs[i], output_tokens=outputs[i], e2e_ms=e2e[i],
             ttft_ms=ttft[i], tpot_ms=tpot[i], itl_ms=itl[i], accept_length=None,
-            success=bool(ok[i]), error=None if ok[i] else redact_text(errors[i]),
+            success=bool(ok[i]), error=None if ok[i] else redact_text(errors[i]), **blank,
         )
         for i in range(n)
     ]
-    for r in READ_INPUTS:  # model_construct left them null
+    for r in READ_INPUTS:
         if r.name in details.extra:
             for request, value in zip(requests, _floats(details.extra[r.name][:n])):
                 request.__dict__[r.name] = value
