@@ -110,7 +110,9 @@ def test_no_whole_server_verdict_on_any_row_that_scales_with_the_devices(runs: t
         assert t.candidate_value == pytest.approx(ref.candidate_value / 4), (name, t.metric)
     prefill = next(t for name, t in scaled if name == "c8_i256_o64" and t.metric == "prefill_tok_s")
     assert prefill.ratio == pytest.approx(whole[("c8_i256_o64", "prefill_tok_s")].ratio * 2)
-    assert "prefill rate per accelerator" in (doc.throughput_basis or "")
+    basis = doc.throughput_basis or ""
+    assert "per accelerator (each side's values / its accelerators)" in basis
+    assert all(metric(m).words in basis for m in ("prefill_tok_s", "request_goodput", "steady_output_throughput"))
 
 
 def test_same_device_counts_keep_the_whole_server_verdict(runs: tuple[Path, Path]) -> None:

@@ -40,6 +40,8 @@ PINNED = {
     **{f"{m}_count": "Int64" for m in ("ttft_ms", "tpot_ms", "e2e_ms", "itl_ms")},
     **{f"prefill_tok_s_{s}": "Float64" for s in ("mean", "p50", "p90", "p95", "p99", "std")},
     "prefill_tok_s_count": "Int64",
+    "steady_output_throughput": "Float64", "steady_output_throughput_window_start_s": "Float64",
+    "steady_output_throughput_window_length_s": "Float64", "steady_output_throughput_window_share": "Float64",
     "slo_ttft_p95_ok": "boolean", "slo_tpot_mean_ok": "boolean", "slo_mark": "string",
     "notes": "string", "reconstructed": "string", "source_file": "string", "source_line": "Int64",
     "validity_ok": "boolean", "validity_failed": "string", "devices": "string",

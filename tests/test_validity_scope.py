@@ -63,7 +63,10 @@ def test_a_scope_follows_the_metrics_derived_from_it() -> None:
     # interactivity = 1000 / TPOT; goodput counts requests whose TPOT met the SLO; TTFT, E2E, throughput do not follow
     found = follows(["tpot_ms", "itl_ms"])
     assert set(found) == {"tpot_ms", "itl_ms", "interactivity", "slo_attainment", "request_goodput"}
-    assert follows(["ttft_ms"]) == ("ttft_ms", "slo_attainment", "request_goodput", "prefill_tok_s")
+    # the steady-state window's tokens are placed by each request's TTFT and E2E
+    assert follows(["ttft_ms"]) == ("ttft_ms", "slo_attainment", "request_goodput", "prefill_tok_s",
+                                    "steady_output_throughput")
+    assert follows(["e2e_ms"]) == ("e2e_ms", "steady_output_throughput")
 
 
 def test_bursty_streaming_refuses_tpot_verdicts_only_and_e2e_ttft_and_throughput_keep_theirs(

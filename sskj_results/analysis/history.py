@@ -73,7 +73,7 @@ def _followed() -> dict[str, Direction]:
     """Every runs-table column history follows, with its direction (contract/metrics.py)."""
     out: dict[str, Direction] = {}
     for row in METRICS:
-        if row.summary == "scalar":
+        if row.summary != "distribution":  # one value per scenario: a column of its own (a window's too)
             out[row.name] = row.direction
         else:
             out.update((f"{row.name}_{stat}", row.direction) for stat in STATISTICS)
@@ -87,9 +87,9 @@ def metric_direction(metric: str) -> Direction:
     """Lower or higher is better for a column of the runs table; UsageError for a column history does not follow."""
     if metric in FOLLOWED:
         return FOLLOWED[metric]
-    scalars = ", ".join(m.name for m in METRICS if m.summary == "scalar")
+    scalars = ", ".join(m.name for m in METRICS if m.summary != "distribution")
     raise UsageError(f"--metric {metric}: not a metric history follows; give a statistic "
-                     f"NAME_({'|'.join(STATISTICS)}) of {', '.join(m.name for m in METRICS if m.summary != 'scalar')}, "
+                     f"NAME_({'|'.join(STATISTICS)}) of {', '.join(m.name for m in METRICS if m.summary == 'distribution')}, "
                      f"or one of {scalars} (docs/METRICS.md)")
 
 

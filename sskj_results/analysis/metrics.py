@@ -14,7 +14,9 @@ Definitions (the reference clients' own, see docs/METRICS.md):
 * goodput: requests that succeeded with TTFT and TPOT strictly below the SLO's
   thresholds, as a share of all requests and as a rate over the duration;
 * prefill rate per request: input tokens / TTFT (tok/s), requests with output
-  whose input length and TTFT are known.
+  whose input length and TTFT are known;
+* steady-state output throughput: output tokens per second over the window in
+  which every concurrency slot is busy (docs/METRICS.md).
 """
 
 from __future__ import annotations
@@ -159,8 +161,8 @@ def flatten_gaps(itls: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarra
 
 # --------------------------------------------------------------------------- per-request metrics sskj computes
 
-# The per-request columns of a scenario's successful requests, as `raw_requests[]` names them
-# (`input_tokens`, `output_tokens`, `ttft_ms`: rundata._COLUMNS): float arrays of one length, NaN where unknown.
+# The per-request columns of a scenario's successful requests, as `raw_requests[]` names them (the inputs the
+# registry's rows declare: contract/metrics.py, REQUEST_INPUTS): float arrays of one length, NaN where unknown.
 RequestColumns = Mapping[str, np.ndarray]
 Derivation = Callable[[RequestColumns], np.ndarray]
 _DERIVED: dict[str, Derivation] = {}
@@ -179,9 +181,47 @@ def derived_values(name: str, columns: RequestColumns) -> np.ndarray:
     return _DERIVED[name](columns)
 
 
+@dataclass(frozen=True)
+class WindowValue:
+    """A metric's value over a window of a scenario's run (`summary="window"`), the window in seconds from the first
+    request sent, and its share of the run (first request sent to last finished)."""
+
+    value: float
+    start_s: float
+    length_s: float
+    share: float
+
+
+# a window metric's computation: the successful requests' columns and the scenario's concurrency slots (None: not a
+# fixed number of slots) -> its value and window, or None when unknown
+Windowing = Callable[[RequestColumns, Optional[int]], Optional[WindowValue]]
+_WINDOWED: dict[str, Windowing] = {}
+
+
+def window_metric(name: str) -> Callable[[Windowing], Windowing]:
+    """Register the computation a window row names as its `derive` (contract/metrics.py, `summary="window"`)."""
+    def register(fn: Windowing) -> Windowing:
+        _WINDOWED[name] = fn
+        return fn
+    return register
+
+
+def fixed_slots(concurrency: Optional[int], request_rate: Optional[float]) -> Optional[int]:
+    """The concurrency slots of a closed-loop run (a new request sent as one finishes): its concurrency when no finite
+    request rate paces the sending; None otherwise (then no window of busy slots is defined)."""
+    if concurrency is None or concurrency < 1 or (request_rate is not None and np.isfinite(request_rate)):
+        return None
+    return int(concurrency)
+
+
+def window_value(name: str, columns: RequestColumns, slots: Optional[int]) -> Optional[WindowValue]:
+    """The value and window of the computation registered as `name`; None when unknown."""
+    return _WINDOWED[name](columns, slots)
+
+
 def derivations() -> frozenset[str]:
-    """Names of every registered computation."""
-    return frozenset(_DERIVED)
+    """Names of every registered computation (per request and over a window)."""
+    return frozenset(_DERIVED) | frozenset(_WINDOWED)
 
 
 @per_request_metric("prefill_tok_s")
@@ -191,3 +231,38 @@ def prefill_rate(columns: RequestColumns) -> np.ndarray:
     tokens, output, ttft_ms = columns["input_tokens"], columns["output_tokens"], columns["ttft_ms"]
     known = (output > 0) & np.isfinite(tokens) & (tokens >= 0) & np.isfinite(ttft_ms) & (ttft_ms > 0)
     return tokens[known] / (ttft_ms[known] / 1000)
+
+
+@window_metric("steady_output_throughput")
+def steady_output_throughput(columns: RequestColumns, slots: Optional[int]) -> Optional[WindowValue]:
+    """Output tokens per second over the window in which all `slots` concurrency slots are busy: from the
+    slots-th request sent (the last slot filled) to the first request that finishes after the last one was sent
+    (the first slot that is not filled again). A request's tokens arrive at its first token (send + TTFT) and
+    evenly from there to its end (send + E2E); those in [start, end) of the window count. None without a fixed
+    number of slots, with a request whose send time, latency or (with output) TTFT is unknown, with fewer requests
+    than slots, or when the window is empty."""
+    start, e2e = columns["start_ms"] / 1000, columns["e2e_ms"] / 1000
+    ttft, tokens = columns["ttft_ms"] / 1000, columns["output_tokens"]
+    if slots is None or start.size < slots:
+        return None
+    output = np.nan_to_num(tokens) > 0
+    if not (np.isfinite(start).all() and np.isfinite(e2e).all() and np.isfinite(tokens).all()
+            and np.isfinite(ttft[output]).all()):
+        return None
+    end = start + e2e
+    last_sent = float(np.max(start))
+    opened, closed = float(np.sort(start)[slots - 1]), float(np.min(end[end > last_sent], initial=np.inf))
+    if not closed > opened or not np.isfinite(closed):
+        return None
+    first = start + np.where(output, ttft, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = np.where(tokens > 1, (end - first) / np.maximum(tokens - 1, 1), 0.0)
+    spread = output & (gap > 0)
+    counted = np.where(output & ~spread & (first >= opened) & (first < closed), tokens, 0.0)
+    safe = np.where(spread, gap, 1.0)
+    low = np.clip(np.ceil((opened - first) / safe), 0, tokens - 1)
+    high = np.clip(np.ceil((closed - first) / safe) - 1, -1, tokens - 1)
+    counted = counted + np.where(spread, np.maximum(high - low + 1, 0), 0.0)
+    length, span = closed - opened, float(np.max(end) - np.min(start))
+    return WindowValue(value=float(counted.sum() / length), start_s=opened, length_s=length,
+                       share=min(length / span, 1.0))

@@ -18,11 +18,12 @@ import numpy as np
 from ..contract.comparison_models import Row
 from ..contract.errors import ResultsError
 from ..contract.io import load_run
-from ..contract.metrics import CHIP_NAMES, METRICS, SECTION_METRICS, Metric, metric
+from ..contract.figures import window_record
+from ..contract.metrics import CHIP_NAMES, METRICS, REQUEST_COLUMNS, SECTION_METRICS, WINDOW_METRICS, Metric, metric
 from ..contract.models import (
     Distribution, RawRequest, Results, Scenario, SloSpec, SloStatus, Validity, ValidityThresholds,
 )
-from .metrics import derived_values, summarize
+from .metrics import derived_values, fixed_slots, summarize, window_value
 from .grades import breaches, grade_of, partial_breaches, unreliable_of
 from .slo import resolve_slo, slo_status
 
@@ -42,6 +43,11 @@ class RequestSamples:
     first_error: Optional[str] = None
     columns: Mapping[str, np.ndarray] = field(default_factory=dict)
 
+    def knows(self, m: Metric) -> bool:
+        """The scenario's raw_requests recorded every per-request input the metric reads (`inputs`) for some
+        successful request: a run parsed before an input existed knows nothing of the metrics that read it."""
+        return all(name in self.columns and bool(np.isfinite(self.columns[name]).any()) for name in m.inputs)
+
     def metric(self, name: str) -> np.ndarray:
         """The values of that metric (empty when the scenario has none)."""
         found = self.values.get(name)
@@ -53,8 +59,6 @@ class RequestSamples:
 
 
 _EMPTY = np.zeros(0)
-# the columns a derived metric reads (analysis/metrics.py: RequestColumns)
-_COLUMNS = ("input_tokens", "output_tokens", "ttft_ms")
 
 
 def _column(requests: Sequence[RawRequest], attr: str) -> np.ndarray:
@@ -72,14 +76,12 @@ def request_samples(scenario: Scenario) -> RequestSamples:
         return np.fromiter((v for r in ok if (v := getattr(r, attr)) is not None), dtype=float)
 
     values = {m.name: column(m.request_field) for m in METRICS if m.request_field and m.compared}
-    columns = {name: _column(ok, name) for name in _COLUMNS} if ok and _DERIVED else {}
+    columns = {name: _column(ok, name) for name in REQUEST_COLUMNS} if ok else {}
     return RequestSamples(
         values=values, recorded=len(scenario.raw_requests), failed=len(scenario.raw_requests) - len(ok),
         capped=scenario.raw_requests_capped, first_error=first_error, columns=columns,
     )
 
-
-_DERIVED = any(m.derive for m in METRICS)
 
 @dataclass
 class RunData:
@@ -191,6 +193,8 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, r
     (`speculative`: the run decodes speculatively, configdiff.is_speculative)."""
     lat = scenario.latencies
     distributions: dict[str, Any] = {m.name: recorded_or_computed(run, scenario, m) for m in SECTION_METRICS}
+    for m in WINDOW_METRICS:
+        distributions.update(window_recorded_or_computed(run, scenario, m))
     return Row(
         run=label, engine=run.engine, chip=run.chip, scenario=scenario.name, repeat=scenario.repeat,
         concurrency=scenario.concurrency, input_len=scenario.input_len, output_len=scenario.output_len,
@@ -209,14 +213,27 @@ def table_row(run: RunData, label: str, scenario: Scenario, status: SloStatus, r
 
 def recorded_or_computed(run: RunData, scenario: Scenario, m: Metric) -> Optional[Distribution]:
     """A scenario distribution of the registry as recorded; a run parsed before the metric existed records none,
-    then it is computed from the scenario's raw_requests (all of them: not when capped)."""
+    then it is computed from the scenario's raw_requests (all of them: not when capped), and is unknown when they
+    never recorded one of its inputs."""
     recorded = getattr(scenario, m.name)
     if recorded is not None:
         return recorded
     samples = run.samples_of(scenario)
-    if samples is None or samples.capped or not samples.recorded:
+    if samples is None or samples.capped or not samples.recorded or not samples.knows(m):
         return None
     return Distribution.model_validate(summarize(samples.metric(m.name), scale=1.0))
+
+
+def window_recorded_or_computed(run: RunData, scenario: Scenario, m: Metric) -> dict[str, Any]:
+    """A window row's value and window as recorded; for a run parsed before the metric existed, computed from the
+    scenario's raw_requests (all of them: not when capped) when they recorded every input it reads, else unknown."""
+    if getattr(scenario, m.name) is not None:
+        return {m.name: getattr(scenario, m.name), f"{m.name}_window": getattr(scenario, f"{m.name}_window")}
+    samples = run.samples_of(scenario)
+    if samples is None or samples.capped or not samples.recorded or not samples.knows(m):
+        return window_record(m.name, None)
+    slots = fixed_slots(scenario.concurrency, scenario.request_rate)
+    return window_record(m.name, window_value(m.derive or m.name, samples.columns, slots))
 
 
 def graded(validity: Optional[Validity], thresholds: Optional[ValidityThresholds]) -> dict[str, Any]:

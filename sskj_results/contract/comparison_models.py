@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
 from .clientinfo import Acceptance
-from .metrics import CHIP_METRICS, COMPARED, SECTION_METRICS
-from .models import CheckName, Distribution, SloSpec, SloStatus, Validity, metric_fields
+from .metrics import CHIP_METRICS, COMPARED, SECTION_METRICS, WINDOW_METRICS
+from .models import CheckName, Distribution, SloSpec, SloStatus, Validity, metric_fields, window_fields
 
 # every compared metric of the registry (contract/metrics.py), in its order
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ if TYPE_CHECKING:
 else:  # the registry's scenario distributions follow (`scenarios[].<name>`; null when not recorded)
     Row = create_model("Row", __base__=_RowBase, __module__=__name__, __doc__=_RowBase.__doc__,
                        **metric_fields(SECTION_METRICS, Optional[Distribution], None),
-                       **metric_fields(CHIP_METRICS, Optional[float], None))
+                       **metric_fields(CHIP_METRICS, Optional[float], None), **window_fields(WINDOW_METRICS))
 
 
 class StatTest(_Doc):

@@ -16,8 +16,11 @@ it or sskj computes it, and where docs/METRICS.md defines it. From the rows foll
   table's columns (`analysis/runtable.py`, derived from the models).
 
 A metric sskj computes per request names its computation (`derive`): a
-function registered under that name in `analysis/metrics.py` (`per_request_metric`).
-Pure data: no numpy, no I/O.
+function registered under that name in `analysis/metrics.py` (`per_request_metric`),
+and the per-request inputs it reads (`inputs`): rows of `REQUEST_INPUTS`, the one
+declaration of the columns both the scenario builder (`ingest/scenario.py`) and a
+loaded run (`analysis/rundata.py`) hand to it. A run whose raw_requests never
+recorded one of them shows the metric as unknown. Pure data: no numpy, no I/O.
 """
 
 from __future__ import annotations
@@ -27,14 +30,44 @@ from typing import Literal, Optional, Sequence
 
 Direction = Literal["lower", "higher"]
 # distribution: statistics over the successful requests (mean, p50, p90, p95, p99, std, count);
-# scalar: one value per scenario (and per repeat)
-Summary = Literal["distribution", "scalar"]
+# scalar: one value per scenario (and per repeat);
+# window: one value per scenario over a window of its run found from its requests' times, recorded with that window
+# (`<name>_window`: contract/figures.py, Window), computed by sskj from the requests' columns (`derive`, `inputs`)
+Summary = Literal["distribution", "scalar", "window"]
 # per-request: Mann-Whitney U over the pooled per-request values; per-repeat: a t-test over the repeats' values (analysis/pooled.py)
 Comparison = Literal["per-request", "per-repeat"]
 Origin = Literal["client", "sskj"]
 # latencies: a statistics object under scenarios[].latencies (the seed-002 table's metrics);
 # scenario: a field of scenarios[] (a distribution metric of this place gets its own report section)
 Place = Literal["latencies", "scenario"]
+
+
+@dataclass(frozen=True)
+class RequestInput:
+    """A per-request value the metrics sskj computes read: one column of a scenario's successful requests (floats,
+    NaN where unknown), recorded on raw_requests[] under its name."""
+
+    name: str  # the column's name and its raw_requests[] field
+    unit: str
+    description: str  # the raw_requests[] field's description
+    # the raw file's per-request list it is read from (ingest/readers.py), the first one present; empty: an array of
+    # the scenario builder's own (ingest/scenario.py: its column of the request's tokens, TTFT or E2E)
+    raw: tuple[str, ...] = ()
+    scale: float = 1.0  # the raw value times scale is the column's unit (seconds -> ms: 1000)
+    relative: bool = False  # recorded from the scenario's earliest value (clock readings without a common origin)
+
+
+# every per-request input of a metric sskj computes, in raw_requests[]' order; one read from a raw list (`raw`) adds
+# its own raw_requests[] field (contract/models.py: RawRequest)
+REQUEST_INPUTS: tuple[RequestInput, ...] = (
+    RequestInput("input_tokens", "tokens", "Prompt tokens."),
+    RequestInput("output_tokens", "tokens", "Output tokens as the client counted them."),
+    RequestInput("e2e_ms", "ms", "End-to-end latency, ms (see latencies.e2e_ms for its source)."),
+    RequestInput("ttft_ms", "ms", "Time to first token, ms."),
+    RequestInput("start_ms", "ms", "When the request was sent, ms after the scenario's first request was sent (the "
+                 "client's per-request start times: vllm bench serve's `start_times`); null when the raw file has "
+                 "none.", raw=("start_times",), scale=1000.0, relative=True),
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +87,8 @@ class Metric:
     docs: str  # its definition: docs/METRICS.md#<anchor>
     request_field: Optional[str] = None  # the per-request value: a field of raw_requests[] (`RawRequest`)
     derive: Optional[str] = None  # or the name of its per-request computation in analysis/metrics.py
-    section: Optional[str] = None  # report and comparison section title (scenario distributions only)
+    inputs: tuple[str, ...] = ()  # what that computation reads: names of REQUEST_INPUTS rows
+    section: Optional[str] = None  # report and comparison section title (scenario distributions and windows)
     intro: str = ""  # the section's first paragraph: what the figure says, in words
     noun: str = ""  # the metric in a sentence ("prefill rate"); empty: the short label
     reading: int = 100  # position in compare's tests (the seed table's order: TTFT, TPOT, E2E); ties: registry order
@@ -107,7 +141,7 @@ METRICS: tuple[Metric, ...] = (
         description="Inter-token latency: every gap between streamed chunks of every successful request, pooled.",
     ),
     Metric(
-        name="output_token_throughput", unit="tok/s", label="OutTok/s mean", short="OutTok/s", direction="higher",
+        name="output_token_throughput", unit="tok/s", label="OutTok/s mean", short="OutTok/s", noun="output throughput", direction="higher",
         summary="scalar", compared="per-repeat", origin="client", place="scenario",
         docs="docs/METRICS.md#throughput", description="Output tokens per second (client's value).",
         scales_with_devices=True,
@@ -144,7 +178,7 @@ METRICS: tuple[Metric, ...] = (
         "TTFT and TPOT below the tier's thresholds (docs/METRICS.md); null without per-request data.",
     ),
     Metric(
-        name="request_goodput", unit="req/s", label="Goodput mean (req/s)", short="Goodput", direction="higher",
+        name="request_goodput", unit="req/s", label="Goodput mean (req/s)", short="Goodput", noun="goodput", direction="higher",
         summary="scalar", compared="per-repeat", origin="sskj", place="scenario", docs="docs/METRICS.md#goodput",
         scales_with_devices=True,
         slo_dependent=True, derived_from=("slo_attainment",),
@@ -154,7 +188,7 @@ METRICS: tuple[Metric, ...] = (
     Metric(
         name="prefill_tok_s", unit="tok/s", label="Prefill median (tok/s)", short="Prefill", direction="higher",
         summary="distribution", compared="per-request", origin="sskj", place="scenario", derive="prefill_tok_s",
-        derived_from=("ttft_ms",),
+        inputs=("input_tokens", "output_tokens", "ttft_ms"), derived_from=("ttft_ms",),
         docs="docs/METRICS.md#prefill-rate", section="Prefill rate", noun="prefill rate",
         scales_with_devices=True,
         intro="Input tokens over time to first token, per successful request with output: how fast a prompt gets "
@@ -162,6 +196,22 @@ METRICS: tuple[Metric, ...] = (
         description="Prefill rate per successful request with output: input tokens / TTFT, tok/s (higher is better); "
         "statistics over the requests whose input length and TTFT are known (docs/METRICS.md); null without "
         "per-request data.",
+    ),
+    Metric(
+        name="steady_output_throughput", unit="tok/s", label="Steady OutTok/s mean", short="Steady OutTok/s",
+        noun="steady-state output throughput", direction="higher", summary="window", compared="per-repeat",
+        origin="sskj", place="scenario", derive="steady_output_throughput",
+        inputs=("output_tokens", "e2e_ms", "ttft_ms", "start_ms"), derived_from=("ttft_ms", "e2e_ms"),
+        scales_with_devices=True, docs="docs/METRICS.md#steady-state-throughput", section="Steady-state throughput",
+        intro="Output tokens per second over the window in which every concurrency slot held a request: from the "
+        "moment the last slot filled to the moment the first slot emptied for good (warm-up and cool-down left out), "
+        "with that window's length and its share of the run; from the successful requests' send times, TTFT and "
+        "latencies.",
+        description="Steady-state output throughput, tok/s: the successful requests' output tokens that arrived in "
+        "the window in which every concurrency slot was busy (from the concurrency-th request sent to the first "
+        "request finished after the last one was sent; tokens placed at the first token and evenly to the request's "
+        "end), over the window's length (docs/METRICS.md); null without per-request send times, TTFT or latencies, "
+        "with a request rate, or when no such window exists.",
     ),
 )
 
@@ -225,6 +275,12 @@ if len(BY_NAME) != len(METRICS):  # pragma: no cover - a registry error, caught 
     raise RuntimeError("contract/metrics.py: two rows share a name")
 if any(d not in BY_NAME for m in METRICS for d in m.derived_from):  # pragma: no cover - a registry error
     raise RuntimeError("contract/metrics.py: a row is derived from a metric the registry does not have")
+INPUTS_BY_NAME: dict[str, RequestInput] = {r.name: r for r in REQUEST_INPUTS}
+if any(i not in INPUTS_BY_NAME for m in METRICS for i in m.inputs):  # pragma: no cover - a registry error
+    raise RuntimeError("contract/metrics.py: a row reads a per-request input REQUEST_INPUTS does not declare")
+# the columns the computations read, in REQUEST_INPUTS' order; those read from a raw list, each a raw_requests[] field
+REQUEST_COLUMNS = tuple(r.name for r in REQUEST_INPUTS if any(r.name in m.inputs for m in METRICS))
+READ_INPUTS: tuple[RequestInput, ...] = tuple(r for r in REQUEST_INPUTS if r.raw)
 
 
 def follows(names: Sequence[str]) -> tuple[str, ...]:
@@ -237,6 +293,11 @@ def follows(names: Sequence[str]) -> tuple[str, ...]:
         found |= more
         grown = bool(more)
     return tuple(m.name for m in METRICS if m.name in found) + tuple(n for n in names if n not in BY_NAME)
+
+
+def request_input(name: str) -> RequestInput:
+    """The per-request input of that name (KeyError for an unknown name: a programming error)."""
+    return INPUTS_BY_NAME[name]
 
 
 def metric(name: str) -> Metric:
@@ -252,6 +313,8 @@ def names(**where: object) -> tuple[str, ...]:
 LATENCY_NAMES = names(place="latencies")  # scenarios[].latencies.<name>, statistics in ms
 # distributions recorded on scenarios[] itself, each with its own section in report.md and comparison.md
 SECTION_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.place == "scenario" and m.summary == "distribution")
+# values over a window of the run, each with its own section in report.md and comparison.md
+WINDOW_METRICS: tuple[Metric, ...] = tuple(m for m in METRICS if m.summary == "window")
 COMPARED = tuple(m.name for m in METRICS if m.compared is not None)
 # compare's tests of one scenario, in reading order
 PER_REQUEST_COMPARED = tuple(m.name for m in sorted(METRICS, key=lambda m: m.reading) if m.compared == "per-request")

@@ -21,12 +21,13 @@ Metric definitions used throughout (also in docs/METRICS.md):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Final, Iterable, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from .base import _Model
-from .metrics import LATENCY_NAMES, SECTION_METRICS, Metric, metric
+from .figures import Distribution, Window, metric_fields, window_fields  # noqa: F401 - part of the contract
+from .metrics import LATENCY_NAMES, READ_INPUTS, SECTION_METRICS, WINDOW_METRICS, metric, request_input
 from .validity_models import CheckName, Validity, ValidityCheck, ValidityThresholds  # noqa: F401 - part of the contract
 from .clientinfo import Acceptance, ClientExtras, ClientFingerprint
 from .chipinfo import PowerRecord
@@ -223,23 +224,6 @@ class Percentiles(_Model):
     )
 
 
-class Distribution(_Model):
-    """Statistics of a per-request metric sskj computes, in the metric's unit (contract/metrics.py, docs/METRICS.md)."""
-
-    mean: Optional[float] = Field(description="Arithmetic mean.")
-    p50: Optional[float] = Field(description="50th percentile (median), numpy linear interpolation.")
-    p90: Optional[float] = Field(description="90th percentile, numpy linear interpolation.")
-    p95: Optional[float] = Field(description="95th percentile, numpy linear interpolation.")
-    p99: Optional[float] = Field(description="99th percentile, numpy linear interpolation.")
-    std: Optional[float] = Field(description="Population standard deviation (ddof 0).")
-    count: int = Field(ge=0, description="Number of requests behind the statistics (0: none, every statistic null).")
-
-
-def metric_fields(rows: Iterable[Metric], annotation: Any, default: Any = ...) -> dict[str, Any]:
-    """Fields for `create_model`, one per registry row, each with the row's description."""
-    return {m.name: (annotation, Field(default=default, description=m.description)) for m in rows}
-
-
 class _LatenciesBase(_Model):
     """Latency statistics of a scenario."""
 
@@ -268,14 +252,14 @@ class SloStatus(_Model):
     )
 
 
-class RawRequest(_Model):
+class _RawRequestBase(_Model):
     """One request as the client measured it."""
 
     request_id: str = Field(description="Index of the request in the raw file (or the client's id).")
-    input_tokens: Optional[int] = Field(default=None, ge=0, description="Prompt tokens.")
-    output_tokens: Optional[int] = Field(default=None, ge=0, description="Output tokens as the client counted them.")
-    e2e_ms: Optional[float] = Field(default=None, ge=0, description="End-to-end latency, ms (see latencies.e2e_ms for its source).")
-    ttft_ms: Optional[float] = Field(default=None, ge=0, description="Time to first token, ms.")
+    input_tokens: Optional[int] = Field(default=None, ge=0, description=request_input("input_tokens").description)
+    output_tokens: Optional[int] = Field(default=None, ge=0, description=request_input("output_tokens").description)
+    e2e_ms: Optional[float] = Field(default=None, ge=0, description=request_input("e2e_ms").description)
+    ttft_ms: Optional[float] = Field(default=None, ge=0, description=request_input("ttft_ms").description)
     tpot_ms: Optional[float] = Field(default=None, ge=0, description="(e2e - ttft) / (output_tokens - 1), ms; null for one output token or a failure.")
     itl_ms: Optional[float] = Field(default=None, ge=0, description="Mean of this request's inter-token gaps, ms; null without gaps.")
     accept_length: Optional[float] = Field(default=None, description="Speculative acceptance length of this request, when the client reports it.")
@@ -283,9 +267,16 @@ class RawRequest(_Model):
     error: Optional[str] = Field(default=None, description="The client's error text for a failed request (secrets redacted).")
 
     @model_validator(mode="after")
-    def _no_secrets(self) -> "RawRequest":
+    def _no_secrets(self) -> "_RawRequestBase":
         _redact_attrs(self, ("error",))
         return self
+
+
+if TYPE_CHECKING:
+    RawRequest = _RawRequestBase
+else:  # the per-request inputs read from a raw list (contract/metrics.py: READ_INPUTS) follow the fields above
+    RawRequest = create_model("RawRequest", __base__=_RawRequestBase, __module__=__name__, __doc__=_RawRequestBase.__doc__,
+                              **{r.name: (Optional[float], Field(default=None, description=r.description)) for r in READ_INPUTS})
 
 
 class Source(_Model):
@@ -446,9 +437,10 @@ class _ScenarioBase(_Model):
 
 if TYPE_CHECKING:
     Scenario = _ScenarioBase
-else:  # the registry's scenario distributions (contract/metrics.py: SECTION_METRICS) follow the fields above
+else:  # the registry's scenario distributions and windows (contract/metrics.py) follow the fields above
     Scenario = create_model("Scenario", __base__=_ScenarioBase, __module__=__name__, __doc__=_ScenarioBase.__doc__,
-                            **metric_fields(SECTION_METRICS, Optional[Distribution], None))
+                            **metric_fields(SECTION_METRICS, Optional[Distribution], None),
+                            **window_fields(WINDOW_METRICS))
 
 
 class SloSpec(_Model):

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..analysis.metrics import flatten_gaps, per_request
 from ..contract.clientinfo import Acceptance, ClientExtras, ClientFingerprint
+from .inputs import read_inputs
 from .clientprint import file_acceptance, file_extras, file_fingerprint, saved_texts
 from .filenames import NameHints, prompts_in_name
 from .plausible import flag_token_counts, plausible_duration, refuse_negative
@@ -78,6 +79,8 @@ class Details:
     errors: list[str]
     success: np.ndarray
     latencies: Optional[np.ndarray] = None
+    # the per-request inputs read from raw lists (contract/metrics.py: READ_INPUTS), in their columns' units
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -260,7 +263,7 @@ def _arrays(data: dict[str, Any], completed: Optional[int], notes: list[str]) ->
         notes.append("no per-request errors in the file: every request counted as successful (completed = requests)")
     out.details = Details(
         input_lens=input_lens, output_lens=out.output_lens, ttfts=ttfts, itl_flat=flat, itl_counts=counts,
-        errors=errors, success=success, latencies=latencies,
+        errors=errors, success=success, latencies=latencies, extra=read_inputs(data, out.n),
     )
     return out
 

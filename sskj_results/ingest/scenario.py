@@ -6,13 +6,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from pydantic import ValidationError
 
 from ..analysis.metrics import (
-    derived_values, good_requests, goodput_rate, per_request, request_itl_means, slo_attainment, summarize,
+    derived_values, fixed_slots, good_requests, goodput_rate, per_request, request_itl_means, slo_attainment, summarize,
+    window_value,
 )
 from ..analysis.slo import slo_status
 from ..contract.bulk import bulk
@@ -20,7 +21,8 @@ from ..contract.errors import ConfigError, RawFormatError, ResultsError
 from ..contract.io import describe_os_error, display_name, format_loc, model_message, one_line
 from ..contract.redact import redact_text
 from ..contract.times import TimePrecision, TimeSource
-from ..contract.metrics import LATENCY_NAMES, SECTION_METRICS
+from ..contract.metrics import LATENCY_NAMES, READ_INPUTS, REQUEST_COLUMNS, SECTION_METRICS, WINDOW_METRICS
+from ..contract.figures import window_record
 from ..contract.models import Distribution, Latencies, Percentiles, RawRequest, Scenario, SkippedScenario, SloSpec, Source
 from .filenames import NameHints, name_hints
 from .naming import scenario_name
@@ -224,6 +226,12 @@ def _percentiles(client: dict[str, float], computed: dict[str, Optional[float]],
     return Percentiles(**values)
 
 
+def _floats(values: np.ndarray) -> list[Optional[float]]:
+    """Python floats, None where not finite."""
+    finite = np.isfinite(values)
+    return [v if ok else None for v, ok in zip(values.tolist(), finite.tolist())]
+
+
 def _ms(seconds: np.ndarray) -> list[Optional[float]]:
     """Milliseconds as Python floats, None where the seconds are not finite."""
     seconds = np.asarray(seconds, dtype=np.float64)
@@ -243,7 +251,7 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
     details = run.details
     empty = summarize(np.zeros(0))
     computed = {k: empty for k in LATENCY_NAMES}
-    distributions: dict[str, Any] = {m.name: None for m in SECTION_METRICS}
+    distributions: dict[str, Any] = {m.name: None for m in SECTION_METRICS + WINDOW_METRICS}
     raw_requests: list[RawRequest] = []
     attainment = goodput = None
     e2e_method = "per_request"
@@ -262,7 +270,7 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
         arrays = {"ttft_ms": per.ttft, "e2e_ms": per.e2e, "tpot_ms": per.tpot, "itl_ms": per.itl}
         computed = {name: empty if name in unmeasured else summarize(arrays[name], _missing(run, name))
                     for name in LATENCY_NAMES}
-        distributions = _distributions(details, stats_ok, timed)
+        distributions = _distributions(details, stats_ok, e2e_all, timed, fixed_slots(run.concurrency, run.request_rate))
         if timed:
             attainment = slo_attainment(stats_ok, details.ttfts, tpot_all, slo.ttft_p95_ms, slo.tpot_mean_ms)
         if stats_ok.size and timed:
@@ -311,17 +319,38 @@ def build_scenario(run: RawRun, slo: SloSpec, source: Source, name: Optional[str
     )
 
 
-def _distributions(details: Any, stats_ok: np.ndarray, timed: bool = True) -> dict[str, Any]:
-    """The registry's per-request distributions sskj computes (contract/metrics.py, `derive`), over the successful
-    requests with output: every request, not only the raw_requests kept (TTFT unknown when not `timed`)."""
-    ttfts = details.ttfts[stats_ok].astype(float) * 1000
-    columns = {
-        "input_tokens": np.where(details.input_lens >= 0, details.input_lens, np.nan)[stats_ok].astype(float),
-        "output_tokens": details.output_lens[stats_ok].astype(float),
-        "ttft_ms": ttfts if timed else np.full(ttfts.shape, np.nan),
-    }
-    return {m.name: Distribution.model_validate(summarize(derived_values(m.derive, columns), scale=1.0))
-            for m in SECTION_METRICS if m.derive}
+# the builder's own per-request arrays, by the name of the input they are (contract/metrics.py: REQUEST_INPUTS
+# without a raw list): every request's value in the column's unit, from the run's details and its E2E in seconds
+_OWN: dict[str, Callable[[Any, np.ndarray], np.ndarray]] = {
+    "input_tokens": lambda d, e2e: np.where(d.input_lens >= 0, d.input_lens, np.nan).astype(float),
+    "output_tokens": lambda d, e2e: d.output_lens.astype(float),
+    "e2e_ms": lambda d, e2e: np.asarray(e2e, dtype=float) * 1000,
+    "ttft_ms": lambda d, e2e: d.ttfts.astype(float) * 1000,
+}
+
+
+def _distributions(details: Any, stats_ok: np.ndarray, e2e_s: np.ndarray, timed: bool = True,
+                   slots: Optional[int] = None) -> dict[str, Any]:
+    """The registry's metrics sskj computes from the requests' columns (contract/metrics.py, `derive`): its
+    distributions and its values over a window of the run (with their window, in a closed loop of `slots`), over
+    the successful requests with output: every request, not only the raw_requests kept. Their columns are the
+    inputs the rows declare (`REQUEST_COLUMNS`): the builder's own arrays, or a raw list read by the reader
+    (`details.extra`); NaN where unknown (TTFT when not `timed`)."""
+    n = int(stats_ok.sum())
+    columns: dict[str, np.ndarray] = {}
+    for name in REQUEST_COLUMNS:
+        if not timed and name in NOT_STREAMED:
+            columns[name] = np.full(n, np.nan)
+        elif name in _OWN:
+            columns[name] = _OWN[name](details, e2e_s)[stats_ok]
+        else:
+            read = details.extra.get(name)
+            columns[name] = np.full(n, np.nan) if read is None else read[stats_ok]
+    found: dict[str, Any] = {m.name: Distribution.model_validate(summarize(derived_values(m.derive, columns), scale=1.0))
+                             for m in SECTION_METRICS if m.derive}
+    for m in WINDOW_METRICS:
+        found.update(window_record(m.name, window_value(m.derive or m.name, columns, slots)))
+    return found
 
 
 def _one_token_outputs(run: RawRun) -> bool:
@@ -363,14 +392,22 @@ def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: 
     outputs = details.output_lens[:n].tolist()
     errors = details.errors
     make = RawRequest.model_construct
-    return [
+    # the inputs read from raw lists (contract/metrics.py: READ_INPUTS), each its own field, null where unknown:
+    # given to model_construct (its defaults are slow), then the values the raw file had
+    blank = {r.name: None for r in READ_INPUTS}
+    requests = [
         make(
             request_id=str(i), input_tokens=inputs[i], output_tokens=outputs[i], e2e_ms=e2e[i],
             ttft_ms=ttft[i], tpot_ms=tpot[i], itl_ms=itl[i], accept_length=None,
-            success=bool(ok[i]), error=None if ok[i] else redact_text(errors[i]),
+            success=bool(ok[i]), error=None if ok[i] else redact_text(errors[i]), **blank,
         )
         for i in range(n)
     ]
+    for r in READ_INPUTS:
+        if r.name in details.extra:
+            for request, value in zip(requests, _floats(details.extra[r.name][:n])):
+                request.__dict__[r.name] = value
+    return requests
 
 
 def _skip_entry(problem: Problem, hints: NameHints) -> SkippedScenario:

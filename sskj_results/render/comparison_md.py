@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any, Optional
 
 from ..contract.comparison_models import ComparisonDoc, StatTest
-from ..contract.metrics import PER_REQUEST_COMPARED, and_words, metric
+from ..contract.metrics import METRICS, PER_REQUEST_COMPARED, and_words, metric
 from .mdparts import METRIC_LABELS, acceptance_notes, METRIC_SHORT, SLO_NOTES, code, has_missing, mdt, num, slo_reference, unmeasured_note, unreliable_note
 from . import spec_md
 from .mdtable import github_table
@@ -133,8 +133,11 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
     goodput = any(t.metric == "request_goodput" for _, t in tests)
     tested = {t.metric for _, t in tests}
     energy = "joules_per_output_token" in tested
-    repeated = and_words([metric("output_throughput_per_accel").words if doc.throughput_basis else "output throughput"]
-                         + ["goodput"] * goodput + [metric("joules_per_output_token").words] * energy)
+    # the output throughput always (per accelerator across accelerator counts), every other per-repeat row tested
+    throughput = metric("output_throughput_per_accel" if doc.throughput_basis else "output_token_throughput")
+    others = [m.words for m in METRICS if m.compared == "per-repeat" and m.name in tested and m is not throughput
+              and m.name != throughput.per_accel_of]
+    repeated = and_words([throughput.words] + others)
     higher = "throughput or goodput" if goodput else "throughput"
     if energy:
         higher += "; for the energy per output token (lower is better) a ratio below 1 is less energy"

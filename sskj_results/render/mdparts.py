@@ -215,15 +215,19 @@ def goodput_section(rows: Sequence[Row], spec: SloSpec, with_backend: bool) -> l
 STAT_COLUMNS = (("mean", "Mean"), ("p50", "P50"), ("p90", "P90"), ("p99", "P99"))
 
 
+def _section_head(m: Metric, dash: str) -> list[str]:
+    """A registry metric's section title and first paragraph (what `-` in its table means: `dash`)."""
+    better = "higher" if m.higher_is_better else "lower"
+    return [f"## {m.section}", "", f"{m.intro} {better.capitalize()} is better. `-`: {dash}. Definition: {m.docs}.", ""]
+
+
 def metric_section(m: Metric, rows: Sequence[Row], with_backend: bool) -> list[str]:
     """`## <section>` of a registry distribution recorded on scenarios[] (contract/metrics.py: SECTION_METRICS):
     per scenario its count and statistics; nothing when no row has it."""
     values = [getattr(r, m.name) for r in rows]
     if all(v is None for v in values):
         return []
-    better = "higher" if m.higher_is_better else "lower"
-    lines = [f"## {m.section}", "", f"{m.intro} {better.capitalize()} is better. `-`: not measured. "
-             f"Definition: {m.docs}.", ""]
+    lines = _section_head(m, "not measured")
     headers = (["Scenario"] + (["Backend"] if with_backend else []) + ["Requests"]
                + [f"{title} ({m.unit})" for _, title in STAT_COLUMNS] + ["Valid"])
     table = [[r.scenario] + ([r.run] if with_backend else [])
@@ -231,6 +235,24 @@ def metric_section(m: Metric, rows: Sequence[Row], with_backend: bool) -> list[s
              + [marked(r, m.name, num(None if v is None else getattr(v, stat))) for stat, _ in STAT_COLUMNS]
              + [validity_mark(r)] for r, v in zip(rows, values)]
     align = ["left"] + (["left"] if with_backend else []) + ["right"] * (1 + len(STAT_COLUMNS)) + ["left"]
+    return lines + github_table(headers, table, align) + [""]
+
+
+def window_section(m: Metric, rows: Sequence[Row], with_backend: bool) -> list[str]:
+    """`## <section>` of a registry value over a window of the run (contract/metrics.py: WINDOW_METRICS): per
+    scenario its value, its window's length and that window's share of the run; nothing when no row has it."""
+    values = [getattr(r, m.name) for r in rows]
+    if all(v is None for v in values):
+        return []
+    lines = _section_head(m, "unknown")
+    headers = (["Scenario"] + (["Backend"] if with_backend else [])
+               + [f"{m.short} ({m.unit})", "Window (s)", "Share of run (%)", "Valid"])
+    windows = [getattr(r, f"{m.name}_window") for r in rows]
+    table = [[r.scenario] + ([r.run] if with_backend else [])
+             + [marked(r, m.name, num(v)), num(None if w is None else w.length_s, 3),
+                num(None if w is None else w.share * 100, 1), validity_mark(r)]
+             for r, v, w in zip(rows, values, windows)]
+    align = ["left"] + (["left"] if with_backend else []) + ["right"] * 3 + ["left"]
     return lines + github_table(headers, table, align) + [""]
 
 

@@ -22,7 +22,7 @@ from typing import Callable, Literal, Optional, Sequence
 
 from ..contract.comparison_models import ComparisonDoc, Row
 from ..contract.escape import md_fence
-from ..contract.metrics import SECTION_METRICS, Metric
+from ..contract.metrics import SECTION_METRICS, WINDOW_METRICS, Metric
 from ..contract.models import Metadata, SloSpec
 from ..analysis.configdiff import is_speculative
 from ..analysis.rundata import RunData, in_reading_order, natural_key, run_labels, scenario_status, table_row
@@ -32,7 +32,7 @@ from .chips_md import chips_section, has_figures
 from .mdparts import (  # noqa: F401 - TABLE_*, SLO_NOTES and results_table are this module's public names too
     METRIC_LABELS, METRIC_SHORT, REPORT_TABLE_ALIGN, acceptance_notes, REPORT_TABLE_HEADER, SLO_NOTES, TABLE_ALIGN, TABLE_HEADER, code,
     UNRELIABLE_MARK, goodput_section, has_missing, mdt, metric_section, plot_lines, report_table, results_table,
-    slo_cell, slo_reference, unmeasured_note, unreliable_note,
+    slo_cell, slo_reference, unmeasured_note, unreliable_note, window_section,
 )
 from .mdtable import github_table
 from .validity_md import validity_section
@@ -303,6 +303,11 @@ def _metric_section(m: Metric) -> Section:
                    lambda page: metric_section(m, page.rows, page.with_backend))
 
 
+def _window_section(m: Metric) -> Section:
+    return Section(f"metric:{m.name}", m.section or m.short, ("report", "comparison"),
+                   lambda page: window_section(m, page.rows, page.with_backend))
+
+
 def _cdf_shapes(run: RunData) -> tuple[list[str], list[str]]:
     """The shapes (`i<in>_o<out>`) of a run that have per-request latencies, and its scenarios that have none."""
     shapes: set[tuple[int, int]] = set()
@@ -359,6 +364,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("goodput", "Goodput", ("report", "comparison"),
             lambda page: goodput_section(page.rows, page.spec, page.with_backend)),
     *(_metric_section(m) for m in SECTION_METRICS),
+    *(_window_section(m) for m in WINDOW_METRICS),
     Section("per-accelerator", "Per accelerator and energy", ("report", "comparison"), lambda page: block(
         "Per accelerator and energy", chips_section(
             page.rows, page.with_backend, page.doc.throughput_basis if page.doc else None,
