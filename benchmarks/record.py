@@ -87,7 +87,10 @@ def _energy(work: Path) -> dict[str, float]:
 
 
 def _pages(work: Path) -> dict[str, float]:
-    fig = _run([str(HERE / "bench_pages.py"), *PAGES], work / "pages.json")
+    browser = Path("/usr/bin/chromium").exists() and Path("/usr/bin/chromedriver").exists()
+    if not browser:
+        print("no /usr/bin/chromium and /usr/bin/chromedriver: the pages' sizes only, not their load", flush=True)
+    fig = _run([str(HERE / "bench_pages.py"), *PAGES, *([] if browser else ["--no-browser"])], work / "pages.json")
     return {k: float(v) for k, v in fig["ratios"].items()}
 
 

@@ -28,9 +28,9 @@ _HEAD = re.compile(r"([0-9]+) ")
 
 def encode(data: bytes) -> str:
     """`data` as base-91 text: its length, a space, two characters for every 13 bits."""
-    bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8))
-    bits = np.concatenate([bits, np.zeros(-bits.size % BITS, dtype=np.uint8)]).reshape(-1, BITS)
-    values = bits.astype(np.int32) @ _WEIGHTS
+    flat = np.unpackbits(np.frombuffer(data, dtype=np.uint8))
+    groups = np.concatenate([flat, np.zeros(-flat.size % BITS, dtype=np.uint8)]).reshape(-1, BITS)
+    values = groups.astype(np.int32) @ _WEIGHTS
     pairs = np.empty((values.size, 2), dtype=np.uint8)
     pairs[:, 0], pairs[:, 1] = _CODES[values % 91], _CODES[values // 91]
     return f"{len(data)} " + pairs.tobytes().decode("ascii")
