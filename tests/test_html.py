@@ -366,6 +366,33 @@ def test_report_page_in_a_browser(browser, pages, tmp_path):
     assert browser.save_screenshot(str(tmp_path / "report.png"))
 
 
+# Noted before the page runs: which figures have their SVG when the page's script first yields after drawing one.
+FIRST_FIGURE = """
+(function () {
+  var observer = new MutationObserver(function () {
+    var drawn = Array.prototype.map.call(document.querySelectorAll('div.plot'), function (d) {
+      return d.querySelector('.main-svg') ? d.id : null; }).filter(function (id) { return id; });
+    if (drawn.length) { window.__sskjFirstDrawn = drawn; observer.disconnect(); }
+  });
+  observer.observe(document, {childList: true, subtree: true});
+})();
+"""
+
+
+@pytest.mark.browser
+def test_the_first_figure_is_on_screen_before_the_others_are_drawn(browser, pages):
+    """page.js draws one figure a task: when the page first yields with a figure drawn, it is the first figure
+    alone (a curves figure of 12 panels takes seconds at 20,000 scenarios; the page answers between them); then
+    every figure is drawn."""
+    script = browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": FIRST_FIGURE})
+    try:
+        open_page(browser, pages["comparison"])
+        assert browser.execute_script("return window.__sskjFirstDrawn") == ["fig-tput"]
+        assert_plots_drawn(browser, 4)
+    finally:
+        browser.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": script["identifier"]})
+
+
 SHOTS = Path(os.environ.get("SSKJ_SHOTS", "/tmp/newuser_shots"))  # the screenshots, to be looked at
 FIT_SCRIPT = """
     const rect = el => { const r = el.getBoundingClientRect();
