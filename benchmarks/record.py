@@ -165,7 +165,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"\nratios of {entry['commit']} (load average {load:.1f} at the start):")
     for key, value in sorted(ratios.items()):
         budget = BUDGETS.get(key)
-        print(f"  {key:28s} {value:8.3f}" + (f"   budget {budget}" if budget is not None else ""))
+        print(f"  {key:34s} {value:8.3f}" + (f"   budget {budget}" if budget is not None else ""))
     if not args.no_append:
         args.record.parent.mkdir(parents=True, exist_ok=True)
         with args.record.open("a", encoding="utf-8") as handle:
