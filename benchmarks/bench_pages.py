@@ -9,7 +9,7 @@ Builds, each by the `sskj-results` command a user runs (in a child process):
 * report.html      of one run of `--scenarios` scenarios, 3 requests each (bench_scale.py's raw files of
                    `sglang.bench_serving --output-details`, imported by `import-legacy`, then `report --html`);
 * comparison.html  of that run and a second run of the same scenarios (a copy of its run directory with its own
-                   run id and engine version: every scenario matched, 2 x `--scenarios` rows);
+                   run id: every scenario matched, 2 x `--scenarios` rows);
 * history.html     of `--runs` runs of 20 scenarios over 10 setups (bench_history.py's table, `history --html`).
 
 Then opens each page `--rounds` times in headless Chromium (Debian's /usr/bin/chromium and /usr/bin/chromedriver
@@ -111,14 +111,12 @@ def _cli(args: list[str]) -> float:
 
 
 def _second_run(first: Path, second: Path) -> None:
-    """A copy of run directory `first` as another run of the same scenarios (its own run id and engine version)."""
+    """A copy of run directory `first` as another run of the same scenarios (its own run id)."""
     shutil.copytree(first, second)
     path = second / "results.json"
     doc = json.loads(path.read_text(encoding="utf-8"))
     meta = doc["metadata"]
     meta["run_id"] = f"{meta.get('run_id') or 'run'}-b"
-    if isinstance(meta.get("engine"), dict):
-        meta["engine"]["version"] = "bench-b"
     path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
@@ -183,7 +181,7 @@ def usable_ms(driver: Any, page: Path, timeout: float = 120.0) -> float:
     """Open `page`: ms from navigation start until its first table row and its first figure are in the document."""
     driver.get("about:blank")
     driver.get(page.as_uri())  # returns after the load event
-    deadline = time.monotonic() + timeout
+    deadline, times = time.monotonic() + timeout, {}
     while time.monotonic() < deadline:
         times = driver.execute_script("return window.__sskjUsable || {};")
         if "table" in times and "figure" in times:
