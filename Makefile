@@ -75,7 +75,7 @@ slurm:
 	    echo "slurm-wlm/munge missing and not root: install them (apt-get install slurm-wlm munge) for tests/cluster"; \
 	  fi; }
 
-# The benchmarks' ratios (import, collect, energy; a few minutes), appended to benchmarks/results/record.jsonl
+# The benchmarks' ratios (import, collect, energy, the pages in Chromium; a few minutes), appended to benchmarks/results/record.jsonl
 # and judged against their budgets and the last entries (docs/PERFORMANCE.md). Run before stopping; CI times nothing.
 bench: venv
 	$(PY) benchmarks/record.py

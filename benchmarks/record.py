@@ -5,15 +5,19 @@ Runs a few minutes of the benchmarks at reduced sizes, each in its own process:
 * bench_import.py  --scale 1 --rounds 3   — import / floor (wall and CPU), peak RSS / floor's, compare / import,
                                              re-parse / import (the sizes of docs/PERFORMANCE.md's budgets);
 * bench_collect.py --rounds 3             — collect / floor, re-collect / collect (2,000 runs);
-* bench_energy.py  --hours 2              — energy / reading the CSV (CPU).
+* bench_energy.py  --hours 2              — energy / reading the CSV (CPU);
+* bench_pages.py   --scenarios 2000 --runs 10000 --rounds 3
+                                          — the sizes of report.html and comparison.html of 2,000 scenarios and of
+                                             history.html of 10,000 runs (MB), and each page's time to usable in
+                                             headless Chromium over a fixed reference page's in the same browser.
 
-Only ratios are recorded and judged (never absolute times alone: the machine is shared and its load varies; the
-load average at the start is recorded beside them). One JSON line per run is appended to
+Only ratios and page sizes are recorded and judged (never absolute times alone: the machine is shared and its load
+varies; the load average at the start is recorded beside them). One JSON line per run is appended to
 benchmarks/results/record.jsonl with the commit it measured (`+dirty` when the tree had changes). A ratio is named
 when it is over its budget (docs/PERFORMANCE.md) or clearly worse than before: more than WORSE times the median of
 the same ratio in the last PREVIOUS entries. Exit 1 when any ratio is named, 0 otherwise.
 
-    python benchmarks/record.py [--no-append] [--record FILE] [--only import,collect,energy]
+    python benchmarks/record.py [--no-append] [--record FILE] [--only import,collect,energy,pages]
 """
 
 from __future__ import annotations
@@ -43,7 +47,14 @@ BUDGETS: dict[str, float] = {
     "collect_over_floor": 2.0,
     "recollect_over_collect": 0.5,
     "energy_over_read_cpu": 1.5,
+    # pages (bench_pages.py): history.html of 10,000 runs <= 2 MB; usable <= 3 s (history) and <= 5 s (report.html
+    # of 20,000 scenarios: here 2,000) over the reference page's 0.3-0.45 s on this machine
+    "history_html_mb": 2.0,
+    "history_usable_over_reference": 8.0,
+    "report_usable_over_reference": 12.0,
+    "comparison_usable_over_reference": 12.0,
 }
+PAGES = ["--scenarios", "2000", "--runs", "10000", "--rounds", "3"]
 
 
 def _run(args: list[str], out: Path) -> dict[str, Any]:
@@ -75,7 +86,16 @@ def _energy(work: Path) -> dict[str, float]:
     return {"energy_over_read_cpu": float(fig["ratio"])}
 
 
-BENCHES: dict[str, Callable[[Path], dict[str, float]]] = {"import": _import, "collect": _collect, "energy": _energy}
+def _pages(work: Path) -> dict[str, float]:
+    browser = Path("/usr/bin/chromium").exists() and Path("/usr/bin/chromedriver").exists()
+    if not browser:
+        print("no /usr/bin/chromium and /usr/bin/chromedriver: the pages' sizes only, not their load", flush=True)
+    fig = _run([str(HERE / "bench_pages.py"), *PAGES, *([] if browser else ["--no-browser"])], work / "pages.json")
+    return {k: float(v) for k, v in fig["ratios"].items()}
+
+
+BENCHES: dict[str, Callable[[Path], dict[str, float]]] = {"import": _import, "collect": _collect, "energy": _energy,
+                                                          "pages": _pages}
 
 
 def commit_of(repo: Path) -> str:
@@ -145,7 +165,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"\nratios of {entry['commit']} (load average {load:.1f} at the start):")
     for key, value in sorted(ratios.items()):
         budget = BUDGETS.get(key)
-        print(f"  {key:28s} {value:8.3f}" + (f"   budget {budget}" if budget is not None else ""))
+        print(f"  {key:34s} {value:8.3f}" + (f"   budget {budget}" if budget is not None else ""))
     if not args.no_append:
         args.record.parent.mkdir(parents=True, exist_ok=True)
         with args.record.open("a", encoding="utf-8") as handle:

@@ -113,3 +113,38 @@ def test_the_speed_record_names_a_ratio_over_budget_or_clearly_worse_than_before
     bad.write_text('{"ratios": {}}\nnot json\n', encoding="utf-8")
     with pytest.raises(SystemExit, match=r"record.jsonl:2: not a JSON line"):
         record.read_record(bad)
+
+
+def test_the_speed_record_judges_the_pages_sizes_and_load_ratios() -> None:
+    """The pages' entries of the record (bench_pages.py): history.html of 10,000 runs over its 2 MB is named, as is
+    a page load 30 % slower, over the reference page, than the recent median; the ordinary spread is not, and
+    the pages' ratios are run by `make bench`."""
+    record = _record_module()
+    assert "pages" in record.BENCHES and record.BUDGETS["history_html_mb"] == 2.0
+    previous = [{"ratios": {"history_html_mb": 1.9, "report_usable_over_reference": v}} for v in (3.0, 3.4, 2.8)]
+    assert record.judge({"history_html_mb": 1.95, "report_usable_over_reference": 3.5}, previous) == []
+    named = record.judge({"history_html_mb": 2.01, "report_usable_over_reference": 3.0 * 1.3}, previous)
+    assert named == ["history_html_mb 2.010 is over its budget of 2.0",
+                     "report_usable_over_reference 3.900 is 1.30x the median of its last 3 recorded values (3.000): "
+                     "clearly worse"]
+    assert record.judge({"report_usable_over_reference": 12.5}, [])[0].endswith("over its budget of 12.0")
+
+
+@pytest.mark.slow  # pages built at a tiny scale and opened in headless Chromium: 30-90 s
+def test_pages_benchmark_builds_the_pages_and_times_them_in_chromium(tmp_path: Path) -> None:
+    if not (Path("/usr/bin/chromium").exists() and Path("/usr/bin/chromedriver").exists()):
+        pytest.skip("Debian's chromium and chromium-driver are not installed (make test installs them)")
+    out = tmp_path / "pages.json"
+    proc = subprocess.run([sys.executable, str(BENCH / "bench_pages.py"), "--scenarios", "12", "--runs", "30",
+                           "--rounds", "1", "--work", str(tmp_path / "work"), "--screenshots", str(tmp_path / "shots"),
+                           "--json", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert set(figures["ratios"]) == {f"{p}_{k}" for p in ("report", "comparison", "history")
+                                      for k in ("html_mb", "usable_over_reference")}
+    assert all(_positive(v) for v in figures["ratios"].values())
+    assert all(_positive(v) for v in figures["browser"]["usable_ms"].values())
+    shots = sorted(p.name for p in (tmp_path / "shots").iterdir())
+    assert shots == sorted(f"{p}_{w}_{part}.png" for p in ("report", "comparison", "history") for w in (900, 1400)
+                           for part in ("top", "figures"))
+    assert "history" in proc.stdout and "reference" in proc.stdout

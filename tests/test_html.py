@@ -29,7 +29,7 @@ from sskj_results.cli import main
 from sskj_results.render.figures import CDF_POINTS, cdf_points
 from sskj_results.render.markdown_html import inline, markdown_blocks, split_sections
 from sskj_results.render.html import plotly_js_packed
-from sskj_results.render.packing import encode, pack, unpack
+from sskj_results.render.packing import ALPHABET, encode, pack, unpack
 
 RUNS = Path(__file__).parent / "data" / "compare" / "runs"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -128,19 +128,29 @@ def test_page_is_self_contained_and_small(pages):
         assert pages[kind].stat().st_size < MAX_BYTES
 
 
+def _groups(data: bytes) -> list[int]:
+    """The 13-bit groups of `data` (the last padded with zero bits), bit by bit: what base 91 writes."""
+    bits = "".join(f"{b:08b}" for b in data)
+    bits += "0" * (-len(bits) % 13)
+    return [int(bits[i:i + 13], 2) for i in range(0, len(bits), 13)]
+
+
 def test_the_inlined_plotly_is_the_packages_own():
     version, packed = plotly_js_packed()
     original = (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
     assert unpack(packed) == original
-    # a script's text of printable ASCII only (base64): no `<` (so no `</script` or `<!--`), no control character
-    assert set(packed) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
-    assert len(packed) == len(base64.b64encode(gzip.compress(original, compresslevel=9, mtime=0)))
-    for n in range(14):  # every length of a last group, the largest and smallest bytes
-        for data in (bytes(range(250, 256)) * 3, b"\0" * 20, b"<!--</script>\r\n" * 2):
+    # a script's text of printable ASCII only (base 91): no `<` (so no `</script` or `<!--`), no control character
+    gz = gzip.compress(original, compresslevel=9, mtime=0)
+    assert set(packed) == set(ALPHABET) | set(" ") and not set(packed) & set("<>&\r\n\t\0")
+    assert packed.startswith(f"{len(gz)} ") and len(packed) == len(f"{len(gz)} ") + -(-len(gz) * 8 // 13) * 2
+    assert len(packed) < 0.93 * len(base64.b64encode(gz))  # 16 characters for 13 bytes; base64: 4 for 3
+    for n in range(40):  # every length of a last group, the largest and smallest bytes
+        for data in (bytes(range(250, 256)) * 7, b"\0" * 40, b"<!--</script>\r\n" * 3):
             assert unpack(pack(data[:n])) == data[:n]
-            assert len(encode(data[:n])) == (n + 2) // 3 * 4
-    with pytest.raises(ValueError, match="not base64"):
-        unpack("not base64 <")
+            assert encode(data[:n]) == f"{n} " + "".join(ALPHABET[v % 91] + ALPHABET[v // 91] for v in _groups(data[:n]))
+    for bad in ("not base 91 <", "12 ab", "1 a", "1 a<", "4 abc\u00e9"):
+        with pytest.raises(ValueError, match="not base-91 text"):
+            unpack(bad)
     assert f"plotly.js v{version}".encode() in original[:400]
 
 
@@ -251,6 +261,20 @@ def assert_plots_drawn(driver: Any, expected: int) -> None:
 
 
 @pytest.mark.browser
+def test_the_browser_decodes_what_pack_writes(browser):
+    """assets/common.js sskjDecode gives back the bytes render/packing.py encoded, at every length of a last group
+    and over every byte value; text outside the form is an error, not other bytes."""
+    common = (resources.files("sskj_results.render") / "assets" / "common.js").read_text(encoding="utf-8")
+    samples = [bytes((i * 37 + 11) % 256 for i in range(n)) for n in range(30)] + [bytes(range(256)) * 5]
+    browser.get("about:blank")
+    out = browser.execute_script(common + "\nreturn arguments[0].map(function (t) { return Array.from(sskjDecode(t)); });",
+                                 [encode(d) for d in samples])
+    assert [bytes(o) for o in out] == samples
+    errors = browser.execute_script(common + "\nreturn arguments[0].map(function (t) { try { sskjDecode(t); return ''; }"
+                                     " catch (e) { return String(e); } });", ["3 ab<c", "5 ab"])
+    assert "outside its alphabet" in errors[0] and "cut short" in errors[1]
+
+
 def test_comparison_page_in_a_browser(browser, pages, tmp_path):
     seen = open_page(browser, pages["comparison"])
     assert seen["console"] == []
@@ -340,6 +364,33 @@ def test_report_page_in_a_browser(browser, pages, tmp_path):
     assert rows == len(data["scenarios"])
     assert_plots_drawn(browser, 4)
     assert browser.save_screenshot(str(tmp_path / "report.png"))
+
+
+# Noted before the page runs: which figures have their SVG when the page's script first yields after drawing one.
+FIRST_FIGURE = """
+(function () {
+  var observer = new MutationObserver(function () {
+    var drawn = Array.prototype.map.call(document.querySelectorAll('div.plot'), function (d) {
+      return d.querySelector('.main-svg') ? d.id : null; }).filter(function (id) { return id; });
+    if (drawn.length) { window.__sskjFirstDrawn = drawn; observer.disconnect(); }
+  });
+  observer.observe(document, {childList: true, subtree: true});
+})();
+"""
+
+
+@pytest.mark.browser
+def test_the_first_figure_is_on_screen_before_the_others_are_drawn(browser, pages):
+    """page.js draws one figure a task: when the page first yields with a figure drawn, it is the first figure
+    alone (a curves figure of 12 panels takes seconds at 20,000 scenarios; the page answers between them); then
+    every figure is drawn."""
+    script = browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": FIRST_FIGURE})
+    try:
+        open_page(browser, pages["comparison"])
+        assert browser.execute_script("return window.__sskjFirstDrawn") == ["fig-tput"]
+        assert_plots_drawn(browser, 4)
+    finally:
+        browser.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": script["identifier"]})
 
 
 SHOTS = Path(os.environ.get("SSKJ_SHOTS", "/tmp/newuser_shots"))  # the screenshots, to be looked at

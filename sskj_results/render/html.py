@@ -13,7 +13,7 @@ The page has the sections of the Markdown (report.md / comparison.md, which
 
 Everything is inlined: the page's own script and style, the data (JSON),
 and plotly.min.js from the `plotly` Python package, gzip-compressed and
-base64-encoded (render/packing.py: about 1.96 MB instead of 4.8 MB), decompressed by the
+written in base 91 (render/packing.py: about 1.81 MB instead of 4.8 MB), decompressed by the
 browser's own DecompressionStream. A Content-Security-Policy forbids every
 request, so nothing can leave the page. docs/HTML_REPORTS.md says why plotly.
 """
@@ -169,7 +169,7 @@ def results_table_html(rows: Sequence[Row], valid: bool = True,
 
 def _json_script(element_id: str, data: Any, packed: bool = False) -> str:
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    if packed:  # compact data of a large page (history.html): gzip + base64 (render/packing.py), unpacked by sskjUnpack
+    if packed:  # compact data of a large page (history.html): gzip + base 91 (render/packing.py), unpacked by sskjUnpack
         return f'<script type="application/octet-stream" id="{element_id}">{pack(text.encode("utf-8"))}</script>'
     text = text.replace("</", "<\\/").replace("<!--", "<\\!--")
     return f'<script type="application/json" id="{element_id}">{text}</script>'
@@ -266,7 +266,7 @@ def document(title: str, title_html: str, nav: str, body: str, source: str, data
              styles: Sequence[str] = ("page.css",), script: str = "page.js", packed: bool = False) -> str:
     """A self-contained page: head (CSP, style), header, body, footer, the data as JSON (`data_id`), plotly.js
     inlined, the shared script (assets/common.js: sortable tables, the plotly loader) and the page's own script (an asset).
-    `packed`: the data gzip-compressed and base64-encoded (render/packing.py) instead of JSON text. Long tables and
+    `packed`: the data gzip-compressed and written in base 91 (render/packing.py) instead of JSON text. Long tables and
     lists of the body are drawn in part, the rest packed (render/longtables.py)."""
     version, plotly_packed = plotly_js_packed()
     body, packed_rows = fold_long_tables(body)

@@ -4,7 +4,7 @@ A page's size and its time to first draw should follow what a person reads, not 
 of 20,000 scenarios has a dozen tables of 20,000 rows each, most of which nobody scrolls through. Every table of
 a page's body with more than LONG_TABLE_ROWS body rows keeps its first SHOWN_ROWS rows as HTML (readable and
 printable without JavaScript); its other rows go, as their HTML, into one JSON document for the whole page,
-packed like plotly.js (`#sskj-rows`: gzip, base64, render/packing.py; the rows of a results table compress about
+packed like plotly.js (`#sskj-rows`: gzip, base 91, render/packing.py; the rows of a results table compress about
 15-fold: their markup repeats). The page's script (assets/longtables.js) puts a table's rows back when asked: its
 "Show all" button, a click on a header to sort it, a filter of the results table. The Markdown beside the page
 (report.md, comparison.md, history.md) holds every row too. A list of more than LONG_TABLE_ROWS items (the
@@ -48,7 +48,7 @@ def _note(key: int, total: int, what: str) -> str:
 
 def fold_long_tables(body: str) -> tuple[str, Optional[str]]:
     """(the body with every long table and list cut to its first SHOWN_ROWS rows or items and a note after it, the
-    base64 of the gzip of the JSON list of each cut one's other rows or items, or None when none is long)."""
+    base-91 text of the gzip of the JSON list of each cut one's other rows or items, or None when none is long)."""
     folded: list[list[str]] = []
 
     def fold_table(match: re.Match[str]) -> str:

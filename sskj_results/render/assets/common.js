@@ -26,13 +26,31 @@ function sskjSortable(table) {
   });
 }
 
-// The text of packed text (render/packing.py pack(): gzip, then base64; plotly.js, a long table's rows,
-// history.html's data), decompressed by the browser's own DecompressionStream: a promise.
+// The text of packed text (render/packing.py pack(): gzip, then base 91: the byte count, a space, two characters
+// of the alphabet below for every 13 bits; plotly.js, a long table's rows, history.html's data), decompressed by
+// the browser's own DecompressionStream: a promise.
+var SSKJ_ALPHABET = "!\"#$%'()*+,-./0123456789:;=?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~";
+function sskjDecode(text) {
+  "use strict";
+  var space = text.indexOf(" ");
+  var size = parseInt(text.slice(0, space), 10);
+  var value = new Int16Array(128).fill(-1);
+  for (var a = 0; a < SSKJ_ALPHABET.length; a++) { value[SSKJ_ALPHABET.charCodeAt(a)] = a; }
+  var bytes = new Uint8Array(size), acc = 0, bits = 0, out = 0;
+  for (var i = space + 1; out < size && i + 1 < text.length; i += 2) {
+    var c = text.charCodeAt(i), d = text.charCodeAt(i + 1);
+    var lo = c < 128 ? value[c] : -1, hi = d < 128 ? value[d] : -1;
+    if (lo < 0 || hi < 0) { throw new Error("packed text: a character outside its alphabet at " + i); }
+    acc = ((acc << 13) | (lo + 91 * hi)) & 0x1fffff;  // at most 7 + 13 bits pending
+    bits += 13;
+    while (bits >= 8 && out < size) { bits -= 8; bytes[out++] = (acc >> bits) & 255; }
+  }
+  if (out < size) { throw new Error("packed text: cut short (" + out + " of " + size + " bytes)"); }
+  return bytes;
+}
 function sskjUnpack(text) {
   "use strict";
-  var bin = atob(text.replace(/\s+/g, ""));
-  var bytes = new Uint8Array(bin.length);
-  for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+  var bytes = sskjDecode(text.trim());
   return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
 }
 

@@ -1,6 +1,6 @@
 
 // Long tables and lists (render/longtables.py): a table of many rows (a list of many items) arrives with its first
-// rows drawn and the others packed (#sskj-rows: the gzip of a JSON list, one list of row HTML per long table, base64). They are put back
+// rows drawn and the others packed (#sskj-rows: the gzip of a JSON list, one list of row HTML per long table, base 91). They are put back
 // on demand: the table's "Show all" button, a click on one of its headers (sorted over every row), a filter of
 // the results table (filtered over every row). body[data-long-tables] is "folded", then "loading", "ready".
 (function () {

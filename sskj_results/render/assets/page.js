@@ -92,18 +92,28 @@
       div.innerHTML = '<p class="error">' + message + "</p>";
     });
   }
+  // One figure a task, in the page's order: the first is on screen before the others are laid out (a curves
+  // figure of 12 panels takes a second or more), and the page answers clicks and scrolling between them.
+  // body[data-plots] is "ready" once every figure is drawn.
   function draw() {
-    data.figures.forEach(function (f) { plot(f.id, f); });
+    var jobs = data.figures.map(function (f) { return function () { return plot(f.id, f); }; });
     var select = document.getElementById("cdf-select");
     if (select && data.cdfs.length) {
-      var show = function () { plot("fig-cdf", data.cdfs[parseInt(select.value, 10)]); };
+      var show = function () { return plot("fig-cdf", data.cdfs[parseInt(select.value, 10)]); };
       select.addEventListener("change", show);
-      show();
+      jobs.push(show);
     }
-    sskjOnResize(function () {
-      return Promise.all(Object.keys(shown).map(function (id) { return plot(id, shown[id]); }));
-    });
-    document.body.setAttribute("data-plots", "ready");
+    function next() {
+      if (!jobs.length) {
+        sskjOnResize(function () {
+          return Promise.all(Object.keys(shown).map(function (id) { return plot(id, shown[id]); }));
+        });
+        document.body.setAttribute("data-plots", "ready");
+        return;
+      }
+      Promise.resolve(jobs.shift()()).then(function () { setTimeout(next, 0); });
+    }
+    next();
   }
   sskjLoadPlotly(draw, function (message, state) {
     fail(message);
