@@ -3,13 +3,13 @@ numpy arrays in, `stats.Outcome`s out; no I/O.
 
 The model (docs/COMPARE.md, *The noise model*): a repeat's value of a metric at one shape (the 20 % trimmed mean
 of the logs of its requests' values — a trimmed geometric mean — or its throughput) is, on the log scale, its
-side's level plus run-to-run noise plus the sampling noise of that mean; both sides of a test share one variance. The residual variance of each test, s², with
-n1 + n2 - 2 degrees of freedom, is shrunk towards a prior fitted to every test of the same metric and
-candidate run (the comparison's scenarios) by Smyth's empirical Bayes (limma's moderated t): the prior's
-degrees of freedom d0 say how much the tests agree on their noise, from 0 (every test keeps its own s²)
-to infinity (one pooled variance). The moderated variance is never below the within-repeat bound: a repeat's
-value cannot vary less than the trimmed mean of its requests does. The repeat stays the unit of replication:
-requests never count as samples.
+side's level plus run-to-run noise plus the sampling noise of that mean; both sides of a test share one
+variance. The residual variance of each test, s², with n1 + n2 - 2 degrees of freedom, is shrunk towards a
+prior fitted to every test of the same metric and candidate run (the comparison's scenarios) by Smyth's
+empirical Bayes (limma's moderated t): the prior's degrees of freedom d0 say how much the tests agree on their
+noise, from 0 (every test keeps its own s²) to infinity (one pooled variance). The moderated variance is never
+below the within-repeat bound: a repeat's value cannot vary less than the trimmed mean of its requests does.
+The repeat stays the unit of replication: requests never count as samples.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ class Repeats:
 
 def source(metric: str) -> str:
     """The compared per-request metric whose numbers a per-request metric is (`derived_from`: the prefill rate is
-    input / TTFT), else the metric itself: with trimmed log means their tests are one hypothesis (`stats.hypotheses`)."""
+    input / TTFT), else the metric itself: tests of the two with one p-value are one hypothesis
+    (`stats.hypotheses`)."""
     row = metric_row(metric)
     while row.compared == "per-request" and len(row.derived_from) == 1 and \
             metric_row(row.derived_from[0]).compared == "per-request":

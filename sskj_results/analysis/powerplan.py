@@ -1,8 +1,8 @@
 """How many repeats a stated change needs, at the run-to-run noise past runs of the setup showed
 (`sskj-results compare --plan CHANGE RUN_DIR...`). Pure: loaded runs in, lines out; no I/O.
 
-Per metric, the log of each repeat's value (the trimmed geometric mean of its requests, or its throughput) about its shape's
-mean, pooled over every repeated shape of every given run: one run-to-run variance s² with its degrees of
+Per metric, the log of each repeat's value (the trimmed geometric mean of its requests, or its throughput)
+about its shape's mean, pooled over every repeated shape of every given run: one run-to-run variance s² with its degrees of
 freedom (the noise model of docs/COMPARE.md with the prior's d0 infinite). A future comparison of the same
 grid with n repeats per side has se = s * sqrt(2 / n) and, pooled over its scenarios, scenarios * (2n - 2)
 degrees of freedom; it finds a change c with 80 % power when its minimum detectable change (Holm's threshold

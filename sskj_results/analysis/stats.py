@@ -343,14 +343,15 @@ def hypotheses(keys: Sequence[Hashable], p_values: Sequence[float]) -> list[int]
     """Index of each test's hypothesis in the Holm family: tests with the same key (one run, scenario and source
     metric, e.g. TTFT and the prefill rate derived from it) and the same p-value are the same numbers seen twice
     (one rejects exactly when the other does) and count once."""
-    found: list[tuple[Hashable, float]] = []
-    out = []
+    found: dict[Hashable, list[tuple[float, int]]] = {}
+    out: list[int] = []
+    count = 0
     for key, p in zip(keys, p_values):
-        match = next((h for h, (k, q) in enumerate(found) if k == key and math.isclose(p, q, rel_tol=1e-9,
-                                                                                          abs_tol=1e-300)), None)
+        same = found.setdefault(key, [])
+        match = next((h for q, h in same if math.isclose(p, q, rel_tol=1e-9, abs_tol=1e-300)), None)
         if match is None:
-            found.append((key, p))
-            match = len(found) - 1
+            match, count = count, count + 1
+            same.append((p, match))
         out.append(match)
     return out
 

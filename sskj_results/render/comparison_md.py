@@ -165,8 +165,8 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
         "prefill_tok_s" in tested)
     lines = [
         f"Baseline: {code(doc.baseline)}. Every other run is compared with it per matched scenario {how}. "
-        f"p-values are Holm–Bonferroni adjusted over all {s.family_size} hypotheses with a p-value{once}. A change is "
-        f"reported only when the adjusted p < {s.alpha:g} and the ratio differs from 1 by more than "
+        f"p-values are Holm–Bonferroni adjusted over all {s.family_size} hypotheses with a p-value{once}. "
+        f"A change is reported only when the adjusted p < {s.alpha:g} and the ratio differs from 1 by more than "
         f"{s.min_change * 100:g}%. Ratios below 1 mean lower latency, above 1 higher {higher}. MDC (minimum "
         "detectable change): beside a \"no significant difference\", the smallest change that test would have found "
         f"with 80% power at the noise it saw (Holm's threshold for a lone change, beyond {s.min_change * 100:g}%): a "
