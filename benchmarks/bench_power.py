@@ -8,7 +8,8 @@ E2E (a closed loop). Run-to-run noise: every (scenario, repeat) measurement has 
 lognormal(0, 0.03) on every latency of its requests (a slow repeat is slow in every metric). The candidate's
 TTFT is multiplied by 1 + shift in every scenario (its E2E, prefill rate and throughput follow); shift 0 is a
 pair of identical setups. Each pair goes through `build_comparison` (every metric, Holm over the whole
-family, --alpha 0.05, --min-change 0.05, the defaults).
+family, --alpha 0.05, --min-change 0.05, the defaults): a repeat's value of a per-request metric is the trimmed
+geometric mean of its requests, and the prefill rate's test, TTFT's numbers inverted, is TTFT's hypothesis.
 
 Reported per repeat count and shift: power — the share of the TTFT tests (pairs x 12 scenarios) called
 slower; false — the share of pairs with any verdict (faster or slower, any metric) at shift 0, and the share
@@ -16,7 +17,7 @@ of tests with one; the median minimum detectable change of the TTFT tests. Seede
 give the same table.
 
     python benchmarks/bench_power.py [--quick] [--pairs N] [--null-pairs N] [--repeats 2,3,5]
-        [--shifts 0,5,10,15,20,30] [--seed N] [--grid grid|one] [--across-metrics] [--json OUT]
+        [--shifts 0,5,10,15,20,30] [--seed N] [--grid grid|one] [--across-metrics] [--bound] [--json OUT]
 """
 
 from __future__ import annotations
@@ -107,6 +108,72 @@ def measure(repeats: int, shift: float, pairs: int, seed: int, grid: str = "grid
     }
 
 
+def _statistics(doc: Any) -> list[tuple[str, float, float]]:
+    """(metric, log ratio, t) of every test across repeats: t = log ratio / se, se from the test's interval."""
+    from scipy.stats import t as student_t
+
+    out = []
+    for t in (t for s in doc.scenarios for t in s.tests):
+        if t.ratio and t.ci_low and t.ci_high and t.df:
+            se = float(np.log(t.ci_high / t.ci_low)) / (2 * float(student_t.ppf(0.975, t.df)))
+            out.append((t.metric, float(np.log(t.ratio)), float(np.log(t.ratio)) / se))
+    return out
+
+
+def bound(repeats: int, shift: float, pairs: int, null_pairs: int, seed: int, grid: str = "one",
+          false_rate: float = 0.01) -> dict[str, Any]:
+    """The most any threshold on these t statistics can find at `false_rate` false pairs: one threshold for every
+    test, tuned on this very model so that exactly `false_rate` of the identical pairs get a verdict (any metric,
+    beyond --min-change); with each test's own variance (compare's statistics) and with the variance known
+    exactly (the sd of each metric's log ratio over the identical pairs). Neither is a usable test (both are
+    tuned to the model); they bound what a better threshold or family correction could reach."""
+    rng = np.random.default_rng([seed, repeats, 7])
+    options = CompareOptions(plots=False)
+    runs = [[make_run("a", repeats, 0.0, rng, grid), make_run("b", repeats, s, rng, grid)]
+            for s in [0.0] * null_pairs + [shift] * pairs]
+    found = [_statistics(build_comparison(r, options)) for r in runs]
+    null, alt = found[:null_pairs], found[null_pairs:]
+    sd = {m: float(np.std([x for p in null for mm, x, _ in p if mm == m])) for m in {m for p in null for m, _, _ in p}}
+    gate = float(np.log1p(CompareOptions().min_change))
+    out: dict[str, Any] = {"repeats": repeats, "shift": shift, "pairs": pairs, "null_pairs": null_pairs}
+    for kind, stat in (("own", lambda m, x, t: t), ("known", lambda m, x, t: x / sd[m])):
+        largest = sorted(max([abs(stat(m, x, t)) for m, x, t in p if abs(x) > gate] or [0.0]) for p in null)
+        threshold = largest[min(int(np.floor((1 - false_rate) * len(largest))), len(largest) - 1)]
+        power = np.mean([any(m == "ttft_ms" and x > gate and stat(m, x, t) > threshold for m, x, t in p) for p in alt])
+        out[kind] = {"threshold": threshold, "power": float(power)}
+    return out
+
+
+def _bound_table(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    print("| Repeats | TTFT shift | Own variance: threshold, power | Variance known: threshold, power |")
+    print("|---:|---:|---:|---:|")
+    for repeats in map(int, args.repeats.split(",")):
+        for shift in (float(x) / 100 for x in args.shifts.split(",") if float(x) > 0):
+            row = bound(repeats, shift, args.pairs, args.null_pairs, args.seed, args.grid)
+            rows.append(row)
+            own, known = row["own"], row["known"]
+            print(f"| {repeats} | +{shift * 100:g} % | {own['threshold']:.2f}, {own['power'] * 100:.1f} % "
+                  f"| {known['threshold']:.2f}, {known['power'] * 100:.1f} % |", flush=True)
+    return rows
+
+
+def _table(args: argparse.Namespace) -> list[dict[str, Any]]:
+    rows = []
+    print("| Repeats | TTFT shift | Pairs | TTFT called slower | Pairs with any verdict | Tests with a verdict "
+          "| Median TTFT MDC |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for repeats in map(int, args.repeats.split(",")):
+        for shift in (float(s) / 100 for s in args.shifts.split(",")):
+            row = measure(repeats, shift, args.null_pairs if shift == 0 else args.pairs, args.seed, args.grid)
+            rows.append(row)
+            mdc = f"{row['mdc_median'] * 100:.1f} %" if row["mdc_median"] is not None else "-"
+            print(f"| {repeats} | +{shift * 100:g} % | {row['pairs']} | {row['ttft_slower'] * 100:.1f} % "
+                  f"| {row['pairs_with_verdict'] * 100:.1f} % | {row['tests_with_verdict'] * 100:.2f} % | {mdc} |",
+                  flush=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="30 pairs a cell, 100 at shift 0 (a smoke run)")
@@ -120,6 +187,9 @@ def main() -> int:
     parser.add_argument("--across-metrics", action="store_true",
                         help="pool a metric with too few scenarios with the run's other metrics (measured, not "
                              "compare's default: the metrics of one scenario are correlated)")
+    parser.add_argument("--bound", action="store_true",
+                        help="instead of the table: the power any one threshold on the t statistics reaches at 1 %% "
+                             "false pairs, with each test's own variance and with the variance known (bound())")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.across_metrics:
@@ -130,19 +200,11 @@ def main() -> int:
         compare.pooled.pool = functools.partial(pooled.pool, across_metrics=True)  # type: ignore[assignment]
     if args.quick:
         args.pairs, args.null_pairs = 30, 100
-    rows = []
     started = time.perf_counter()
-    print("| Repeats | TTFT shift | Pairs | TTFT called slower | Pairs with any verdict | Tests with a verdict "
-          "| Median TTFT MDC |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for repeats in map(int, args.repeats.split(",")):
-        for shift in (float(s) / 100 for s in args.shifts.split(",")):
-            row = measure(repeats, shift, args.null_pairs if shift == 0 else args.pairs, args.seed, args.grid)
-            rows.append(row)
-            mdc = f"{row['mdc_median'] * 100:.1f} %" if row["mdc_median"] is not None else "-"
-            print(f"| {repeats} | +{shift * 100:g} % | {row['pairs']} | {row['ttft_slower'] * 100:.1f} % "
-                  f"| {row['pairs_with_verdict'] * 100:.1f} % | {row['tests_with_verdict'] * 100:.2f} % | {mdc} |",
-                  flush=True)
+    if args.bound:
+        rows = _bound_table(args)
+    else:
+        rows = _table(args)
     print(f"({time.perf_counter() - started:.0f} s)")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "seed": args.seed}, indent=1) + "\n")

@@ -180,7 +180,14 @@ def test_comparison_json_shape_and_verdicts(runs_dir):
     assert [(u.run, u.scenario, u.missing_in) for u in doc.unmatched] == [
         ("sglang", "c32_i128_o32", [ngram]), (vllm, "c32_i128_o32", [ngram])]
     assert doc.unmatched[0].skipped == {ngram: "server died: CUDA out of memory"}
-    assert doc.settings.family_size == sum(t.p_raw is not None for s in doc.scenarios for t in s.tests)
+    # the Holm family counts hypotheses: a prefill-rate test with its TTFT test's p-value (Mann-Whitney ranks
+    # input / TTFT in the reverse order of TTFT) is the same one
+    tested = [t for s in doc.scenarios for t in s.tests if t.p_raw is not None]
+    twins = [(s.name, t.run) for s in doc.scenarios for t in s.tests if t.metric == "prefill_tok_s"
+             and t.p_raw is not None and t.p_raw == pytest.approx(test_of(s.name, t.run, "ttft_ms").p_raw, rel=1e-9)]
+    assert twins and doc.settings.family_size == len(tested) - len(twins)
+    for name, run in twins:
+        assert test_of(name, run, "prefill_tok_s").p_value == test_of(name, run, "ttft_ms").p_value
     for s in doc.scenarios:
         for t in s.tests:
             if t.verdict in ("faster", "slower"):
@@ -388,9 +395,9 @@ def test_repeated_runs_test_across_repeats_on_output_throughput():
     geomean = lambda v: float(np.exp(np.mean(np.log(v))))  # noqa: E731
     assert welch.ratio == pytest.approx(geomean([1500.0, 1490.0, 1510.0]) / geomean([1000.0, 1010.0, 995.0]))
     assert welch.ci_low < welch.ratio < welch.ci_high
-    # the repeat is the unit of the per-request metrics too: one median per repeat, the pooled t-test across them
+    # the repeat is the unit of the per-request metrics too: one trimmed log mean per repeat, the pooled t-test across them
     others = [t for t in sc.tests if t.metric != "output_token_throughput"]
-    assert {(t.test, t.n_baseline, t.n_candidate) for t in others} == {("moderated-t-repeat-medians", 3, 3)}
+    assert {(t.test, t.n_baseline, t.n_candidate) for t in others} == {("moderated-t-repeat-trimmed-means", 3, 3)}
     assert doc.settings.run_to_run == "tested"
     single = results("c", [scenario(4, 100, 50, throughput=1200.0, ttft=latencies(30, 100, 7), tpot=latencies(30, 10, 8))])
     doc = build_comparison([run_data(base, "a"), run_data(single, "c")], CompareOptions(plots=False))

@@ -9,8 +9,8 @@ Scenarios are matched by (concurrency, input_len, output_len). The first run
 (or the explicit baseline) is the baseline; every other run is compared with
 it on the per-request TTFT, TPOT and E2E of successful requests, and on the
 output token throughput of repeated runs (see docs/COMPARE.md). When a side
-has a shape more than once the repeat is the unit of every test: one median
-per repeat of each per-request metric, a t-test across repeats whose run-to-run
+has a shape more than once the repeat is the unit of every test: one trimmed
+geometric mean per repeat of each per-request metric, a t-test across repeats whose run-to-run
 variance is pooled over the comparison's scenarios (`pooled`).
 """
 
@@ -300,20 +300,6 @@ def _stat_test(label: str, metric: MetricName, outcome: stats.Outcome, caveat: O
 Pending = tuple[int, MetricName, Union[stats.Outcome, pooled.Repeats], Optional[str], Grades]
 
 
-def _repeat_medians(base: Sequence[np.ndarray], cand: Sequence[np.ndarray]) -> Union[stats.Outcome, pooled.Repeats]:
-    """One median per repeat of a per-request metric (a repeat without values is left out), ready for the pooled
-    test, with the within-repeat bound of a repeat's variance (the mean sampling variance of the medians)."""
-    kept = [v for v in list(base) + list(cand) if v.size]
-    base_medians = np.array([float(np.median(v)) for v in base if v.size], dtype=float)
-    cand_medians = np.array([float(np.median(v)) for v in cand if v.size], dtype=float)
-    if not base_medians.size or not cand_medians.size:
-        side = "baseline" if not base_medians.size else "candidate"
-        return stats.not_comparable(pooled.MODERATED_MEDIANS, f"no per-request data in the {side}",
-                                    base_medians.size, cand_medians.size)
-    floor = float(np.mean([pooled.median_variance(v) for v in kept]))
-    return pooled.repeats(pooled.MODERATED_MEDIANS, base_medians, cand_medians, floor)
-
-
 def _repeat_values(scenarios: Sequence[Scenario], metric: MetricName, recomputed: bool) -> np.ndarray:
     """A repeat metric's known values; one judged against another SLO than the comparison's (goodput) is unknown."""
     if metric_row(metric).slo_dependent and recomputed:
@@ -404,11 +390,12 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
             base_n, cand_n = _devices(base_run, metric, per_device), _devices(cand_run, metric, per_device)
             refusal = difference or invalid.of(metric).reason
             if refusal:
-                outcome = stats.not_comparable(pooled.MODERATED_MEDIANS if repeated else stats.MANN_WHITNEY,
+                outcome = stats.not_comparable(pooled.MODERATED_MEANS if repeated else stats.MANN_WHITNEY,
                                                refusal)
             elif repeated:
-                outcome = _repeat_medians([base_run.samples[j].metric(metric) / base_n for j in base_members],
-                                          [cand_run.samples[j].metric(metric) / cand_n for j in cand_members])
+                outcome = pooled.per_request_repeats(
+                    [base_run.samples[j].metric(metric) / base_n for j in base_members],
+                    [cand_run.samples[j].metric(metric) / cand_n for j in cand_members])
             else:
                 outcome = stats.compare_latency(
                     base_pool / base_n, cand_pool / cand_n, alpha=options.alpha, n_resamples=options.n_resamples,
@@ -499,10 +486,9 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
     tested = pooled.pool([((ci, metric), item) for _, (ci, metric, item, _, _) in found], confidence=options.confidence)
     for (gi, (ci, metric, _, caveat, invalid)), outcome in zip(found, tested):
         pending.append((gi, ci, metric, outcome, caveat, invalid))
-    decided = stats.decide(
-        [p[3] for p in pending], [metric_row(p[2]).higher_is_better for p in pending],
-        alpha=options.alpha, min_change=options.min_change,
-    )
+    same = [(p[0], p[1], pooled.source(p[2])) for p in pending]  # a derived metric's test with its source's p: once
+    decided = stats.decide([p[3] for p in pending], [metric_row(p[2]).higher_is_better for p in pending],
+                           alpha=options.alpha, min_change=options.min_change, same=same)
     tests_by_group: dict[int, list[StatTest]] = {}
     for (gi, ci, metric, _, caveat, invalid), outcome in zip(pending, decided):
         tests_by_group.setdefault(gi, []).append(_stat_test(labels[ci], metric, outcome, caveat, invalid))
@@ -545,7 +531,7 @@ def build_comparison(runs: Sequence[RunData], options: CompareOptions = CompareO
         settings=Settings(
             alpha=options.alpha, min_change=options.min_change, confidence=options.confidence,
             bootstrap_resamples=options.n_resamples, seed=options.seed,
-            family_size=sum(o.p_raw is not None for o in decided),
+            family_size=stats.family_size(same, decided),
             validity=list(options.validity), strict=options.strict,
             run_to_run=run_to_run(groups),
         ),

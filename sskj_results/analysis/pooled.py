@@ -1,15 +1,15 @@
 """Tests across repeats with a pooled run-to-run variance (the minimum detectable change is `stats`). Pure maths:
 numpy arrays in, `stats.Outcome`s out; no I/O.
 
-The model (docs/COMPARE.md, *The noise model*): a repeat's value of a metric at one shape (the median of its
-requests, or its throughput) is, on the log scale, its side's level plus run-to-run noise plus the sampling
-noise of the median; both sides of a test share one variance. The residual variance of each test, s², with
-n1 + n2 - 2 degrees of freedom, is shrunk towards a prior fitted to every test of the same metric and
-candidate run (the comparison's scenarios) by Smyth's empirical Bayes (limma's moderated t): the prior's
-degrees of freedom d0 say how much the tests agree on their noise, from 0 (every test keeps its own s²)
-to infinity (one pooled variance). The moderated variance is never below the within-repeat bound: a repeat's
-median cannot vary less than the median of its requests does. The repeat stays the unit of replication:
-requests never count as samples.
+The model (docs/COMPARE.md, *The noise model*): a repeat's value of a metric at one shape (the 20 % trimmed mean
+of the logs of its requests' values — a trimmed geometric mean — or its throughput) is, on the log scale, its
+side's level plus run-to-run noise plus the sampling noise of that mean; both sides of a test share one
+variance. The residual variance of each test, s², with n1 + n2 - 2 degrees of freedom, is shrunk towards a
+prior fitted to every test of the same metric and candidate run (the comparison's scenarios) by Smyth's
+empirical Bayes (limma's moderated t): the prior's degrees of freedom d0 say how much the tests agree on their
+noise, from 0 (every test keeps its own s²) to infinity (one pooled variance). The moderated variance is never
+below the within-repeat bound: a repeat's value cannot vary less than the trimmed mean of its requests does.
+The repeat stays the unit of replication: requests never count as samples.
 """
 
 from __future__ import annotations
@@ -20,12 +20,15 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from ..contract.metrics import metric as metric_row
+from . import stats
 from .stats import INSUFFICIENT, Outcome, _out_of_range, compare_means_welch
 
 MODERATED = "moderated-t"  # one value per repeat (throughput, goodput), log scale, pooled variance
-MODERATED_MEDIANS = "moderated-t-repeat-medians"  # one median per repeat of a per-request metric
+MODERATED_MEANS = "moderated-t-repeat-trimmed-means"  # one trimmed log mean per repeat of a per-request metric
 MIN_POOL = 3  # tests with a variance needed to fit a prior; fewer keep their own variances
-_Z = 1.959963984540054  # the normal quantile of the order-statistic interval of a median (95 %)
+TRIM = 0.2  # the share of a repeat's requests trimmed from each end before the mean of their logs
+MIN_REQUESTS = 8  # below, a repeat's sampling variance is unknown (0: no bound)
 
 
 @dataclass(frozen=True)
@@ -49,16 +52,56 @@ class Repeats:
         return ss / self.df
 
 
-def median_variance(values: np.ndarray) -> float:
-    """Distribution-free sampling variance of the median of log(values): ((x_(u) - x_(l)) / (2 z))² with the
-    order statistics l, u = n/2 -/+ z sqrt(n)/2 of the rank interval of the median; 0 below 8 positive values."""
-    x = np.sort(np.log(values[values > 0]))
+def source(metric: str) -> str:
+    """The compared per-request metric whose numbers a per-request metric is (`derived_from`: the prefill rate is
+    input / TTFT), else the metric itself: tests of the two with one p-value are one hypothesis
+    (`stats.hypotheses`)."""
+    row = metric_row(metric)
+    while row.compared == "per-request" and len(row.derived_from) == 1 and \
+            metric_row(row.derived_from[0]).compared == "per-request":
+        row = metric_row(row.derived_from[0])
+    return row.name
+
+
+def _trimmed(logs: np.ndarray) -> tuple[np.ndarray, int]:
+    """The sorted values and how many are trimmed from each end (floor(TRIM * n))."""
+    x = np.sort(logs)
+    return x, int(math.floor(TRIM * x.size))
+
+
+def trimmed_log_mean(values: np.ndarray) -> float:
+    """The mean of the logs of the values with TRIM of them cut from each end (values > 0)."""
+    x, g = _trimmed(np.log(np.asarray(values, dtype=float)))
+    return float(x[g:x.size - g].mean())
+
+
+def trimmed_mean_variance(values: np.ndarray) -> float:
+    """Distribution-free sampling variance of `trimmed_log_mean` (Tukey and McLaughlin): the winsorized
+    variance of the logs / ((1 - 2 TRIM)^2 n); 0 (unknown) below MIN_REQUESTS values."""
+    x, g = _trimmed(np.log(np.asarray(values, dtype=float)))
     n = x.size
-    if n < 8:
+    if n < MIN_REQUESTS:
         return 0.0
-    low = max(int(math.floor(n / 2 - _Z * math.sqrt(n) / 2)), 1)
-    high = min(int(math.ceil(n / 2 + _Z * math.sqrt(n) / 2)), n)
-    return float(((x[high - 1] - x[low - 1]) / (2 * _Z)) ** 2)
+    w = np.clip(x, x[g], x[n - 1 - g])
+    kept = n - 2 * g
+    return float(w.var(ddof=1) * (n - 1) / (kept * (kept - 1)))
+
+
+def per_request_repeats(base: Sequence[np.ndarray], cand: Sequence[np.ndarray]) -> Union[Outcome, Repeats]:
+    """A per-request metric of repeated runs: one trimmed log mean per repeat (a repeat without values is left
+    out), ready for pooling, with the within-repeat bound of a repeat's variance (the mean sampling variance
+    of those means). A value <= 0 has no log: then one median per repeat and Welch's t-test
+    (`welch-t-repeat-medians`, as before the pooled test)."""
+    base = [np.asarray(v, dtype=float) for v in base if np.asarray(v).size]
+    cand = [np.asarray(v, dtype=float) for v in cand if np.asarray(v).size]
+    if not base or not cand:
+        side = "baseline" if not base else "candidate"
+        return stats.not_comparable(MODERATED_MEANS, f"no per-request data in the {side}", len(base), len(cand))
+    if min(float(v.min()) for v in base + cand) <= 0:
+        return stats.compare_repeat_medians(base, cand)
+    floor = float(np.mean([trimmed_mean_variance(v) for v in base + cand]))
+    return repeats(MODERATED_MEANS, np.exp([trimmed_log_mean(v) for v in base]),
+                   np.exp([trimmed_log_mean(v) for v in cand]), floor)
 
 
 def repeats(test: str, base: np.ndarray, cand: np.ndarray, floor: float = 0.0) -> Union[Outcome, Repeats]:

@@ -1,12 +1,12 @@
 """How many repeats a stated change needs, at the run-to-run noise past runs of the setup showed
 (`sskj-results compare --plan CHANGE RUN_DIR...`). Pure: loaded runs in, lines out; no I/O.
 
-Per metric, the log of each repeat's value (the median of its requests, or its throughput) about its shape's
-mean, pooled over every repeated shape of every given run: one run-to-run variance s² with its degrees of
+Per metric, the log of each repeat's value (the trimmed geometric mean of its requests, or its throughput)
+about its shape's mean, pooled over every repeated shape of every given run: one run-to-run variance s² with its degrees of
 freedom (the noise model of docs/COMPARE.md with the prior's d0 infinite). A future comparison of the same
 grid with n repeats per side has se = s * sqrt(2 / n) and, pooled over its scenarios, scenarios * (2n - 2)
 degrees of freedom; it finds a change c with 80 % power when its minimum detectable change (Holm's threshold
-for a lone change among shapes x metrics tests, beyond --min-change) is at most c.
+for a lone change among shapes x metrics hypotheses, beyond --min-change) is at most c.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 
 from ..contract.metrics import PER_REQUEST_COMPARED, metric
 from .rundata import RunData
+from .pooled import source, trimmed_log_mean
 from .stats import minimum_detectable_change
 
 PLANNED = PER_REQUEST_COMPARED + ("output_token_throughput",)
@@ -38,8 +39,9 @@ class Plan:
 
 
 def _repeat_values(run: RunData, members: Sequence[int], name: str) -> np.ndarray:
-    if name in PER_REQUEST_COMPARED:
-        values = [float(np.median(v)) for j in members if (v := run.samples[j].metric(name)).size]
+    if name in PER_REQUEST_COMPARED:  # compare's estimator: a repeat's trimmed geometric mean (pooled)
+        values = [math.exp(trimmed_log_mean(v)) for j in members
+                  if (v := run.samples[j].metric(name)).size and v.min() > 0]
     else:
         values = [float(v) for j in members if (v := getattr(run.results.scenarios[j], name)) is not None]
     return np.array([v for v in values if v > 0], dtype=float)
@@ -67,7 +69,7 @@ def plan_repeats(runs: Sequence[RunData], change: float, *, alpha: float, min_ch
                 ss[name] = ss.get(name, 0.0) + float(((logs - logs.mean()) ** 2).sum())
                 dfs[name] = dfs.get(name, 0) + logs.size - 1
                 shapes.setdefault(name, set()).add(key)
-    family = max(len(grid), 1) * len(PLANNED)
+    family = max(len(grid), 1) * len({source(m) for m in PLANNED})  # the prefill rate is TTFT's hypothesis
     plans = []
     for name in PLANNED:
         if not dfs.get(name):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 from dataclasses import dataclass, replace
-from typing import Final, Literal, Optional, Sequence
+from typing import Final, Hashable, Literal, Optional, Sequence
 
 import numpy as np
 
@@ -339,14 +339,33 @@ def classify(p_adjusted: float, ratio: float, *, alpha: float, min_change: float
     return NO_DIFFERENCE
 
 
+def hypotheses(keys: Sequence[Hashable], p_values: Sequence[float]) -> list[int]:
+    """Index of each test's hypothesis in the Holm family: tests with the same key (one run, scenario and source
+    metric, e.g. TTFT and the prefill rate derived from it) and the same p-value are the same numbers seen twice
+    (one rejects exactly when the other does) and count once."""
+    found: dict[Hashable, list[tuple[float, int]]] = {}
+    out: list[int] = []
+    count = 0
+    for key, p in zip(keys, p_values):
+        same = found.setdefault(key, [])
+        match = next((h for q, h in same if math.isclose(p, q, rel_tol=1e-9, abs_tol=1e-300)), None)
+        if match is None:
+            match, count = count, count + 1
+            same.append((p, match))
+        out.append(match)
+    return out
+
+
 def decide(
     outcomes: Sequence[Outcome],
     higher_is_better: Sequence[bool],
     *,
     alpha: float,
     min_change: float,
+    same: Optional[Sequence[Hashable]] = None,
 ) -> list[Outcome]:
-    """Apply Holm-Bonferroni over every outcome that has a p-value, then give each its verdict."""
+    """Apply Holm-Bonferroni over every hypothesis that has a p-value (`same`: a key per outcome, see
+    `hypotheses`; None: every test its own), then give each its verdict."""
     if len(outcomes) != len(higher_is_better):
         raise ValueError("one higher_is_better flag per outcome")
     open_idx = [i for i, o in enumerate(outcomes) if o.verdict is None]
@@ -358,9 +377,12 @@ def decide(
             raise ValueError(f"outcome {i} has no p-value or ratio but no verdict either")
         p_raws.append(p_raw)
         ratios.append(ratio)
-    adjusted = holm(p_raws)
+    which = hypotheses([same[i] if same is not None else i for i in open_idx], p_raws)
+    distinct = [p_raws[which.index(h)] for h in range(len(set(which)))]
+    family = holm(distinct)
+    adjusted = [family[h] for h in which]
     out = list(outcomes)
-    lone = alpha / max(len(open_idx), 1)  # what Holm asks of a change that is the family's only one
+    lone = alpha / max(len(distinct), 1)  # what Holm asks of a change that is the family's only one
     for i, p_adj, ratio in zip(open_idx, adjusted, ratios):
         o = outcomes[i]
         verdict = classify(p_adj, ratio, alpha=alpha, min_change=min_change,
@@ -370,3 +392,9 @@ def decide(
             mdc = minimum_detectable_change(o.se_log, o.df, alpha=lone, min_change=min_change)
         out[i] = replace(o, p_adjusted=p_adj, verdict=verdict, mdc=mdc)
     return out
+
+
+def family_size(keys: Sequence[Hashable], outcomes: Sequence[Outcome]) -> int:
+    """The number of hypotheses of the Holm family (`decide`'s count)."""
+    tested = [(k, o.p_raw) for k, o in zip(keys, outcomes) if o.p_raw is not None]
+    return len(set(hypotheses([k for k, _ in tested], [p for _, p in tested])))

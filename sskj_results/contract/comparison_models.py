@@ -122,8 +122,10 @@ class StatTest(_Doc):
                                            "(`ttft_ms`, `tpot_ms`, `e2e_ms`, …) or across repeats "
                                            "(`output_token_throughput`, `request_goodput`, …).")
     test: str = Field(description="`mann-whitney-u` (per-request values, one run per side), "
-                                  "`moderated-t-repeat-medians` (per-request values of repeated runs: one median per "
-                                  "repeat, moderated t on the log scale with the pooled run-to-run variance), "
+                                  "`moderated-t-repeat-trimmed-means` (per-request values of repeated runs: one "
+                                  "trimmed mean of the logs per repeat, moderated t with the pooled run-to-run "
+                                  "variance), `welch-t-repeat-medians` (the same with a value <= 0: one median per "
+                                  "repeat), "
                                   "`moderated-t` (one value per repeat: throughput, goodput) or `welch-t` (one value "
                                   "per run, or a value <= 0 that has no log; docs/COMPARE.md).")
     verdict: Verdict = Field(
@@ -132,17 +134,19 @@ class StatTest(_Doc):
                     "--strict, failed any validity check).")
     p_value: Optional[float] = Field(description="Holm-Bonferroni adjusted p-value over the whole family; null without a test.")
     p_raw: Optional[float] = Field(description="Unadjusted p-value.")
-    ratio: Optional[float] = Field(description="Candidate / baseline: ratio of medians (latency), of the geometric "
-                                               "means of the repeats' medians or values (tests across repeats) or of "
-                                               "means (`welch-t`).")
+    ratio: Optional[float] = Field(description="Candidate / baseline: ratio of medians (`mann-whitney-u`), of the "
+                                               "geometric means of the repeats' trimmed geometric means or values "
+                                               "(`moderated-t-*`) or of means (`welch-t`, `welch-t-repeat-medians`: of "
+                                               "the repeats' medians).")
     ci_low: Optional[float] = Field(description="Lower bound of the ratio's confidence interval (never below 0).")
     ci_high: Optional[float] = Field(description="Upper bound of the ratio's confidence interval.")
     n_baseline: int = Field(description="Samples on the baseline side (requests or repeats).")
     n_candidate: int = Field(description="Samples on the candidate side.")
-    baseline_value: Optional[float] = Field(description="Baseline median (latency, ms), geometric mean of the "
-                                                        "repeats' medians or values (tests across repeats) or mean "
-                                                        "(`welch-t`).")
-    candidate_value: Optional[float] = Field(description="Candidate median or mean.")
+    baseline_value: Optional[float] = Field(description="Baseline median (`mann-whitney-u`), geometric mean of the "
+                                                        "repeats' trimmed geometric means or values (`moderated-t-*`) "
+                                                        "or mean (`welch-t`, of the repeats' medians with "
+                                                        "`welch-t-repeat-medians`).")
+    candidate_value: Optional[float] = Field(description="Candidate value, as `baseline_value`.")
     mdc: Optional[float] = Field(default=None, description="Minimum detectable change: the smallest change (a "
                                  "fraction, 0.12 = 12 %) this test would have found with 80 % power at the noise it "
                                  "saw, at Holm's alpha for a lone change and beyond --min-change; null without a test.")
@@ -200,13 +204,15 @@ class Settings(_Doc):
     bootstrap_resamples: int = Field(description="Bootstrap resamples of the median ratio.")
     seed: int = Field(description="Seed of the bootstrap generator.")
     correction: Literal["holm"] = Field(default="holm", description="Multiple-testing correction.")
-    family_size: int = Field(description="Number of tests with a p-value (the Holm family).")
+    family_size: int = Field(description="Number of hypotheses with a p-value (the Holm family): a derived "
+                                         "metric's test with its source's p-value (the prefill rate's, TTFT's: the "
+                                         "same numbers inverted) counts once.")
     validity: list[str] = Field(default_factory=list, description="`compare --validity NAME=VALUE` threshold overrides "
                                                                   "the points were judged again with.")
     strict: bool = Field(default=False, description="`compare --strict`: any failed validity check refused a test, "
                                                     "qualified points too.")
     run_to_run: RunToRun = Field(default="ignored", description="`tested`: every matched shape was repeated on some "
-                                 "side, the repeat is the unit of its tests (one median per repeat, a t-test across "
+                                 "side, the repeat is the unit of its tests (one trimmed geometric mean per repeat, a t-test across "
                                  "repeats with the pooled run-to-run variance); `ignored`: no shape was repeated, per-request tests within one run ignore "
                                  "run-to-run variation; `partly`: some shapes were (docs/COMPARE.md).")
 

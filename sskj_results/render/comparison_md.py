@@ -149,7 +149,8 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
     per_request_words = and_words([m.words for m in per_request])
     if s.run_to_run == "tested":
         how = (f"on the per-request {per_request_words} of successful requests and on {repeated}, with the repeat as "
-               f"the unit: each repeat's median of a per-request metric, and each repeat's {repeated}, is one "
+               f"the unit: each repeat's trimmed geometric mean of a per-request metric (the mean of the logs "
+               f"of its requests' values, 20% cut from each end), and each repeat's {repeated}, is one "
                "sample; a t-test across the repeats on the log scale whose run-to-run variance is pooled over the "
                "comparison's scenarios (empirical Bayes, never below the spread of the repeats' own requests); ratio "
                f"= candidate / baseline of the geometric mean over repeats, with its {s.confidence:.0%} CI. The "
@@ -161,12 +162,14 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
                "repeats; ratio of geometric means"
                f"{'; across accelerator counts on one run too, then insufficient samples' if doc.throughput_basis else ''})")
         if s.run_to_run == "partly":
-            how += ("; a shape repeated on some side is tested with the repeat as the unit (one median per repeat, "
-                    "a t-test across repeats with the pooled run-to-run variance)")
+            how += ("; a shape repeated on some side is tested with the repeat as the unit (one trimmed geometric "
+                    "mean per repeat, a t-test across repeats with the pooled run-to-run variance)")
+    once = " (a prefill rate's test with its TTFT's p-value is the same numbers inverted: counted once)" * (
+        "prefill_tok_s" in tested)
     lines = [
         f"Baseline: {code(doc.baseline)}. Every other run is compared with it per matched scenario {how}. "
-        f"p-values are Holm–Bonferroni adjusted over all {s.family_size} tests with a p-value. A change is "
-        f"reported only when the adjusted p < {s.alpha:g} and the ratio differs from 1 by more than "
+        f"p-values are Holm–Bonferroni adjusted over all {s.family_size} hypotheses with a p-value{once}. "
+        f"A change is reported only when the adjusted p < {s.alpha:g} and the ratio differs from 1 by more than "
         f"{s.min_change * 100:g}%. Ratios below 1 mean lower latency, above 1 higher {higher}. MDC (minimum "
         "detectable change): beside a \"no significant difference\", the smallest change that test would have found "
         f"with 80% power at the noise it saw (Holm's threshold for a lone change, beyond {s.min_change * 100:g}%): a "

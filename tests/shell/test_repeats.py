@@ -60,7 +60,7 @@ def test_repeats_compare_identical_engines_equal_and_find_a_planted_slowdown(tmp
     same = compare(root, "phase1_a", "phase2_b", "same")
     assert same["settings"]["run_to_run"] == "tested"
     tests = [t for s in same["scenarios"] for t in s["tests"]]
-    assert tests and {t["test"] for t in tests} <= {"moderated-t", "moderated-t-repeat-medians"}
+    assert tests and {t["test"] for t in tests} <= {"moderated-t", "moderated-t-repeat-trimmed-means"}
     assert {(t["n_baseline"], t["n_candidate"]) for t in tests} == {(4, 4)}
     assert {t["verdict"] for t in tests} == {"no significant difference"}, [
         (t["metric"], t["ratio"], t["p_value"]) for t in tests if t["verdict"] != "no significant difference"]
