@@ -26,17 +26,21 @@ def test_every_engine_command_in_order_from_its_row(row: Engine, tmp_path: Path)
     """launcher, launch point, the row's head, settings in its spelling (or its config file), the experiment's
     flags, host, port, its *_EXTRA_ARGS (first line, split on blanks)."""
     s = dict(_settings(row), ENGINE_CONFIG_DIR=str(tmp_path))
-    given = [("max_num_seqs", "64"), ("max_model_len", "4096"), ("kv_cache_dtype", "fp8")]
+    given = [(k, v) for k, v in [("max_num_seqs", "64"), ("max_model_len", "4096"), ("kv_cache_dtype", "fp8")]
+             if k in row.flags or k in row.file_keys]  # the settings the row has
     argv = server_cmd(row.name, "server", ["--own", "x"], s, given)
     start = (["env", *row.server_env] if row.server_env else []) + [f"/e/{row.name}/python", "-m", row.launch_module,
                                                                     *row.launch_args]
     assert argv[:len(start)] == start
     model = [row.model_flag, "/m"] if row.model_flag else ["/m"]
     i = argv.index("/m") - len(model) + 1
-    assert argv[i:i + len(model)] == model and argv[argv.index(row.flags["tp"][0]) + 1] == "2"
+    assert argv[i:i + len(model)] == model
+    if "tp" in row.flags:  # an engine without tensor parallelism has no TP flag (TP must be 1 then)
+        assert argv[argv.index(row.flags["tp"][0]) + 1] == "2"
     assert set(row.metrics_flags) <= set(argv)
     flags = row.flags_for(given)
-    tail = ["--own", "x", *argv[argv.index("--own") + 2:argv.index("--host")], "--host", "127.0.0.1", "--port",
+    host = argv.index(row.host_flag)  # the row's own spellings of host and port (LMDeploy: --server-name)
+    tail = ["--own", "x", *argv[argv.index("--own") + 2:host], row.host_flag, "127.0.0.1", row.port_flag,
             "30000", "--a", "1", "--b"]
     assert argv[-len(tail):] == tail and argv[argv.index("--own") - len(flags):argv.index("--own")] == flags
     for key, _ in given:

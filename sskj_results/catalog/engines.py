@@ -131,6 +131,8 @@ class Engine:
         config file (`file_settings`) and spec_tokens / spec_model beside an empty spec_method are left out."""
         words: list[str] = []
         for key, value in _given(settings):
+            if value == "" and key not in self.flags and key not in self.file_keys:
+                continue  # an empty setting says nothing, also of a setting the engine has not
             if key not in self.flags and key not in self.file_keys:
                 known = ", ".join(sorted({*self.flags, *self.file_keys}))
                 raise ConfigError(f"engine {self.name} has no setting {key!r} (known: {known})")
