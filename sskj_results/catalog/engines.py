@@ -145,15 +145,39 @@ ENGINES: tuple[Engine, ...] = (
            # serve's `openai`) sends OpenAI /v1/completions, which trtllm-serve answers
            client_backends={"sglang": "sglang-oai", "vllm": "openai"},
            aliases=("trt", "trt-llm", "tensorrt-llm", "tensorrt_llm")),
+    # LMDeploy's OpenAI server, `lmdeploy serve api_server MODEL` (lmdeploy/cli/serve.py; `python -m lmdeploy`
+    # runs the same CLI): the PyTorch engine; host and port are --server-name / --server-port; the KV-cache
+    # dtype is --quant-policy, which takes fp8 by name (lmdeploy/messages.py QuantPolicy: FP8 is float8_e4m3fn);
+    # --cache-max-entry-count is the share of the free memory the KV cache takes; --speculative-num-draft-tokens
+    # is the draft length ("the number of speculative tokens to generate per step"). GET /health; Prometheus
+    # /metrics unless --disable-metrics (lmdeploy/metrics/loggers.py: prometheus_client adds _total); no
+    # prefix-cache reset endpoint; multi-node ranks of the PyTorch engine go through ray: single node here.
+    Engine(name="lmdeploy", label="LMDeploy", python_var="LMDEPLOY_PYTHON", launch_module="lmdeploy",
+           launch_args=("serve", "api_server"), console_script=("lmdeploy", "serve", "api_server"),
+           dists=("lmdeploy",), head=("{model}", "--backend", "pytorch", "{tp}", "--trust-remote-code"),
+           extra_args_var="LMDEPLOY_EXTRA_ARGS", host_flag="--server-name", port_flag="--server-port",
+           name_flags=("--model-name",),
+           flags={"tp": ("--tp",), "kv_cache_dtype": ("--quant-policy",), "max_num_seqs": ("--max-batch-size",),
+                  "max_model_len": ("--session-len",), "mem_fraction": ("--cache-max-entry-count",),
+                  "spec_method": ("--speculative-algorithm",), "spec_tokens": ("--speculative-num-draft-tokens",),
+                  "spec_model": ("--speculative-draft-model",)},
+           values={"spec_method": {"mtp": "deepseek_mtp"}}, spec_tokens_are_draft=True, spec_words=("speculative",),
+           metrics="prometheus", dp_flags=("--dp",),
+           counters=Counters(prompt_tokens="lmdeploy:prompt_tokens_total",
+                             generation_tokens="lmdeploy:generation_tokens_total",
+                             cached_tokens="lmdeploy:cached_tokens_total",
+                             drafts="lmdeploy:spec_decode_num_drafts_total",
+                             accepted="lmdeploy:spec_decode_num_accepted_tokens_total",
+                             accepted_per_position="lmdeploy:spec_decode_num_accepted_tokens_per_pos",
+                             drafts_family="lmdeploy:spec_decode_*"),
+           # sglang.bench_serving's `lmdeploy` backend sends OpenAI /v1/completions (vllm bench serve: `openai`)
+           client_backends={"sglang": "lmdeploy", "vllm": "openai"}, aliases=("lmdeploy-chat",)),
 )
 
 
 # request formats (`backend`) and framework names in raw files of engines without a row: raw files name them,
 # the workflow runs none of them (a row's own names and aliases are asked first)
-ENGINES_KNOWN_BY_NAME = {
-    "lmdeploy": "lmdeploy", "lmdeploy-chat": "lmdeploy", "tgi": "tgi", "scalellm": "scalellm",
-    "deepspeed-mii": "deepspeed-mii",
-}
+ENGINES_KNOWN_BY_NAME = {"tgi": "tgi", "scalellm": "scalellm", "deepspeed-mii": "deepspeed-mii"}
 
 
 def engine(name: str) -> Engine:
