@@ -131,12 +131,21 @@ def engine_rows() -> list[dict]:
         raise SystemExit(f"cannot read the engine table with {cmd[0]} engine --table ({exc}): run make venv")
 
 
+def _parser_of(row: dict) -> str | None:
+    """The parser venv of a row's package; None when not installed here or the row has no package (an engine
+    that is its own program, llama-server)."""
+    first = (row["dists"] or [""])[0]
+    return first if first in PARSERS else None
+
+
 def server_modules(rows: list[dict]) -> dict[str, tuple]:
     """python -m MODULE of each row: (parser or None when not installed here, kind, entry, row name); vLLM's
     CLI module also runs its client (`bench serve`): find_command decides by the subcommand."""
     out: dict[str, tuple] = {}
     for row in rows:
-        parser = row["dists"][0] if row["dists"][0] in PARSERS else None
+        if not row["launch_module"]:  # its own program: found by its console script
+            continue
+        parser = _parser_of(row)
         out.setdefault(row["launch_module"], (parser, "server", row["launch_module"], row["name"]))
     return out
 
@@ -145,7 +154,7 @@ ROWS = engine_rows()
 # python -m MODULE: (parser, kind, entry point run by the helper[, engine row])
 MODULES = {**CLIENT_MODULES, **server_modules(ROWS)}
 # console scripts of the rows (`vllm serve`, `sglang serve`) -> (parser or None, row name)
-CONSOLES = {row["console_script"][0]: (row["dists"][0] if row["dists"][0] in PARSERS else None, row["name"])
+CONSOLES = {row["console_script"][0]: (_parser_of(row), row["name"])
             for row in ROWS if row["console_script"]}
 
 # Variables of the caller that would change what a dry run prints.

@@ -41,19 +41,24 @@ def test_every_row_says_everything_an_engine_is(row: Engine) -> None:
     assert not row.metrics_flags or "{metrics}" in row.head
     assert row.host_flag.startswith("-") and row.port_flag.startswith("-")
     assert set(row.flags) | set(row.file_keys) <= set(SETTING_KEYS) and not set(row.flags) & set(row.file_keys)
-    assert row.python_var.endswith("_PYTHON") and row.python_var in python_keys()
-    assert row.extra_args_var.endswith("_EXTRA_ARGS") and row.dists and row.label
+    assert row.python_var in python_keys() and row.extra_args_var.endswith("_EXTRA_ARGS") and row.label
+    # a Python engine: its interpreter's key and the packages whose version is its version; an engine that is
+    # its own program (llama-server): its path's key, started by its name, no package
+    assert (row.python_var.endswith("_PYTHON") and row.dists and row.launch_module) if not row.program else \
+        (not row.launch_module and not row.dists and row.console_script[:1] == (row.program,))
     assert set(row.client_backends) == {"sglang", "vllm"}  # the CLIENT values (launch.run_settings)
     assert not row.file_keys or row.config_file_flags  # a setting in a config file names the option of the file
     assert alias_engine(row.name) == row.name and all(alias_engine(a) == row.name for a in row.aliases)
-    assert engine_argv(["python", "-m", row.launch_module, *row.launch_args, "/m"])[1] == ["/m"]
+    if row.launch_module:
+        assert engine_argv(["python", "-m", row.launch_module, *row.launch_args, "/m"])[1] == ["/m"]
     if row.console_script:
         assert engine_argv(["/env/bin/" + row.console_script[0], *row.console_script[1:], "/m"])[1] == ["/m"]
 
 
 @pytest.mark.parametrize("row", ENGINES, ids=lambda r: r.name)
 def test_every_spelling_of_every_setting_is_read_back_in_both_forms(row: Engine) -> None:
-    launch = ["/e/python", "-m", row.launch_module, *row.launch_args, "/m"]
+    launch = ["/e/python", "-m", row.launch_module, *row.launch_args, "/m"] if row.launch_module else \
+        [f"/e/bin/{row.program}", *row.launch_args, "/m"]
     values = {"tp": 8, "kv_cache_dtype": "fp8_e5m2", "max_num_seqs": 64, "max_model_len": 266240,
               "spec_method": "eagle", "spec_tokens": 3, "spec_model": "/d"}
     for key in DERIVED_KEYS:

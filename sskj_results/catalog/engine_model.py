@@ -85,6 +85,10 @@ class Engine:
     spec_tokens_count_root: bool = False
     dp_flags: tuple[str, ...] = ()  # data-parallel size spellings (the accelerators of a phase: ingest/power.py)
     base: str = ""  # the engine this one is a build of (vLLM for its CPU, XPU and DSpark builds); "" itself
+    # the engine's own program (llama.cpp's llama-server), started instead of `python -m <launch_module>`:
+    # `python_var` then names the platform key holding its path, else it is looked up on PATH; its launch
+    # point is `console_script` (the program's name), its version is unknown to a Python
+    program: str = ""
     host_flag: str = "--host"  # the address the server listens on
     port_flag: str = "--port"
     name_flags: tuple[str, ...] = ()  # the name the model is served under: no setting (configuration differences)

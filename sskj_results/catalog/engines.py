@@ -216,7 +216,7 @@ def engine_argv(argv: list[str]) -> Optional[tuple[Engine, list[str]]]:
         if word == "-m" and i + 1 < len(argv):
             for e in ENGINES:
                 n = len(e.launch_args)
-                if argv[i + 1] == e.launch_module and tuple(argv[i + 2:i + 2 + n]) == e.launch_args:
+                if e.launch_module and argv[i + 1] == e.launch_module and tuple(argv[i + 2:i + 2 + n]) == e.launch_args:
                     return e, argv[i + 2 + n:]
     for i, word in enumerate(argv):  # the console scripts
         words = (word.rsplit("/", 1)[-1], *argv[i + 1:])
@@ -323,16 +323,21 @@ def shell_row(name: str) -> str:
     """
     e = engine(name)
     env = ",".join(e.server_env) or "-"
-    return " ".join([e.client_backends["sglang"], e.python_var, e.launch_module, e.reset_path or "-",
+    return " ".join([e.client_backends["sglang"], e.python_var, e.launch_module or "-", e.reset_path or "-",
                      str(int(bool(e.metrics))), e.health_path, env, *e.dists])
 
 
 def python_keys() -> dict[str, str]:
-    """Platform-file key -> meaning: the Python of each engine's environment (one key may serve several rows)."""
+    """Platform-file key -> meaning: the Python of each engine's environment (one key may serve several rows),
+    or the path of an engine's own program."""
     out: dict[str, list[str]] = {}
+    programs: dict[str, str] = {}
     for e in ENGINES:
         out.setdefault(e.python_var, []).append(e.label)
-    return {key: "Python of the " + " / ".join(dict.fromkeys(labels)) + " environment" for key, labels in out.items()}
+        if e.program:
+            programs[e.python_var] = f"Path of the {e.label} server program ({e.program}; else found on PATH)"
+    return {key: programs.get(key) or "Python of the " + " / ".join(dict.fromkeys(labels)) + " environment"
+            for key, labels in out.items()}
 
 
 def label_words() -> dict[str, str]:
@@ -414,7 +419,7 @@ def docs_table() -> str:
     rows = ["| engine | launch | Python key | health | cache reset | /metrics | multi-node | --backend (sglang / vllm "
             "client) |", "|---|---|---|---|---|---|---|---|"]
     for e in ENGINES:
-        launch = " ".join(["-m", e.launch_module, *e.launch_args])
+        launch = " ".join(["-m", e.launch_module, *e.launch_args] if e.launch_module else [e.program, *e.launch_args])
         rows.append(f"| `{e.name}` | `{launch}` | `{e.python_var}` | `{e.health_path}` | "
                     f"{f'`{e.reset_path}`' if e.reset_path else 'none'} | {e.metrics or 'none'} | "
                     f"{e.multinode or 'single node only'} | "
