@@ -67,7 +67,8 @@ def row_flags(row: Engine) -> set[str]:
 
 def _words(rows: tuple[Engine, ...]) -> tuple[set[str], set[str], re.Pattern[str]]:
     names = {w.lower() for row in rows for w in (row.name, *row.aliases, row.label)}
-    flags = {f for row in rows for f in row_flags(row)}
+    # a one-letter option is everybody's (python -c, sh -c): only longer spellings name an engine's flag
+    flags = {f for row in rows for f in row_flags(row) if not re.fullmatch(r"-[A-Za-z]", f)}
     counters = {c for row in rows for c in vars(row.counters).values() if ":" in c}
     return names, flags, re.compile("|".join(re.escape(c) for c in sorted(counters)) or "(?!)")
 

@@ -82,7 +82,8 @@ SETTINGS = [("tp", "8"), ("kv_cache_dtype", "fp8"), ("max_num_seqs", "64"), ("ma
 
 def engine_command(row: Engine, tmp_path: Path) -> str:
     """The command the one builder makes for ROW with SETTINGS (the config file, if any, under tmp_path)."""
-    settings = {"MODEL_PATH": "/m", "TP": "8", "SERVER_HOST": "h", "PORT": "1", row.python_var: "/e/python",
+    settings = {"MODEL_PATH": "/m", "TP": "8", "SERVER_HOST": "h", "PORT": "1",
+                row.python_var: f"/e/bin/{row.program}" if row.program else "/e/python",
                 "ENGINE_CONFIG_DIR": str(tmp_path)}
     given = [(k, v) for k, v in SETTINGS if k != "tp" and (k in row.flags or k in row.file_keys)]
     return shlex.join(server_cmd(row.name, "server", [], settings, given))

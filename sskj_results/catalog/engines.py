@@ -172,6 +172,25 @@ ENGINES: tuple[Engine, ...] = (
                              drafts_family="lmdeploy:spec_decode_*"),
            # sglang.bench_serving's `lmdeploy` backend sends OpenAI /v1/completions (vllm bench serve: `openai`)
            client_backends={"sglang": "lmdeploy", "vllm": "openai"}, aliases=("lmdeploy-chat",)),
+    # llama.cpp's OpenAI server, the `llama-server` program (tools/server; its options: common/arg.cpp), not a
+    # Python module: LLAMACPP_SERVER names its path, else it is found on PATH. -np is its number of slots (the
+    # requests decoded at once); -c with --kv-unified (in the head) is the context one request may use, all slots
+    # sharing that one KV buffer (llama-context.cpp: n_ctx_seq = n_ctx when unified, n_ctx / slots otherwise).
+    # No tensor-parallel size (layers are split over devices by --split-mode), no single KV-cache dtype (-ctk
+    # and -ctv type K and V apart) and no speculative setting in the workflow's terms (--spec-type,
+    # --spec-draft-model, --spec-draft-n-max): give them in LLAMACPP_EXTRA_ARGS. GET /health; Prometheus /metrics
+    # only with --metrics (tools/server/server-task.cpp: llamacpp:prompt_tokens_total counts the prompt tokens
+    # processed, without the cached ones, so it is not the prompt total the token check compares); no prefix
+    # cache reset endpoint (per slot only: POST /slots/<id>?action=erase); single node.
+    Engine(name="llamacpp", label="llama.cpp", python_var="LLAMACPP_SERVER", launch_module="", program="llama-server",
+           console_script=("llama-server",), dists=(), head=("{model}", "--kv-unified", "{metrics}"),
+           model_flag="--model", name_flags=("--alias", "-a"), extra_args_var="LLAMACPP_EXTRA_ARGS",
+           flags={"max_num_seqs": ("-np", "--parallel"), "max_model_len": ("-c", "--ctx-size")},
+           metrics="prometheus", metrics_flags=("--metrics",),
+           counters=Counters(generation_tokens="llamacpp:tokens_predicted_total",
+                             cached_tokens="llamacpp:prompt_tokens_cached_total"),
+           # its OpenAI /v1/completions, as sglang.bench_serving's sglang-oai and vllm bench serve's openai send
+           client_backends={"sglang": "sglang-oai", "vllm": "openai"}),
 )
 
 
@@ -416,7 +435,7 @@ def alias_engine(text: str) -> Optional[str]:
 
 def docs_table() -> str:
     """The engine table of docs/PLATFORMS.md (Markdown), from the rows: a test keeps the docs equal to it."""
-    rows = ["| engine | launch | Python key | health | cache reset | /metrics | multi-node | --backend (sglang / vllm "
+    rows = ["| engine | launch | Python (or program) key | health | cache reset | /metrics | multi-node | --backend (sglang / vllm "
             "client) |", "|---|---|---|---|---|---|---|---|"]
     for e in ENGINES:
         launch = " ".join(["-m", e.launch_module, *e.launch_args] if e.launch_module else [e.program, *e.launch_args])
