@@ -57,18 +57,10 @@ ALLOWED: dict[tuple[str, str], str] = {
 # ALLOWED keys are a constant's whole text, or its start for a long prose constant (a description)
 
 
-def row_flags(row: Engine) -> set[str]:
-    """Every flag spelling a row holds."""
-    flags = {f for spellings in row.flags.values() for f in spellings}
-    flags |= {row.host_flag, row.port_flag, *row.name_flags, *row.metrics_flags, *row.json_options,
-              *row.config_file_flags, *row.dp_flags, *(w for w in row.head if w.startswith("-"))}
-    return flags | ({row.model_flag} if row.model_flag else set())
-
-
 def _words(rows: tuple[Engine, ...]) -> tuple[set[str], set[str], re.Pattern[str]]:
     names = {w.lower() for row in rows for w in (row.name, *row.aliases, row.label)}
     # a one-letter option is everybody's (python -c, sh -c): only longer spellings name an engine's flag
-    flags = {f for row in rows for f in row_flags(row) if not re.fullmatch(r"-[A-Za-z]", f)}
+    flags = {f for row in rows for f in row.spellings if not re.fullmatch(r"-[A-Za-z]", f)}
     counters = {c for row in rows for c in vars(row.counters).values() if ":" in c}
     return names, flags, re.compile("|".join(re.escape(c) for c in sorted(counters)) or "(?!)")
 

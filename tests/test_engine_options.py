@@ -49,19 +49,11 @@ def definition(row: Engine) -> CliDefinition:
     return out
 
 
-def row_spellings(row: Engine) -> set[str]:
-    """Every flag spelling a row holds."""
-    flags = {f for spellings in row.flags.values() for f in spellings}
-    flags |= {row.host_flag, row.port_flag, *row.name_flags, *row.metrics_flags, *row.json_options,
-              *row.config_file_flags, *row.dp_flags, *(w for w in row.head if w.startswith("-"))}
-    return flags | ({row.model_flag} if row.model_flag else set())
-
-
 def problems(row: Engine) -> list[str]:
     """What in the row its engine's CLI does not define."""
     cli = definition(row)
     found = []
-    for flag in sorted(row_spellings(row)):
+    for flag in sorted(row.spellings):
         if flag in cli.options:
             continue
         prefixed = [o for o in cli.options if o.startswith(flag)]

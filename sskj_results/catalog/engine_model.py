@@ -105,6 +105,15 @@ class Engine:
     synthetic_keys: tuple[str, ...] = ()  # keys of its JSON options that make acceptance a setting
 
     @property
+    def spellings(self) -> frozenset[str]:
+        """Every flag spelling the row holds: its settings' flags, host, port, model and served-name flags, the
+        flags of its head and of /metrics, its JSON and config-file options, its data-parallel flags."""
+        flags = {f for spellings in self.flags.values() for f in spellings}
+        flags |= {self.host_flag, self.port_flag, *self.name_flags, *self.metrics_flags, *self.json_options,
+                  *self.config_file_flags, *self.dp_flags, *(w for w in self.head if w.startswith("-"))}
+        return frozenset(flags | ({self.model_flag} if self.model_flag else set()))
+
+    @property
     def speculative(self) -> bool:
         """Whether the engine decodes speculatively at all: a speculative setting of its own (flag or file key)."""
         return any(key in self.flags or key in self.file_keys for key in SPEC_KEYS)
