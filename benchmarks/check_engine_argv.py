@@ -686,9 +686,21 @@ def find_command(words: list[str]) -> dict | None:
                 kind, spelled = "client", f"{spelled} bench serve"
             else:
                 continue
-        return {"engine": engine, "kind": kind, "entry": entry, "argv": argv, "spelled": spelled,
-                "wrapper": words[:i + 1] if word != "-m" else words[:i + 2]}
+        return {"engine": engine, "kind": kind, "entry": entry, "argv": _before_shell_syntax(argv),
+                "spelled": spelled, "wrapper": words[:i + 1] if word != "-m" else words[:i + 2]}
     return None
+
+
+_SHELL_SYNTAX = re.compile(r"^(?:&&?|\|\|?|;|\d*[<>].*)$")
+
+
+def _before_shell_syntax(argv: list[str]) -> list[str]:
+    """The command's own words: a dry run prints the engine as the run starts it, `setsid CMD >>"$LOG" 2>&1
+    </dev/null & SERVER_PID=$!`; its redirections and what follows `&` are the shell's."""
+    for i, word in enumerate(argv):
+        if _SHELL_SYNTAX.match(word):
+            return argv[:i]
+    return argv
 
 
 _PHASE = re.compile(r"^# phase (\d+): (\S+)")
