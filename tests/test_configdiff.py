@@ -13,6 +13,7 @@ from sskj_results.analysis.rundata import natural_key
 from sskj_results.cli import main
 from sskj_results.analysis.compare import CompareOptions, build_comparison, display_names
 from sskj_results.analysis.configdiff import compared_axes, parse_flags, speculative_flags
+from sskj_results.catalog.engines import ENGINES, Engine
 from sskj_results.contract.models import Config
 from sskj_results.render.report import render_comparison
 from sskj_results.analysis.rundata import run_data, run_labels
@@ -242,3 +243,20 @@ def test_cli_matrix_name_goes_into_the_default_title(runs_dir):
     assert result.exit_code == 0, result.output
     doc = json.loads((runs_dir / "o" / "comparison.json").read_text())
     assert doc["title"] == "SGLang vs vLLM vs vLLM + ngram chat matrix (8x NVIDIA H200 143GB)"
+
+
+@pytest.mark.parametrize("row", ENGINES, ids=lambda r: r.name)
+def test_each_engines_flags_fall_where_configuration_differences_need_them(row: Engine) -> None:
+    """Where a server listens and what its model is called is no difference, across chips the TP flags are the
+    chip's setup, and a speculative flag is listed with the speculative settings: in each row's own spelling
+    (LMDeploy's --server-port, TensorRT-LLM's --tp_size), read from the rows, not from a copy."""
+    from sskj_results.analysis.configdiff import IGNORED_FLAGS, SPEC_FLAG, TP_FLAGS
+
+    assert {row.host_flag, row.port_flag, *row.name_flags, *([row.model_flag] if row.model_flag else [])} \
+        <= IGNORED_FLAGS
+    assert set(row.flags.get("tp", ())) <= TP_FLAGS
+    spec = {f for key in ("spec_method", "spec_tokens", "spec_model") for f in row.flags.get(key, ())}
+    spec |= {option for option, keys in row.json_options.items() if set(keys) & {"spec_method", "spec_tokens"}}
+    assert all(SPEC_FLAG.match(f) for f in spec), spec
+    others = {f for key, flags in row.flags.items() if not key.startswith("spec_") for f in flags}
+    assert not [f for f in others if SPEC_FLAG.match(f)]

@@ -30,21 +30,35 @@ def test_engine_rows_by_name_and_prefix() -> None:
 def test_every_row_says_everything_an_engine_is(row: Engine) -> None:
     assert row.multinode in MULTINODE_STYLES and row.metrics in METRICS_FORMATS
     assert row.health_path.startswith("/") and (row.reset_path == "" or row.reset_path.startswith("/"))
-    assert "tp" in row.flags and "{model}" in row.head and "{tp}" in row.head
+    assert "{model}" in row.head and ("tp" in row.flags) == ("{tp}" in row.head)
+    # speculative support or none: all three settings, or none of them (and no draft-token semantics)
+    spec = {k for k in ("spec_method", "spec_tokens", "spec_model") if k in row.flags or k in row.file_keys}
+    assert spec in (set(), {"spec_method", "spec_tokens", "spec_model"}) and row.speculative == bool(spec)
+    assert row.speculative or not (row.spec_tokens_are_draft or row.spec_tokens_count_root or row.always_speculative)
+    assert not (row.spec_tokens_are_draft and row.spec_tokens_count_root)
+    # /metrics counters only where there is a /metrics sskj reads, with the flags that turn it on in the head
+    assert row.metrics or not any(vars(row.counters).values())
+    assert not row.metrics_flags or "{metrics}" in row.head
+    assert row.host_flag.startswith("-") and row.port_flag.startswith("-")
     assert set(row.flags) | set(row.file_keys) <= set(SETTING_KEYS) and not set(row.flags) & set(row.file_keys)
-    assert row.python_var.endswith("_PYTHON") and row.python_var in python_keys()
-    assert row.extra_args_var.endswith("_EXTRA_ARGS") and row.dists and row.label
+    assert row.python_var in python_keys() and row.extra_args_var.endswith("_EXTRA_ARGS") and row.label
+    # a Python engine: its interpreter's key and the packages whose version is its version; an engine that is
+    # its own program (llama-server): its path's key, started by its name, no package
+    assert (row.python_var.endswith("_PYTHON") and row.dists and row.launch_module) if not row.program else \
+        (not row.launch_module and not row.dists and row.console_script[:1] == (row.program,))
     assert set(row.client_backends) == {"sglang", "vllm"}  # the CLIENT values (launch.run_settings)
     assert not row.file_keys or row.config_file_flags  # a setting in a config file names the option of the file
     assert alias_engine(row.name) == row.name and all(alias_engine(a) == row.name for a in row.aliases)
-    assert engine_argv(["python", "-m", row.launch_module, *row.launch_args, "/m"])[1] == ["/m"]
+    if row.launch_module:
+        assert engine_argv(["python", "-m", row.launch_module, *row.launch_args, "/m"])[1] == ["/m"]
     if row.console_script:
         assert engine_argv(["/env/bin/" + row.console_script[0], *row.console_script[1:], "/m"])[1] == ["/m"]
 
 
 @pytest.mark.parametrize("row", ENGINES, ids=lambda r: r.name)
 def test_every_spelling_of_every_setting_is_read_back_in_both_forms(row: Engine) -> None:
-    launch = ["/e/python", "-m", row.launch_module, *row.launch_args, "/m"]
+    launch = ["/e/python", "-m", row.launch_module, *row.launch_args, "/m"] if row.launch_module else \
+        [f"/e/bin/{row.program}", *row.launch_args, "/m"]
     values = {"tp": 8, "kv_cache_dtype": "fp8_e5m2", "max_num_seqs": 64, "max_model_len": 266240,
               "spec_method": "eagle", "spec_tokens": 3, "spec_model": "/d"}
     for key in DERIVED_KEYS:
@@ -68,7 +82,8 @@ SETTINGS = [("tp", "8"), ("kv_cache_dtype", "fp8"), ("max_num_seqs", "64"), ("ma
 
 def engine_command(row: Engine, tmp_path: Path) -> str:
     """The command the one builder makes for ROW with SETTINGS (the config file, if any, under tmp_path)."""
-    settings = {"MODEL_PATH": "/m", "TP": "8", "SERVER_HOST": "h", "PORT": "1", row.python_var: "/e/python",
+    settings = {"MODEL_PATH": "/m", "TP": "8", "SERVER_HOST": "h", "PORT": "1",
+                row.python_var: f"/e/bin/{row.program}" if row.program else "/e/python",
                 "ENGINE_CONFIG_DIR": str(tmp_path)}
     given = [(k, v) for k, v in SETTINGS if k != "tp" and (k in row.flags or k in row.file_keys)]
     return shlex.join(server_cmd(row.name, "server", [], settings, given))
@@ -83,7 +98,10 @@ def engine_command(row: Engine, tmp_path: Path) -> str:
 def test_config_is_read_back_from_the_engines_own_argv_inside_any_wrapper(row: Engine, wrapper: str,
                                                                           tmp_path: Path) -> None:
     cfg = config_from_server_args(wrapper + engine_command(row, tmp_path))
-    want = {k: (int(v) if v.isdigit() else row.spelled(k, v)) for k, v in SETTINGS}
+    # what the row has is read back in the workflow's terms; what it has not (no speculative decoding, no
+    # KV-cache dtype) is unknown
+    want = {k: (int(v) if v.isdigit() else row.spelled(k, v)) if k in row.flags or k in row.file_keys else None
+            for k, v in SETTINGS}
     got = {k: cfg[k] for k in want}
     assert got == want and cfg["spec_model"] is None
     if row.file_keys:  # a setting that lives in the engine's config file is recorded as such
@@ -130,14 +148,18 @@ def test_metadata_config_follows_the_phase_command_over_experiment_variables(tmp
 
 @pytest.mark.parametrize("row", ENGINES, ids=lambda r: r.name)
 def test_one_setting_in_each_engines_spelling(row: Engine) -> None:
-    settings = [("tp", "8"), ("kv_cache_dtype", "fp8"), ("max_num_seqs", "64"), ("max_model_len", "")]
+    settings = [(k, v) for k, v in [("tp", "8"), ("kv_cache_dtype", "fp8"), ("max_num_seqs", "64"),
+                                    ("max_model_len", "")] if k in row.flags or k in row.file_keys]
     want: list[str] = []
     for key, value in settings:
         if value and key not in row.file_keys:
             want += [row.flags[key][0], row.values.get(key, {}).get(value, value)]
     assert row.flags_for(settings) == want
-    # a draft length or model without a speculative method says nothing
+    # a draft length or model without a speculative method says nothing, also to an engine without speculation
     assert row.flags_for([("spec_method", ""), ("spec_tokens", "5"), ("spec_model", "/d")]) == []
+    if not row.speculative:  # a speculative setting given to an engine without one is refused by name
+        with pytest.raises(ConfigError, match=f"engine {row.name} has no setting 'spec_method'"):
+            row.flags_for([("spec_method", "eagle")])
     with pytest.raises(ConfigError, match="no setting 'block'"):
         row.flags_for([("block", "16")])
 

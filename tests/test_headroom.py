@@ -154,7 +154,8 @@ def test_every_shipped_gpu_experiment_gives_a_context_its_own_grid_fits_and_says
 @pytest.mark.parametrize("row", ENGINES, ids=lambda r: r.name)
 def test_every_engines_context_is_checked_in_its_own_spelling(row: Engine) -> None:
     flag = row.flags["max_model_len"][0]
-    argv = ["/e/python", "-m", row.launch_module, *row.launch_args, "/m", flag, "4096"]
+    launch = ["/e/python", "-m", row.launch_module] if row.launch_module else [f"/e/bin/{row.program}"]
+    argv = [*launch, *row.launch_args, "/m", flag, "4096"]
     rows = [("c1_i4000_o256", 4000, 256)]
     what, fix = context_problem(row.name, argv, "/m", rows, 0.0) or ("", "")
     assert what.startswith(f"engine {row.name}: context 4096 ({flag} 4096) is too small for 1 of 1 scenarios")

@@ -26,17 +26,22 @@ def test_every_engine_command_in_order_from_its_row(row: Engine, tmp_path: Path)
     """launcher, launch point, the row's head, settings in its spelling (or its config file), the experiment's
     flags, host, port, its *_EXTRA_ARGS (first line, split on blanks)."""
     s = dict(_settings(row), ENGINE_CONFIG_DIR=str(tmp_path))
-    given = [("max_num_seqs", "64"), ("max_model_len", "4096"), ("kv_cache_dtype", "fp8")]
+    given = [(k, v) for k, v in [("max_num_seqs", "64"), ("max_model_len", "4096"), ("kv_cache_dtype", "fp8")]
+             if k in row.flags or k in row.file_keys]  # the settings the row has
     argv = server_cmd(row.name, "server", ["--own", "x"], s, given)
-    start = (["env", *row.server_env] if row.server_env else []) + [f"/e/{row.name}/python", "-m", row.launch_module,
+    point = ["-m", row.launch_module] if row.launch_module else []  # a program row: its program is the launcher's
+    start = (["env", *row.server_env] if row.server_env else []) + [f"/e/{row.name}/python", *point,
                                                                     *row.launch_args]
     assert argv[:len(start)] == start
     model = [row.model_flag, "/m"] if row.model_flag else ["/m"]
     i = argv.index("/m") - len(model) + 1
-    assert argv[i:i + len(model)] == model and argv[argv.index(row.flags["tp"][0]) + 1] == "2"
+    assert argv[i:i + len(model)] == model
+    if "tp" in row.flags:  # an engine without tensor parallelism has no TP flag (TP must be 1 then)
+        assert argv[argv.index(row.flags["tp"][0]) + 1] == "2"
     assert set(row.metrics_flags) <= set(argv)
     flags = row.flags_for(given)
-    tail = ["--own", "x", *argv[argv.index("--own") + 2:argv.index("--host")], "--host", "127.0.0.1", "--port",
+    host = argv.index(row.host_flag)  # the row's own spellings of host and port (LMDeploy: --server-name)
+    tail = ["--own", "x", *argv[argv.index("--own") + 2:host], row.host_flag, "127.0.0.1", row.port_flag,
             "30000", "--a", "1", "--b"]
     assert argv[-len(tail):] == tail and argv[argv.index("--own") - len(flags):argv.index("--own")] == flags
     for key, _ in given:
@@ -122,3 +127,30 @@ def test_preflight_names_each_engines_own_python_key_for_a_missing_interpreter(t
                       if f"engine interpreter {missing} does not exist" in line]
     assert said == {**{row.name: [f"{row.python_var} (or ENGINE_PYTHON)"] for row in ENGINES},
                     "myengine": ["ENGINE_PYTHON"]}
+
+
+def test_an_engine_that_is_its_own_program(monkeypatch) -> None:
+    """A row whose engine is a program (llama-server), not a Python module: started by its path (its platform
+    key, else its name on PATH, in a container by its name), no `-m`; preflight only looks for the program; its
+    version is unknown, not asked to a Python."""
+    import dataclasses
+
+    from sskj_results.catalog import engines
+    from sskj_results.run.phase import engine_version
+    from sskj_results.run.preflight import interpreter_of
+
+    row = dataclasses.replace(engine("sglang"), name="progeng", python_var="PROGENG_SERVER", launch_module="",
+                              launch_args=(), console_script=("prog-server",), program="prog-server", dists=())
+    monkeypatch.setattr(engines, "ENGINES", (*engines.ENGINES, row))
+    assert server_cmd("progeng", "base", [], {}) == ["prog-server"]
+    assert server_cmd("progeng", "base", ["A=1"], {"PROGENG_SERVER": "/opt/bin/prog-server"}) == [
+        "env", "A=1", "/opt/bin/prog-server"]
+    docker = {"RUNTIME": "docker", "CONTAINER_NAME": "c1", "PORT": "31000"}  # no CONTAINER_PYTHON needed
+    assert server_cmd("progeng", "base", [], docker) == ["docker", "exec", "--env", "SSKJ_SERVER_TAG=sskj-31000", "c1",
+                                                         "prog-server"]
+    argv = server_cmd("progeng", "server", [], dict(BASE, PROGENG_SERVER="/opt/bin/prog-server"))
+    assert argv[:3] == ["/opt/bin/prog-server", row.model_flag, "/m"] and "-m" not in argv
+    found = interpreter_of(argv)
+    assert found is not None and found.program and found.python == "/opt/bin/prog-server" and not found.module
+    assert engine_version("progeng", {"PROGENG_SERVER": "/opt/bin/prog-server"}) is None
+    assert engines.python_keys()["PROGENG_SERVER"].startswith("Path of the SGLang server program (prog-server")

@@ -16,6 +16,7 @@ from sskj_results.contract.io import load_run
 from sskj_results.contract.models import Scenario, ValidityThresholds
 from sskj_results.ingest.metadata import write_metadata
 from sskj_results.ingest.parse_run import parse_run_dir
+from sskj_results.ingest.sidecars import acceptance_counter_names
 
 from .test_validity import PROM, Case
 
@@ -161,8 +162,10 @@ def test_a_speculative_phase_without_acceptance_fails_the_acceptance_check_and_s
     stem = Case().stem
     assert found.message == (f"speculative phase (ngram) without an acceptance length: the client reported none, and "
                              f"server_metrics/{stem}.*.prom hold no speculative counters that moved over the scenario "
-                             "(vllm:spec_decode_*, sglang:spec_verify_calls_total); nothing shows that the measured "
+                             f"({', '.join(acceptance_counter_names())}); nothing shows that the measured "
                              "engine decoded speculatively")
+    # every engine row's acceptance counters, under their own names (catalog/engines.py)
+    assert {"vllm:spec_decode_*", "sglang:spec_verify_calls_total"} <= set(acceptance_counter_names())
     assert grade(scenario.validity) == "qualified" and mark(scenario.validity) == "⚠ acceptance"
 
 

@@ -33,6 +33,7 @@ from ..contract.comparison_models import (
     ComparisonDoc, MetricName, RunInfo, RunToRun, ScenarioComparison, Settings, StatTest, Unmatched,
 )
 from ..contract.metrics import COMPARED, PER_REPEAT_COMPARED, PER_REQUEST_COMPARED, and_words, metric as metric_row
+from ..catalog.engines import label_words
 from ..contract.errors import UsageError
 from ..contract.models import Scenario, SloSpec, Validity, ValidityThresholds
 from .grades import SHARED_CHECKS, Severity, failed, partial_breaches, regrade, short_names, unreliable_of
@@ -423,8 +424,9 @@ def _group_outcomes(runs: Sequence[RunData], group: Group, options: CompareOptio
     return out
 
 
-PRETTY = {"sglang": "SGLang", "vllm": "vLLM", "dspark": "DSpark", "xpu": "XPU", "eagle": "EAGLE", "eagle3": "EAGLE3",
-          "mtp": "MTP", "trtllm": "TensorRT-LLM"}
+# speculative methods' usual spelling; the engines' words come from their rows' labels (catalog/engines.py)
+METHOD_LABELS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "MTP"}
+PRETTY = {**label_words(), **METHOD_LABELS}
 CONFIGURATIONS_DIFFER = "(configurations differ)"
 
 

@@ -29,6 +29,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+from ..catalog.engines import non_setting_flags, setting_flags, spec_flag_words
 from ..contract.comparison_models import ConfigDifference
 from ..contract.models import Config, Metadata
 from .rundata import RunData
@@ -61,11 +62,14 @@ METADATA_AXES: dict[str, str] = {
 IGNORED_CONFIG = frozenset({"server_args", "scenario_name_format", "prompt_method", "port"})  # prompts: per scenario
 # tp: the devices of a chip's setup (expected when chips are compared, a configuration difference on one chip)
 CONFIG_AXES: dict[str, str] = {"spec_method": SPECULATIVE, "spec_tokens": SPECULATIVE, "extra_args": ENGINE, "tp": CHIP}
-# server flags that legitimately differ between runs of one experiment, or repeat a setting listed on its own
-IGNORED_FLAGS = frozenset({"--port", "--host", "--model", "--model-path", "--served-model-name"})
+# server flags that legitimately differ between runs of one experiment, or repeat a setting listed on its own:
+# every engine row's host, port and model flags (catalog/engines.py)
+IGNORED_FLAGS = non_setting_flags()
 # across chips the tensor-parallel size is the chip's setup, listed as config.tp: its flags leave the flag list
-TP_FLAGS = frozenset({"--tp", "--tp-size", "--tensor-parallel-size", "-tp"})
-SPEC_FLAG = re.compile(r"^--(?:[a-z0-9-]*-)?(?:spec|speculative|draft|num-speculative)", re.IGNORECASE)
+TP_FLAGS = setting_flags("tp")
+# a speculative flag: a word of the rows' `spec_words` starts a word of its name (--speculative-*, --num-speculative-*)
+SPEC_FLAG = re.compile(r"^--(?:[a-z0-9-]*-)?(?:" + "|".join(map(re.escape, spec_flag_words())) + ")",
+                       re.IGNORECASE)
 PHASE_ARGS = re.compile(r"^phase(\d+)_server_args$")
 
 Flag = tuple[str, tuple[str, ...]]

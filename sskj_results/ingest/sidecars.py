@@ -1,8 +1,9 @@
 """Side files the shell writes next to raw outputs, and what parse makes of them.
 
 * ``server_metrics/<stem>.before.prom`` / ``.after.prom``: GET /metrics of a
-  vLLM server before and after the scenario of raw file <stem>; the change of
-  the ``vllm:spec_decode_*`` counters gives that scenario's acceptance length.
+  server before and after the scenario of raw file <stem>; the change of the
+  acceptance counters its engine row names (catalog/engines.py `Counters`)
+  gives that scenario's acceptance length.
 * ``gpu_logs/<stem>.csv``: accelerator samples taken during the scenario
   (CSV with a header: nvidia-smi --query-gpu … --format=csv).
 * ``gpu_logs/<stem>.xpu-smi.log``: Kunlun xpu-smi status tables, one per
@@ -26,6 +27,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, cast
 
+from ..catalog.engines import Counters, acceptance_counters
 from ..contract.errors import RawFormatError
 from ..contract.clientinfo import Acceptance
 from ..contract.models import AcceleratorSummary, PromptMethod, SkippedScenario
@@ -48,8 +50,6 @@ def read_metrics(path: Path) -> str:
     """server_metrics/<stem>.*.prom text (see read_side_text)."""
     return read_side_text(path, "server metrics")
 
-DRAFTS = "vllm:spec_decode_num_drafts_total"
-ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 _NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
 
@@ -73,32 +73,49 @@ def prometheus_counters(text: str) -> dict[str, float]:
     return totals
 
 
-def accept_length_between(before: str, after: str) -> Optional[float]:
-    """1 + accepted / drafts over the interval; None when nothing was drafted (not speculative)."""
-    b, a = prometheus_counters(before), prometheus_counters(after)
-    if DRAFTS not in a or ACCEPTED not in a:
+def _drafted(counters: Counters, b: dict[str, float], a: dict[str, float]) -> Optional[tuple[float, float]]:
+    """(1 + accepted / drafts, drafts) over the interval; None when nothing was drafted (not speculative)."""
+    if counters.drafts not in a or counters.accepted not in a:
         return None
-    drafts = a[DRAFTS] - b.get(DRAFTS, 0.0)
-    accepted = a[ACCEPTED] - b.get(ACCEPTED, 0.0)
+    drafts = a[counters.drafts] - b.get(counters.drafts, 0.0)
+    accepted = a[counters.accepted] - b.get(counters.accepted, 0.0)
     if not (drafts > 0 and accepted >= 0):
         return None
     value = 1.0 + accepted / drafts
-    return value if math.isfinite(value) else None
+    return (value, drafts) if math.isfinite(value) else None
 
 
-PER_POSITION = "vllm:spec_decode_num_accepted_tokens_per_pos"
-SGLANG_TOKENS = "sglang:generation_tokens_total"
-SGLANG_VERIFY = "sglang:spec_verify_calls_total"
+def accept_length_between(before: str, after: str) -> Optional[float]:
+    """1 + accepted / drafts over the interval, from the first engine row's drafting counters present; None
+    when nothing was drafted (not speculative)."""
+    b, a = prometheus_counters(before), prometheus_counters(after)
+    for counters in acceptance_counters("drafted"):
+        found = _drafted(counters, b, a)
+        if found is not None:
+            return found[0]
+    return None
+
+
+def acceptance_counter_names() -> list[str]:
+    """The engine rows' acceptance counters, as a message names them (`vllm:spec_decode_*`,
+    `sglang:spec_verify_calls_total`)."""
+    return [counters.acceptance_name for style in ("drafted", "verified") for counters in acceptance_counters(style)]
+
+
 _POSITION = re.compile(r'position="(\d{1,3})"')
 
 
-def _per_position(before: str, after: str, drafts: float) -> Optional[list[float]]:
-    """vLLM's accepted tokens per draft position over the interval / drafting steps (positions 0..k-1)."""
+def _per_position(before: str, after: str, drafts: float, prefix: str) -> Optional[list[float]]:
+    """Accepted tokens per draft position (counter PREFIX, samples labelled position="k") over the interval /
+    drafting steps (positions 0..k-1); None without them."""
+    if not prefix:
+        return None
+
     def by_position(text: str) -> dict[int, float]:
         out: dict[int, float] = {}
         for line in text.splitlines():
             match = _SAMPLE.match(line)
-            if not match or not match.group(1).startswith(PER_POSITION):
+            if not match or not match.group(1).startswith(prefix):
                 continue
             position = _POSITION.search(match.group(2) or "")
             try:
@@ -117,25 +134,30 @@ def _per_position(before: str, after: str, drafts: float) -> Optional[list[float
 
 
 def acceptance_between(before: str, after: str) -> Optional[Acceptance]:
-    """The scenario's acceptance from the server's /metrics before and after it: vLLM's
-    1 + accepted / drafts (with its per-position rates), SGLang's generation tokens / verification calls
-    (every scheduler, data-parallel ones too). None when nothing was drafted."""
-    value = accept_length_between(before, after)
-    if value is not None:
-        b, a = prometheus_counters(before), prometheus_counters(after)
-        positions = _per_position(before, after, a[DRAFTS] - b.get(DRAFTS, 0.0))
+    """The scenario's acceptance from the server's /metrics before and after it, by the engine rows' counters:
+    1 + accepted / drafting steps (with the per-position rates where the engine counts them), else generation
+    tokens / verification steps (every scheduler, data-parallel ones too). None when nothing was drafted."""
+    b, a = prometheus_counters(before), prometheus_counters(after)
+    for counters in acceptance_counters("drafted"):
+        found = _drafted(counters, b, a)
+        if found is None:
+            continue
+        value, drafts = found
+        positions = _per_position(before, after, drafts, counters.accepted_per_position)
         return Acceptance(length=value, source="server_metrics", weighting="token", scope="scenario",
                           draft_length=len(positions) if positions else None, per_position=positions, reliable=True,
-                          note="vllm:spec_decode_* counters over the scenario")
-    b, a = prometheus_counters(before), prometheus_counters(after)
-    if SGLANG_VERIFY not in a or SGLANG_TOKENS not in a:
-        return None
-    calls = a[SGLANG_VERIFY] - b.get(SGLANG_VERIFY, 0.0)
-    tokens = a[SGLANG_TOKENS] - b.get(SGLANG_TOKENS, 0.0)
-    if not (calls > 0 and tokens >= calls) or not math.isfinite(tokens / calls):
-        return None
-    return Acceptance(length=tokens / calls, source="server_metrics", weighting="token", scope="scenario",
-                      reliable=True, note="sglang:generation_tokens_total / sglang:spec_verify_calls_total over the scenario")
+                          note=f"{counters.acceptance_name} counters over the scenario")
+    for counters in acceptance_counters("verified"):
+        if counters.verify_calls not in a or counters.generation_tokens not in a:
+            continue
+        calls = a[counters.verify_calls] - b.get(counters.verify_calls, 0.0)
+        tokens = a[counters.generation_tokens] - b.get(counters.generation_tokens, 0.0)
+        if not (calls > 0 and tokens >= calls) or not math.isfinite(tokens / calls):
+            continue
+        return Acceptance(length=tokens / calls, source="server_metrics", weighting="token", scope="scenario",
+                          reliable=True,
+                          note=f"{counters.generation_tokens} / {counters.verify_calls} over the scenario")
+    return None
 
 
 def _column(header: list[str], *needles: str) -> Optional[int]:

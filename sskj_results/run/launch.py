@@ -12,8 +12,11 @@ Kinds (the words, in order):
             CONTAINER_NAME CONTAINER_PYTHON`, natively `env K=V... <python>`
             (or only `<python>` without environment), the python being the
             row's `python_var` (SGLANG_PYTHON, VLLM_PYTHON, ...), else
-            ENGINE_PYTHON. With DEVICES set the environment starts with
-            DEVICES_ENV=DEVICES (default CUDA_VISIBLE_DEVICES).
+            ENGINE_PYTHON; a row whose engine is its own program
+            (`program`: llama-server) runs that program instead, from its
+            `python_var` key or PATH (in a container: by its name). With
+            DEVICES set the environment starts with DEVICES_ENV=DEVICES
+            (default CUDA_VISIBLE_DEVICES).
   base      launcher (with the row's server environment, e.g.
             VLLM_SERVER_DEV_MODE=1, and the K=V given) -m <launch module>
             [launch args] (vLLM: `-m vllm.entrypoints.cli.main serve`, what
@@ -21,8 +24,9 @@ Kinds (the words, in order):
   server    base, then the row's `head` (model as its positional argument or
             flag, TP, fixed flags such as --trust-remote-code, the flags that
             turn /metrics on), the settings' flags, FLAG..., the config-file
-            option when a setting lives in the engine's config file, --host
-            SERVER_HOST --port PORT, MULTINODE, <row's extra_args_var>
+            option when a setting lives in the engine's config file, the row's
+            host and port flags (--host SERVER_HOST --port PORT), MULTINODE,
+            <row's extra_args_var>
 MULTINODE (NNODES > 1, docs/CLUSTER.md) by the row's style: `dist-init`
 `--nnodes N --node-rank R --dist-init-addr HEAD:PORT`; `master-addr`
 `--nnodes N --node-rank R --master-addr HEAD --master-port PORT`, plus
@@ -68,12 +72,15 @@ def launcher(name: str, env: list[str], settings: Mapping[str, str]) -> list[str
     if _get(settings, "DEVICES"):
         env = [f"{_get(settings, 'DEVICES_ENV') or 'CUDA_VISIBLE_DEVICES'}={settings['DEVICES']}", *env]
     if (_get(settings, "RUNTIME") or "native") == "docker":
-        require(settings, "CONTAINER_NAME", "CONTAINER_PYTHON", "PORT")
+        require(settings, "CONTAINER_NAME", *(() if row.program else ("CONTAINER_PYTHON",)), "PORT")
         words = ["docker", "exec"]
         for kv in env:
             words += ["--env", kv]
         return words + ["--env", f"SSKJ_SERVER_TAG=sskj-{settings['PORT']}", settings["CONTAINER_NAME"],
-                        settings["CONTAINER_PYTHON"]]
+                        row.program or settings["CONTAINER_PYTHON"]]
+    if row.program:  # the engine's own program: its platform key, else its name on PATH
+        program = _get(settings, row.python_var) or row.program
+        return ["env", *env, program] if env else [program]
     python = _get(settings, row.python_var) or _get(settings, "ENGINE_PYTHON")
     if not python:
         raise ConfigError(f"no Python for engine {name}: set {row.python_var} or ENGINE_PYTHON "
@@ -147,11 +154,12 @@ def server_cmd(name: str, kind: str, words: list[str], settings: Mapping[str, st
     if kind == "launcher":
         return launcher(name, words, settings)
     if kind == "base":
-        return launcher(name, [*row.server_env, *words], settings) + ["-m", row.launch_module, *row.launch_args]
+        point = ["-m", row.launch_module] if row.launch_module else []  # a program row: the launcher ends with it
+        return launcher(name, [*row.server_env, *words], settings) + [*point, *row.launch_args]
     require(settings, "MODEL_PATH", "TP", "SERVER_HOST", "PORT")
     conf = config_file(row, row.file_settings(list(engine_settings)), settings)
     return [*server_cmd(name, "base", [], settings), *_head(row, settings), *flags, *words, *conf,
-            "--host", settings["SERVER_HOST"], "--port", settings["PORT"], *multinode_args(name, settings),
+            row.host_flag, settings["SERVER_HOST"], row.port_flag, settings["PORT"], *multinode_args(name, settings),
             *_extra(settings, row.extra_args_var)]
 
 

@@ -130,6 +130,8 @@ def engine_version(name: str, settings: Mapping[str, str]) -> Optional[str]:
         row = engine(name)
     except SskjError:
         return None
+    if row.program:
+        return None  # the engine's own program: no Python to ask for a package version
     python = _launcher(name, settings)
     if python and settings.get("RUNTIME") == "docker":  # not the server's own `docker exec --env ...` prefix
         python = ["docker", "exec", settings.get("CONTAINER_NAME", ""), settings.get("CONTAINER_PYTHON", "")]

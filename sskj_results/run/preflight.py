@@ -76,6 +76,15 @@ class Interpreter:
     module: Optional[str] = None
     script: Optional[str] = None
     container: Optional[str] = None
+    program: bool = False  # the engine's own program (an engine row's `program`): it only has to exist
+
+
+def _program_row(words: Sequence[str]) -> bool:
+    """Whether a command starts with an engine row's own program (catalog/engines.py `program`)."""
+    from ..catalog.engines import engine_argv
+
+    found = engine_argv(list(words[:1]))
+    return found is not None and bool(found[0].program)
 
 
 def interpreter_of(argv: Sequence[str]) -> Optional[Interpreter]:
@@ -99,6 +108,8 @@ def interpreter_of(argv: Sequence[str]) -> Optional[Interpreter]:
     if not words:
         return None
     python, rest = words[0], words[1:]
+    if _program_row(words):  # the engine's own program (llama-server): no Python, module or script to look for
+        return Interpreter(python, container=container, program=True)
     j = 0
     while j < len(rest):
         if rest[j] == "-m" and j + 1 < len(rest):
@@ -145,6 +156,8 @@ def check_interpreter(role: str, interp: Interpreter, env_var: str) -> List[Prob
                             f"install the {role} environment there or set {env_var}"
                             + (" (scripts/common/setup_envs.sh cpu installs under ${SSKJ_ENVS_DIR})"
                                if "/envs/" in interp.python or "SSKJ" in env_var else ""))]
+    if interp.program:
+        return []
     if interp.module:
         rc, out = _run([*prefix, interp.python, "-c", _FIND_MODULE, interp.module])
         if rc == 0:

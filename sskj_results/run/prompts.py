@@ -41,7 +41,6 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model",
 BUILTIN_TEXTS = {"shakespeare": "shakespeare"}  # name -> directory under run/texts/
 TEXTS_DIR = Path(__file__).resolve().parent / "texts"
 TEXT_SUFFIXES = (".md", ".txt")  # a directory's text files (make_prompt_set.py reads the same)
-SPECULATIVE_ENGINES = ("vllm-dspark",)  # engines whose every phase is speculative (others: SPEC_METHOD)
 
 
 @dataclass(frozen=True)
@@ -183,7 +182,17 @@ def phase_prompts(name: str, engine: str, backend: str, settings: Mapping[str, s
     backend) and whether it is speculative (a speculative engine, or SPEC_METHOD set for it)."""
     backend = settings.get("CLIENT_BACKEND") or env.get("CLIENT_BACKEND") or backend
     spec = settings.get("SPEC_METHOD", env.get("SPEC_METHOD", ""))
-    return PhasePrompts(name, backend, engine.startswith(SPECULATIVE_ENGINES) or bool(spec))
+    return PhasePrompts(name, backend, _always_speculative(engine) or bool(spec))
+
+
+def _always_speculative(name: str) -> bool:
+    """Whether every phase of the engine decodes speculatively (its row's `always_speculative`: vLLM-DSpark)."""
+    from ..catalog.engines import engine
+
+    try:
+        return engine(name).always_speculative
+    except ConfigError:
+        return False
 
 
 def run_prompts(env: Mapping[str, str], phases: Sequence[PhasePrompts], repo: Path) -> RunPrompts:
