@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from sskj_results.analysis.compare import build_comparison
 from sskj_results.analysis.grades import grade, regrade
 from sskj_results.analysis.plausibility import (
-    SAMPLE_BATCH, SAMPLE_WHOLE, acceptance_bound, draft_tokens_of, repeated_ngram_share, repetitive_outputs, sample_order,
+    SAMPLE_BATCH, SAMPLE_BUDGET, SAMPLE_CHARS, acceptance_bound, draft_tokens_of, repeated_ngram_share, repetitive_outputs, sample_order,
     sequential_shares, synthetic_acceptance, wilson_interval,
 )
 from sskj_results.analysis.rundata import run_data
@@ -325,9 +325,9 @@ def test_short_outputs_allow_the_prefill_token_in_the_count() -> None:
 
 
 def test_the_repetition_measure_reads_a_large_point_until_its_share_is_decided() -> None:
-    """Its work per point is bounded (docs/VALIDITY.md): up to 64 outputs are read whole; more are read in a fixed
-    order seeded by their count, 16 at a time, until the 95 % interval of the share is on one side of the limit.
-    Far from the limit: 16 outputs; near it: more. The message says how many were read."""
+    """Its work per point is bounded (docs/VALIDITY.md): a point whose outputs total at most 32,768 characters is
+    read whole; a larger one in a fixed order seeded by its count, 16 at a time, until the 95 % interval of the share
+    is on one side of the limit. Far from the limit: 16 outputs; near it: more. The message says how many were read."""
     loop = "again and again and again " * 8
 
     def point(share: float, n: int = 1000) -> list[str]:  # repetitive outputs in a periodic order
@@ -346,11 +346,17 @@ def test_the_repetition_measure_reads_a_large_point_until_its_share_is_decided()
     order = sample_order(1000)  # the value is the share among the outputs read, in that order
     assert near.value == sum(1 for i in order[:read] if i % 100 < 32) / read
     assert sequential_shares(point(0.0), 0.25, 0.5)[0] == SAMPLE_BATCH == 16
-    whole = point(0.30, 64)  # 64 outputs: every one is read, whatever the first 16 say
-    assert sequential_shares(whole, 0.25, 0.5)[0] == SAMPLE_WHOLE == 64
+    whole = point(0.30, 64)  # 64 outputs of some 430 characters: every one is read, whatever the first 16 say
+    assert sum(len(t) for t in whole) <= SAMPLE_BUDGET == 32_768
+    assert sequential_shares(whole, 0.25, 0.5)[0] == 64
     assert "of 64 saved outputs repeat" in repetitive_outputs(whole, T).message
+    long_prose = [" ".join(f"word{i}_{k}" for k in range(300)) for i in range(64)]  # 64 outputs of 2,700 characters: a sample
+    assert sequential_shares(long_prose, 0.25, 0.5)[0] == 16
+    assert "0 of 16 saved outputs sampled from 64" in repetitive_outputs(long_prose, T).message
+    assert sequential_shares(long_prose[:13], 0.25, 0.5)[0] == 13  # fewer than a batch: all of them
     long_loop = "x " * 10 + "again and again and again " * 20_000  # the tail is what is read, at most 64 KiB
     assert repetitive_outputs([long_loop], T).ok is False
+    assert f"at most the last {SAMPLE_CHARS:,} characters of each" in repetitive_outputs([long_loop], T).message
 
 
 def test_wilson_interval() -> None:
