@@ -89,6 +89,41 @@ def test_nan_is_never_written(tmp_path: Path) -> None:
         Results.model_validate({**json.loads(data), "scenarios": [{**json.loads(data)["scenarios"][0], "duration_s": float("nan")}]})
 
 
+def test_requests_checked_per_scenario_are_not_checked_again_unless_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_writable checks each imported scenario; the write of the run checks its per-request lists (most of its
+    bytes) again only where they changed since: a request made invalid afterwards is still never written."""
+    from sskj_results.contract import models
+    from sskj_results.contract.io import check_writable
+
+    run = load_run(SEED)
+    scenario = run.scenarios[0]
+    assert scenario.raw_requests
+    check_writable(scenario)
+    checked: list[Any] = []
+    real = models._redact_attrs
+    monkeypatch.setattr(models, "_redact_attrs", lambda obj, names: checked.append(obj) or real(obj, names))
+    to_json_bytes(run)
+    assert checked and not any(isinstance(obj, models.RawRequest) for obj in checked)  # checked once, before
+    scenario.name = "renamed"  # the scenario changed, its requests did not: they are not checked again
+    checked.clear()
+    assert b'"name": "renamed"' in to_json_bytes(run)
+    assert checked and not any(isinstance(obj, models.RawRequest) for obj in checked)
+    scenario.raw_requests[0].input_tokens = -1  # not validated on assignment
+    with pytest.raises(ResultsError, match=r"scenarios\[0\]\.raw_requests\[0\]\.input_tokens"):
+        to_json_bytes(run)
+    scenario.raw_requests[0].input_tokens = 1 << 64
+    with pytest.raises(ResultsError, match=r"scenarios\[0\]\.raw_requests\[0\]\.input_tokens: integer of 65 bits"):
+        to_json_bytes(run)
+    scenario.raw_requests[0].input_tokens = 1000
+    checked.clear()
+    to_json_bytes(run)  # equal again to what was checked
+    assert not any(isinstance(obj, models.RawRequest) for obj in checked)
+    other = load_run(SEED)  # never checked by check_writable: its requests are checked at the write
+    checked.clear()
+    to_json_bytes(other)
+    assert any(isinstance(obj, models.RawRequest) for obj in checked)
+
+
 Mutation = Callable[[dict[str, Any]], None]
 
 

@@ -8,6 +8,7 @@ import math
 import os
 import stat
 import tempfile
+import weakref
 from pathlib import Path
 from io import FileIO
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -318,17 +319,47 @@ def first_model_error(path: Path, exc: ValidationError) -> str:
     return f"{path}: {format_loc(err['loc'])}: {model_message(err)}"
 
 
-def load_run(path: PathLike) -> Results:
+# A run loaded only to look at it (parse's check for a damaged results.json, before parse loads it) is handed on
+# to the next load of the same file in this process, if the file is unchanged (device, inode, size, modification
+# and status-change times, taken before it was read): read and validated once, not twice. One run at a time, taken
+# by the first load that asks (the object is never shared).
+_handed_on: dict[str, tuple[tuple[int, ...], Results]] = {}
+
+
+def _stamp(file: Path) -> Optional[tuple[int, ...]]:
+    try:
+        st = os.stat(file)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def load_run(path: PathLike, *, hand_on: bool = False) -> Results:
     """Load a run directory or a results.json into a typed Results.
 
     Raises ResultsError naming the file and the JSON path of the first problem
-    (`sskj-results validate` lists them all).
+    (`sskj-results validate` lists them all). `hand_on`: the caller only looks
+    at the run; the next load of the unchanged file takes this one.
     """
+    file = results_path(path)
+    key = os.path.abspath(file)
+    stamp = _stamp(file)
+    handed = _handed_on.pop(key, None)
+    if handed is not None and stamp is not None and handed[0] == stamp:
+        results = handed[1]
+    else:
+        results = _load_run(file)
+    if hand_on and stamp is not None:
+        _handed_on.clear()
+        _handed_on[key] = (stamp, results)
+    return results
+
+
+def _load_run(file: Path) -> Results:
     from pydantic import ValidationError
 
     from .models import Results
 
-    file = results_path(path)
     data = read_json_text(file)
     if isinstance(data, dict) and data.get("kind") == RUN_SET_KIND:
         raise ResultsError(run_set_message(file, data))
@@ -366,9 +397,10 @@ def to_json_bytes(results: Results) -> bytes:
     from .models import Results, dump_dict
 
     data = dump_dict(results)
-    _require_readable(data, "results")
+    checked = _unchanged_requests(results, data)
+    _require_readable(_without_requests(data, checked), "results")
     try:
-        Results.model_validate(data)
+        Results.model_validate(_without_requests(data, checked))
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ResultsError(f"{format_loc(err['loc'])}: {one_line(model_message(err))}; not written") from None
@@ -385,6 +417,34 @@ def _require_readable(data: Any, what: str) -> None:
         raise ResultsError(f"{what}: {problem}; not written")
 
 
+# The per-request lists check_writable found writable, by scenario (id; a weak reference to the scenario itself,
+# and the list as it was dumped): the write of the run checks such a list again only when its dump differs now. They
+# are most of a run's bytes, and would otherwise be checked twice (docs/PERFORMANCE.md).
+_checked_requests: dict[int, tuple[weakref.ref[Any], list[Any]]] = {}
+
+
+def _unchanged_requests(results: Results, data: dict[str, Any]) -> set[int]:
+    """Indexes of the scenarios whose raw_requests, as dumped in data, are those check_writable checked."""
+    same = set()
+    for i, (scenario, dumped) in enumerate(zip(results.scenarios, data.get("scenarios", ()))):
+        entry = _checked_requests.get(id(scenario))
+        if entry is not None and entry[0]() is scenario and entry[1] == dumped.get("raw_requests"):
+            same.add(i)
+    return same
+
+
+def _without_requests(data: dict[str, Any], indexes: set[int]) -> dict[str, Any]:
+    """data with the raw_requests of those scenarios empty (a shallow copy; data itself is unchanged)."""
+    if not indexes:
+        return data
+    scenarios = [{**s, "raw_requests": []} if i in indexes else s for i, s in enumerate(data["scenarios"])]
+    return {**data, "scenarios": scenarios}
+
+
+def _forget_requests(key: int) -> Any:
+    return lambda _ref: _checked_requests.pop(key, None)
+
+
 def check_writable(scenario: Scenario) -> None:
     """Raise ResultsError (`json path: why`) when the scenario could not be
     written to results.json and read back (e.g. an input_lens value beyond
@@ -393,6 +453,7 @@ def check_writable(scenario: Scenario) -> None:
 
     from .models import Scenario
 
+    _checked_requests.pop(id(scenario), None)
     data = scenario.model_dump(mode="json")
     problem = check_json_tree(data, MAX_DEPTH - 2)
     if problem is not None:
@@ -404,6 +465,8 @@ def check_writable(scenario: Scenario) -> None:
         value = err.get("input")
         shown = f" (got {_short_value(value)})" if not isinstance(value, (dict, list)) else ""
         raise ResultsError(f"cannot be recorded: {format_loc(err['loc'])}: {one_line(model_message(err))}{shown}") from None
+    key = id(scenario)
+    _checked_requests[key] = (weakref.ref(scenario, _forget_requests(key)), data["raw_requests"])
 
 
 def _short_value(value: Any) -> str:
