@@ -124,6 +124,33 @@ def test_requests_checked_per_scenario_are_not_checked_again_unless_changed(monk
     assert any(isinstance(obj, models.RawRequest) for obj in checked)
 
 
+def test_requests_the_import_built_validated_are_not_validated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The import validates a scenario's per-request records as it builds them (one call); check_writable and the
+    write do not validate them again while they are unchanged. Records results.json cannot hold are built as they
+    are, for check_writable to name."""
+    from sskj_results.contract import models
+    from sskj_results.contract.io import check_writable, validated_requests
+
+    record = {"request_id": "0", "input_tokens": 10, "output_tokens": 4, "e2e_ms": 50.0, "ttft_ms": 20.0,
+              "tpot_ms": 10.0, "itl_ms": 10.0, "accept_length": None, "success": True, "error": None}
+    assert validated_requests([record, {**record, "input_tokens": -1}]) is None
+    assert validated_requests([{**record, "output_tokens": 1 << 64}]) is None
+    requests = validated_requests([record, {**record, "request_id": "1", "success": False, "error": "timeout"}])
+    assert requests is not None and [r.request_id for r in requests] == ["0", "1"]
+    run = load_run(SEED)
+    scenario = run.scenarios[0].model_copy(update={"raw_requests": requests})
+    run = run.model_copy(update={"scenarios": [scenario]})
+    checked: list[Any] = []
+    real = models._redact_attrs
+    monkeypatch.setattr(models, "_redact_attrs", lambda obj, names: checked.append(obj) or real(obj, names))
+    check_writable(scenario)
+    to_json_bytes(run)
+    assert checked and not any(isinstance(obj, models.RawRequest) for obj in checked)
+    scenario.raw_requests[1].error = None  # changed since: checked again (and valid)
+    check_writable(scenario)
+    assert any(isinstance(obj, models.RawRequest) for obj in checked)
+
+
 Mutation = Callable[[dict[str, Any]], None]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import math
 import os
@@ -21,7 +22,7 @@ from .locking import clean_stale, locked, temp_prefix
 if TYPE_CHECKING:  # the models (pydantic) load on first use: file helpers and the shell's commands start fast
     from pydantic import ValidationError
 
-    from .models import Results, Scenario
+    from .models import RawRequest, Results, Scenario
 
 # ---------------------------------------------------------------- safe opening
 
@@ -417,20 +418,57 @@ def _require_readable(data: Any, what: str) -> None:
         raise ResultsError(f"{what}: {problem}; not written")
 
 
-# The per-request lists check_writable found writable, by scenario (id; a weak reference to the scenario itself,
-# and the list as it was dumped): the write of the run checks such a list again only when its dump differs now. They
-# are most of a run's bytes, and would otherwise be checked twice (docs/PERFORMANCE.md).
-_checked_requests: dict[int, tuple[weakref.ref[Any], list[Any]]] = {}
+# Per-request records known to be writable (they passed RawRequest's validation and the JSON tree check), by their
+# first request object (id; a weak reference to it) and as dumped: check_writable does not check again the records
+# the import built validated, nor the write those check_writable checked. They are most of a run's bytes
+# (docs/PERFORMANCE.md). Equality of the dump decides, never the objects: a record changed since is checked again.
+_known_requests: dict[int, tuple[weakref.ref[Any], list[Any]]] = {}
+
+
+def _forget_requests(key: int) -> Any:
+    return lambda _ref: _known_requests.pop(key, None)
+
+
+def _remember_requests(requests: list[Any], dumped: list[Any]) -> None:
+    if requests:
+        key = id(requests[0])
+        _known_requests[key] = (weakref.ref(requests[0], _forget_requests(key)), dumped)
+
+
+def _known(requests: list[Any], dumped: Any) -> bool:
+    """The records dumped as `dumped` are requests known to be writable."""
+    entry = _known_requests.get(id(requests[0])) if requests else None
+    return entry is not None and entry[0]() is requests[0] and entry[1] == dumped
+
+
+@functools.lru_cache(maxsize=1)
+def _requests_adapter() -> Any:
+    from pydantic import TypeAdapter
+
+    from .models import RawRequest
+
+    return TypeAdapter(list[RawRequest])
+
+
+def validated_requests(records: list[dict[str, Any]]) -> Optional[list[RawRequest]]:
+    """RawRequests validated from their records (dicts as results.json holds them) in one call, remembered as
+    writable; None when one of them is not (the caller builds them as they are, and check_writable names it)."""
+    from pydantic import ValidationError
+
+    if check_json_tree(records, MAX_DEPTH - 4) is not None:
+        return None
+    try:
+        requests: list[RawRequest] = _requests_adapter().validate_python(records)
+    except ValidationError:
+        return None
+    _remember_requests(requests, records)
+    return requests
 
 
 def _unchanged_requests(results: Results, data: dict[str, Any]) -> set[int]:
-    """Indexes of the scenarios whose raw_requests, as dumped in data, are those check_writable checked."""
-    same = set()
-    for i, (scenario, dumped) in enumerate(zip(results.scenarios, data.get("scenarios", ()))):
-        entry = _checked_requests.get(id(scenario))
-        if entry is not None and entry[0]() is scenario and entry[1] == dumped.get("raw_requests"):
-            same.add(i)
-    return same
+    """Indexes of the scenarios whose raw_requests, as dumped in data, are known to be writable."""
+    return {i for i, (scenario, dumped) in enumerate(zip(results.scenarios, data.get("scenarios", ())))
+            if _known(scenario.raw_requests, dumped.get("raw_requests"))}
 
 
 def _without_requests(data: dict[str, Any], indexes: set[int]) -> dict[str, Any]:
@@ -441,10 +479,6 @@ def _without_requests(data: dict[str, Any], indexes: set[int]) -> dict[str, Any]
     return {**data, "scenarios": scenarios}
 
 
-def _forget_requests(key: int) -> Any:
-    return lambda _ref: _checked_requests.pop(key, None)
-
-
 def check_writable(scenario: Scenario) -> None:
     """Raise ResultsError (`json path: why`) when the scenario could not be
     written to results.json and read back (e.g. an input_lens value beyond
@@ -453,20 +487,22 @@ def check_writable(scenario: Scenario) -> None:
 
     from .models import Scenario
 
-    _checked_requests.pop(id(scenario), None)
     data = scenario.model_dump(mode="json")
-    problem = check_json_tree(data, MAX_DEPTH - 2)
+    requests = data.get("raw_requests")
+    known = _known(scenario.raw_requests, requests)
+    checked = {**data, "raw_requests": []} if known else data
+    problem = check_json_tree(checked, MAX_DEPTH - 2)
     if problem is not None:
         raise ResultsError(f"cannot be recorded: {problem}")
     try:
-        Scenario.model_validate(data)
+        Scenario.model_validate(checked)
     except ValidationError as exc:
         err = exc.errors()[0]
         value = err.get("input")
         shown = f" (got {_short_value(value)})" if not isinstance(value, (dict, list)) else ""
         raise ResultsError(f"cannot be recorded: {format_loc(err['loc'])}: {one_line(model_message(err))}{shown}") from None
-    key = id(scenario)
-    _checked_requests[key] = (weakref.ref(scenario, _forget_requests(key)), data["raw_requests"])
+    if not known:
+        _remember_requests(scenario.raw_requests, requests)
 
 
 def _short_value(value: Any) -> str:

@@ -17,7 +17,7 @@ from ..analysis.metrics import (
 from ..analysis.slo import slo_status
 from ..contract.bulk import bulk
 from ..contract.errors import ConfigError, RawFormatError, ResultsError
-from ..contract.io import describe_os_error, display_name, format_loc, model_message, one_line
+from ..contract.io import describe_os_error, display_name, format_loc, model_message, one_line, validated_requests
 from ..contract.redact import redact_text
 from ..contract.times import TimePrecision, TimeSource
 from ..contract.metrics import LATENCY_NAMES, SECTION_METRICS
@@ -372,15 +372,19 @@ def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: 
     inputs = details.input_lens[:n].tolist()
     outputs = details.output_lens[:n].tolist()
     errors = details.errors
-    make = RawRequest.model_construct
-    return [
-        make(
-            request_id=str(i), input_tokens=inputs[i], output_tokens=outputs[i], e2e_ms=e2e[i],
-            ttft_ms=ttft[i], tpot_ms=tpot[i], itl_ms=itl[i], accept_length=None,
-            success=bool(ok[i]), error=None if ok[i] else redact_text(errors[i]),
-        )
+    records = [
+        {"request_id": str(i), "input_tokens": inputs[i], "output_tokens": outputs[i], "e2e_ms": e2e[i],
+         "ttft_ms": ttft[i], "tpot_ms": tpot[i], "itl_ms": itl[i], "accept_length": None,
+         "success": bool(ok[i]), "error": None if ok[i] else redact_text(errors[i])}
         for i in range(n)
     ]
+    # validated in one call (and not again by check_writable); a value results.json cannot hold leaves them as they
+    # are, for check_writable to name
+    validated = validated_requests(records)
+    if validated is not None:
+        return validated
+    make = RawRequest.model_construct
+    return [make(**record) for record in records]
 
 
 def _skip_entry(problem: Problem, hints: NameHints) -> SkippedScenario:
