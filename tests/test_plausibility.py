@@ -324,6 +324,21 @@ def test_short_outputs_allow_the_prefill_token_in_the_count() -> None:
     assert acceptance_bound(4.5, 3, T, output_len=13).ok is False
 
 
+def test_words_are_the_patterns_words() -> None:
+    """words() splits at whitespace first and sends only pieces that are not plain ASCII letters and digits through
+    the word pattern: the words are the pattern's own, on any text."""
+    import random
+
+    from sskj_results.analysis.plausibility import _WORD, words
+
+    rnd = random.Random(46)
+    alphabet = "ab_Z9 \t\n\r\x0b\x1c.,!?-'\"é模型ァ한\u3000\xa0\u2028·。，😀\u0660ⅫＡ"
+    texts = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 40))) for _ in range(5000)]
+    texts += [PROSE, "plain ascii words only 42", "a_b c", "模型 推理 model", "x,y", ""]
+    for text in texts:
+        assert words(text) == _WORD.findall(text), text
+
+
 def test_the_repetition_measure_reads_a_large_point_until_its_share_is_decided() -> None:
     """Its work per point is bounded (docs/VALIDITY.md): a point whose outputs total at most 32,768 characters is
     read whole; a larger one in a fixed order seeded by its count, 16 at a time, until the 95 % interval of the share

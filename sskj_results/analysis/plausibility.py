@@ -53,8 +53,22 @@ ACCEPT_FLOOR = 1.0 - 1e-9
 
 
 def words(text: str) -> list[str]:
-    """The words of a text as the repetition measure counts them (no tokenizer needed)."""
-    return _WORD.findall(text)
+    """The words of a text as the repetition measure counts them (no tokenizer needed): `_WORD.findall(text)`.
+
+    Split at whitespace first (as the pattern does: no word holds any); a piece of ASCII letters and digits is one
+    word as it is, and only the others (punctuation, `_`, CJK, other scripts) go through the pattern: the same
+    words at about half the cost."""
+    pieces = text.split()
+    if text.isascii() and all(map(str.isalnum, pieces)):
+        return pieces
+    out: list[str] = []
+    add, extend, find = out.append, out.extend, _WORD.findall
+    for piece in pieces:
+        if piece.isalnum() and piece.isascii():
+            add(piece)
+        else:
+            extend(find(piece))
+    return out
 
 
 # an output of no letter with at least this many digits is a digit run (NGRAM + MIN_NGRAMS - 1: as long, in
