@@ -488,7 +488,7 @@ def check_writable(scenario: Scenario) -> None:
     from .models import Scenario
 
     data = scenario.model_dump(mode="json")
-    requests = data.get("raw_requests")
+    requests: list[Any] = data["raw_requests"]
     known = _known(scenario.raw_requests, requests)
     checked = {**data, "raw_requests": []} if known else data
     problem = check_json_tree(checked, MAX_DEPTH - 2)
