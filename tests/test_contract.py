@@ -393,3 +393,26 @@ def test_package_level_api(tmp_path: Path) -> None:
     assert written == tmp_path / "results.json" and sskj_results.load_run(tmp_path) == run
     with pytest.raises(sskj_results.ResultsError):
         sskj_results.load_run(tmp_path / "missing.json")
+
+
+def test_the_tree_check_of_records_a_column_at_a_time_finds_what_the_walk_finds() -> None:
+    """Lists of flat records (per-request records: most of a run) are checked a column at a time; anything the walk
+    refuses is still refused, with the walk's path and words."""
+    from sskj_results.contract.jsontree import check_json_tree
+
+    good = {"request_id": "0", "input_tokens": 12, "e2e_ms": 1.5, "ttft_ms": None, "success": True, "error": None}
+    records = [dict(good, request_id=str(i)) for i in range(20)]
+    assert check_json_tree({"raw_requests": records}) is None
+    bad_values = {"input_tokens": 1 << 64, "e2e_ms": float("nan"), "ttft_ms": float("inf"), "error": {"deep": [1]},
+                  "success": -(1 << 70)}
+    for key, value in bad_values.items():
+        bad = [dict(r) for r in records]
+        bad[13][key] = value
+        found = check_json_tree({"raw_requests": bad})
+        if key == "error":
+            assert found is None  # a nested value within limits: walked, and fine
+            continue
+        assert found is not None and found.startswith(f"raw_requests[13].{key}: "), found
+    assert check_json_tree({"raw_requests": records}, max_depth=2) == "raw_requests[19]: nested deeper than 2 levels; not a results.json"
+    ragged = [dict(r) for r in records] + [{"input_tokens": 1 << 64}]
+    assert check_json_tree({"raw_requests": ragged}) == "raw_requests[20].input_tokens: integer of 65 bits is outside the 64-bit range; not a measured value"
