@@ -1,11 +1,15 @@
-"""Percentiles from one partition are numpy's own, bit for bit (analysis/metrics.py, issue 46)."""
+"""The metric engine's fast paths give numpy's own results, bit for bit (analysis/metrics.py, issue 46): percentiles
+from one partition, gaps flattened a request at a time."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sskj_results.analysis.metrics import percentiles, summarize
+from itertools import chain
+from typing import Any
+
+from sskj_results.analysis.metrics import flatten_gaps, percentiles, summarize
 
 QSETS = ([50, 90, 95, 99], [90], [90, 95], [99.9], [0, 100], [100], [0], [95, 50, 99, 90],
          [12.5, 37.3, 99.99, 100, 0.01, 50])
@@ -51,3 +55,30 @@ def test_summarize_reports_numpys_percentiles_in_ms() -> None:
     stats = summarize(gaps)
     p50, p90, p95, p99 = np.percentile(gaps, [50, 90, 95, 99]) * 1000
     assert (stats["p50"], stats["p90"], stats["p95"], stats["p99"]) == (p50, p90, p95, p99)
+
+
+def numpys_flat(itls: list[list[Any]]) -> np.ndarray:
+    return np.fromiter(chain.from_iterable(itls), dtype=np.float64, count=sum(map(len, itls)))
+
+
+def test_flattened_gaps_are_numpys_and_writable() -> None:
+    rng = np.random.default_rng(3)
+    itls: list[list[Any]] = [rng.gamma(2.0, 0.01, int(k)).tolist() for k in rng.integers(0, 300, 200)]
+    itls += [[], [0, 1, 2], [True, 0.5], [10**30, 1e-300, 5e-324], [1.7976931348623157e308]]
+    flat, counts = flatten_gaps(itls)
+    assert flat.tobytes() == numpys_flat(itls).tobytes()
+    assert counts.tolist() == [len(g) for g in itls]
+    flat[0] = 1.0  # an array of its own, not a view of something read-only
+    assert flatten_gaps([[], []])[0].size == 0
+
+
+@pytest.mark.parametrize("odd", [None, "0.5", 10**400, [0.1]])
+def test_a_gap_that_is_not_a_float_is_left_to_numpy(odd: Any) -> None:
+    itls = [[0.1, 0.2], [0.3, odd, 0.4]]
+    try:
+        expected = numpys_flat(itls)
+    except (TypeError, ValueError, OverflowError) as exc:
+        with pytest.raises(type(exc)):
+            flatten_gaps(itls)
+    else:
+        assert np.array_equal(flatten_gaps(itls)[0], expected, equal_nan=True)
