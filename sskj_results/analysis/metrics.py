@@ -199,7 +199,8 @@ def flatten_gaps(itls: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarra
             if gaps:
                 pack(f"{len(gaps)}d", packed, offset, *gaps)
                 offset += 8 * len(gaps)
-    except (struct.error, OverflowError, TypeError):  # a gap that is not a float: numpy reads them all, and decides (the same result as ever)
+    except (struct.error, OverflowError, TypeError):
+        # a gap that is not a float: numpy reads them all and decides, as it always did (the same values and errors)
         return np.fromiter(chain.from_iterable(itls), dtype=np.float64, count=total), counts
     return np.frombuffer(packed, dtype=np.float64), counts
 
