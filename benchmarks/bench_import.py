@@ -108,6 +108,9 @@ def _preload(phase: str) -> None:
     if phase in ("import", "reparse"):
         import sskj_results.cli.import_cmd  # noqa: F401
         import sskj_results.ingest.legacy  # noqa: F401
+        import sskj_results.render.publish  # noqa: F401  (report.md of every run directory written)
+        import sskj_results.ingest.parse_run  # noqa: F401
+        import sskj_results.ingest.rebuild  # noqa: F401
     else:
         import sskj_results.cli.report_cmd  # noqa: F401
         import sskj_results.analysis.compare  # noqa: F401

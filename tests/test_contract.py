@@ -89,6 +89,68 @@ def test_nan_is_never_written(tmp_path: Path) -> None:
         Results.model_validate({**json.loads(data), "scenarios": [{**json.loads(data)["scenarios"][0], "duration_s": float("nan")}]})
 
 
+def test_requests_checked_per_scenario_are_not_checked_again_unless_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_writable checks each imported scenario; the write of the run checks its per-request lists (most of its
+    bytes) again only where they changed since: a request made invalid afterwards is still never written."""
+    from sskj_results.contract import models
+    from sskj_results.contract.io import check_writable
+
+    run = load_run(SEED)
+    scenario = run.scenarios[0]
+    assert scenario.raw_requests
+    check_writable(scenario)
+    checked: list[Any] = []
+    real = models._redact_attrs
+    monkeypatch.setattr(models, "_redact_attrs", lambda obj, names: checked.append(obj) or real(obj, names))
+    to_json_bytes(run)
+    assert checked and not any(isinstance(obj, models.RawRequest) for obj in checked)  # checked once, before
+    scenario.name = "renamed"  # the scenario changed, its requests did not: they are not checked again
+    checked.clear()
+    assert b'"name": "renamed"' in to_json_bytes(run)
+    assert checked and not any(isinstance(obj, models.RawRequest) for obj in checked)
+    scenario.raw_requests[0].input_tokens = -1  # not validated on assignment
+    with pytest.raises(ResultsError, match=r"scenarios\[0\]\.raw_requests\[0\]\.input_tokens"):
+        to_json_bytes(run)
+    scenario.raw_requests[0].input_tokens = 1 << 64
+    with pytest.raises(ResultsError, match=r"scenarios\[0\]\.raw_requests\[0\]\.input_tokens: integer of 65 bits"):
+        to_json_bytes(run)
+    scenario.raw_requests[0].input_tokens = 1000
+    checked.clear()
+    to_json_bytes(run)  # equal again to what was checked
+    assert not any(isinstance(obj, models.RawRequest) for obj in checked)
+    other = load_run(SEED)  # never checked by check_writable: its requests are checked at the write
+    checked.clear()
+    to_json_bytes(other)
+    assert any(isinstance(obj, models.RawRequest) for obj in checked)
+
+
+def test_requests_the_import_built_validated_are_not_validated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The import validates a scenario's per-request records as it builds them (one call); check_writable and the
+    write do not validate them again while they are unchanged. Records results.json cannot hold are built as they
+    are, for check_writable to name."""
+    from sskj_results.contract import models
+    from sskj_results.contract.io import check_writable, validated_requests
+
+    record = {"request_id": "0", "input_tokens": 10, "output_tokens": 4, "e2e_ms": 50.0, "ttft_ms": 20.0,
+              "tpot_ms": 10.0, "itl_ms": 10.0, "accept_length": None, "success": True, "error": None}
+    assert validated_requests([record, {**record, "input_tokens": -1}]) is None
+    assert validated_requests([{**record, "output_tokens": 1 << 64}]) is None
+    requests = validated_requests([record, {**record, "request_id": "1", "success": False, "error": "timeout"}])
+    assert requests is not None and [r.request_id for r in requests] == ["0", "1"]
+    run = load_run(SEED)
+    scenario = run.scenarios[0].model_copy(update={"raw_requests": requests})
+    run = run.model_copy(update={"scenarios": [scenario]})
+    checked: list[Any] = []
+    real = models._redact_attrs
+    monkeypatch.setattr(models, "_redact_attrs", lambda obj, names: checked.append(obj) or real(obj, names))
+    check_writable(scenario)
+    to_json_bytes(run)
+    assert checked and not any(isinstance(obj, models.RawRequest) for obj in checked)
+    scenario.raw_requests[1].error = None  # changed since: checked again (and valid)
+    check_writable(scenario)
+    assert any(isinstance(obj, models.RawRequest) for obj in checked)
+
+
 Mutation = Callable[[dict[str, Any]], None]
 
 
@@ -331,3 +393,26 @@ def test_package_level_api(tmp_path: Path) -> None:
     assert written == tmp_path / "results.json" and sskj_results.load_run(tmp_path) == run
     with pytest.raises(sskj_results.ResultsError):
         sskj_results.load_run(tmp_path / "missing.json")
+
+
+def test_the_tree_check_of_records_a_column_at_a_time_finds_what_the_walk_finds() -> None:
+    """Lists of flat records (per-request records: most of a run) are checked a column at a time; anything the walk
+    refuses is still refused, with the walk's path and words."""
+    from sskj_results.contract.jsontree import check_json_tree
+
+    good = {"request_id": "0", "input_tokens": 12, "e2e_ms": 1.5, "ttft_ms": None, "success": True, "error": None}
+    records = [dict(good, request_id=str(i)) for i in range(20)]
+    assert check_json_tree({"raw_requests": records}) is None
+    bad_values = {"input_tokens": 1 << 64, "e2e_ms": float("nan"), "ttft_ms": float("inf"), "error": {"deep": [1]},
+                  "success": -(1 << 70)}
+    for key, value in bad_values.items():
+        bad = [dict(r) for r in records]
+        bad[13][key] = value
+        found = check_json_tree({"raw_requests": bad})
+        if key == "error":
+            assert found is None  # a nested value within limits: walked, and fine
+            continue
+        assert found is not None and found.startswith(f"raw_requests[13].{key}: "), found
+    assert check_json_tree({"raw_requests": records}, max_depth=2) == "raw_requests[19]: nested deeper than 2 levels; not a results.json"
+    ragged = [dict(r) for r in records] + [{"input_tokens": 1 << 64}]
+    assert check_json_tree({"raw_requests": ragged}) == "raw_requests[20].input_tokens: integer of 65 bits is outside the 64-bit range; not a measured value"

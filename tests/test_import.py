@@ -505,6 +505,33 @@ def test_reparse_quick_check_and_no_rewrite(tmp_path: Path) -> None:
     assert changed.files_read == 1 and changed.results.scenarios[0].concurrency == 3
 
 
+def test_parse_reads_an_unchanged_results_json_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`parse` first checks that results.json loads (a damaged one is rebuilt), then merges into it: the run loaded
+    by the check is the one parse takes, while the file is unchanged; a file changed in between is read again."""
+    import os
+
+    from sskj_results.contract import io as contract_io
+
+    run = _run_dir(tmp_path)
+    shutil.copy(RAW / "vllm_0705_2_128_32.jsonl", run / "raw_outputs" / "cpu_vllm_0705_2_128_32.jsonl")
+    parse_run_dir(run)
+    reads: list[Path] = []
+    real = contract_io.read_json_text
+    monkeypatch.setattr(contract_io, "read_json_text", lambda path: reads.append(path) or real(path))
+    result = CliRunner().invoke(main, ["parse", str(run)])
+    assert result.exit_code == 0, result.output
+    assert reads == [run / "results.json"]  # once, not once for the check and once for the merge
+    reads.clear()
+    checked = load_run(run, hand_on=True)
+    results_file = run / "results.json"
+    stamp = results_file.stat().st_mtime_ns
+    os.utime(results_file, ns=(stamp + 10**9, stamp + 10**9))  # changed since: read again
+    assert load_run(run) is not checked and len(reads) == 2
+    checked = load_run(run, hand_on=True)
+    assert load_run(run) is checked and load_run(run) is not checked  # taken once, by the next load
+    assert len(reads) == 4
+
+
 def test_scenario_name_format(tmp_path: Path) -> None:
     run = _run_dir(tmp_path)
     shutil.copy(RAW / "vllm_0705_2_128_32.jsonl", run / "raw_outputs" / "cpu_vllm_0705_2_128_32.jsonl")

@@ -14,7 +14,7 @@ from sskj_results.analysis.grades import mark
 from sskj_results.analysis.compare import build_comparison
 from sskj_results.analysis.grades import grade, regrade
 from sskj_results.analysis.plausibility import (
-    SAMPLE_BATCH, SAMPLE_WHOLE, acceptance_bound, draft_tokens_of, repeated_ngram_share, repetitive_outputs, sample_order,
+    SAMPLE_BATCH, SAMPLE_BUDGET, SAMPLE_CHARS, acceptance_bound, draft_tokens_of, repeated_ngram_share, repetitive_outputs, sample_order,
     sequential_shares, synthetic_acceptance, wilson_interval,
 )
 from sskj_results.analysis.rundata import run_data
@@ -327,10 +327,25 @@ def test_short_outputs_allow_the_prefill_token_in_the_count() -> None:
     assert acceptance_bound(4.5, 3, T, output_len=13).ok is False
 
 
+def test_words_are_the_patterns_words() -> None:
+    """words() splits at whitespace first and sends only pieces that are not plain ASCII letters and digits through
+    the word pattern: the words are the pattern's own, on any text."""
+    import random
+
+    from sskj_results.analysis.plausibility import _WORD, words
+
+    rnd = random.Random(46)
+    alphabet = "ab_Z9 \t\n\r\x0b\x1c.,!?-'\"é模型ァ한\u3000\xa0\u2028·。，😀\u0660ⅫＡ"
+    texts = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 40))) for _ in range(5000)]
+    texts += [PROSE, "plain ascii words only 42", "a_b c", "模型 推理 model", "x,y", ""]
+    for text in texts:
+        assert words(text) == _WORD.findall(text), text
+
+
 def test_the_repetition_measure_reads_a_large_point_until_its_share_is_decided() -> None:
-    """Its work per point is bounded (docs/VALIDITY.md): up to 64 outputs are read whole; more are read in a fixed
-    order seeded by their count, 16 at a time, until the 95 % interval of the share is on one side of the limit.
-    Far from the limit: 16 outputs; near it: more. The message says how many were read."""
+    """Its work per point is bounded (docs/VALIDITY.md): a point whose outputs total at most 32,768 characters is
+    read whole; a larger one in a fixed order seeded by its count, 16 at a time, until the 95 % interval of the share
+    is on one side of the limit. Far from the limit: 16 outputs; near it: more. The message says how many were read."""
     loop = "again and again and again " * 8
 
     def point(share: float, n: int = 1000) -> list[str]:  # repetitive outputs in a periodic order
@@ -349,11 +364,17 @@ def test_the_repetition_measure_reads_a_large_point_until_its_share_is_decided()
     order = sample_order(1000)  # the value is the share among the outputs read, in that order
     assert near.value == sum(1 for i in order[:read] if i % 100 < 32) / read
     assert sequential_shares(point(0.0), 0.25, 0.5)[0] == SAMPLE_BATCH == 16
-    whole = point(0.30, 64)  # 64 outputs: every one is read, whatever the first 16 say
-    assert sequential_shares(whole, 0.25, 0.5)[0] == SAMPLE_WHOLE == 64
+    whole = point(0.30, 64)  # 64 outputs of some 430 characters: every one is read, whatever the first 16 say
+    assert sum(len(t) for t in whole) <= SAMPLE_BUDGET == 32_768
+    assert sequential_shares(whole, 0.25, 0.5)[0] == 64
     assert "of 64 saved outputs repeat" in repetitive_outputs(whole, T).message
+    long_prose = [" ".join(f"word{i}_{k}" for k in range(300)) for i in range(64)]  # 64 outputs of 2,700 characters: a sample
+    assert sequential_shares(long_prose, 0.25, 0.5)[0] == 16
+    assert "0 of 16 saved outputs sampled from 64" in repetitive_outputs(long_prose, T).message
+    assert sequential_shares(long_prose[:13], 0.25, 0.5)[0] == 13  # fewer than a batch: all of them
     long_loop = "x " * 10 + "again and again and again " * 20_000  # the tail is what is read, at most 64 KiB
     assert repetitive_outputs([long_loop], T).ok is False
+    assert f"at most the last {SAMPLE_CHARS:,} characters of each" in repetitive_outputs([long_loop], T).message
 
 
 def test_wilson_interval() -> None:

@@ -21,6 +21,7 @@ Definitions (the reference clients' own, see docs/METRICS.md):
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from itertools import chain
 from typing import Callable, Iterable, Mapping, Optional, Sequence
@@ -46,7 +47,7 @@ def summarize(seconds: np.ndarray, only: Optional[Iterable[str]] = None,
     out: dict[str, Optional[float]] = {k: None for k in STATS}
     keys = [k for k in PERCENTILES if k in wanted]
     if keys:
-        qs = np.percentile(seconds, [PERCENTILES[k] for k in keys])
+        qs = percentiles(seconds, [PERCENTILES[k] for k in keys])
         for key, value in zip(keys, qs):
             out[key] = float(value * scale)
     if "mean" in wanted:
@@ -54,6 +55,43 @@ def summarize(seconds: np.ndarray, only: Optional[Iterable[str]] = None,
     if "std" in wanted:
         out["std"] = float(np.std(seconds) * scale)
     out["count"] = n
+    return out
+
+
+def percentiles(sample: np.ndarray, qs: Sequence[float]) -> np.ndarray:
+    """``np.percentile(sample, qs)`` (linear method), the same values, from one partition of a copy.
+
+    numpy partitions at the sample's extremes and at both neighbours of every
+    percentile, one selection each: several passes over the largest sample
+    (the pooled ITL gaps). Here a copy is partitioned at the lower neighbours
+    only; the upper one is the least value between its lower neighbour and the
+    next one, and the interpolation is numpy's own (``_lerp``). A sample that
+    is not 1-d float64 or holds NaN is left to numpy.
+    """
+    n = int(sample.size)
+    if sample.dtype != np.float64 or sample.ndim != 1 or n < 2 or bool(np.isnan(sample).any()):
+        return np.asarray(np.percentile(sample, qs))
+    q = np.true_divide(np.asarray(qs, dtype=np.float64), 100)
+    if not bool(np.all((q >= 0) & (q <= 1))):
+        return np.asarray(np.percentile(sample, qs))  # numpy names the bad percentile
+    virtual = (n - 1) * q
+    lower = np.floor(virtual)
+    last = virtual >= n - 1  # numpy takes the maximum there, for both neighbours
+    low = np.where(last, n - 1, lower).astype(np.intp)
+    kth = np.unique(low)
+    part = sample.copy()
+    part.partition(kth)
+    a = part[low]
+    b = a.copy()
+    for i, j in enumerate(low):
+        if last[i]:
+            continue
+        upper = kth[np.searchsorted(kth, j, side="right")] if j < kth[-1] else n
+        b[i] = part[j + 1] if upper == j + 1 else part[j + 1:upper].min()
+    gamma = virtual - lower
+    diff = b - a
+    out = np.add(a, diff * gamma)
+    np.subtract(b, diff * (1 - gamma), out=out, where=gamma >= 0.5)
     return out
 
 
@@ -154,9 +192,19 @@ def flatten_gaps(itls: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarra
     total = int(counts.sum())
     if total == 0:
         return np.zeros(0, dtype=np.float64), counts
-    # one C-level pass over all gaps: no Python frame per value
-    flat = np.fromiter(chain.from_iterable(itls), dtype=np.float64, count=total)
-    return flat, counts
+    packed = bytearray(8 * total)
+    offset = 0
+    pack = struct.pack_into
+    try:
+        # each request's gaps packed as doubles in one C call: half the time of numpy reading them one at a time
+        for gaps in itls:
+            if gaps:
+                pack(f"{len(gaps)}d", packed, offset, *gaps)
+                offset += 8 * len(gaps)
+    except (struct.error, OverflowError, TypeError):
+        # a gap that is not a float: numpy reads them all and decides, as it always did (the same values and errors)
+        return np.fromiter(chain.from_iterable(itls), dtype=np.float64, count=total), counts
+    return np.frombuffer(packed, dtype=np.float64), counts
 
 
 # --------------------------------------------------------------------------- per-request metrics sskj computes

@@ -5,7 +5,7 @@ Two checks join a scenario's validity block after the others (`with_checks`):
 | check | value | passes when |
 |---|---|---|
 | acceptance_bound | the scenario's acceptance length | 1 <= value <= (1 + draft tokens) x max(1 + max_accept_length_excess (0.02), n / (n - 1)) on n-token outputs |
-| repetitive_outputs | share of saved outputs whose repeated word 4-grams exceed max_repeated_ngram_share (0.5); whitespace-only and digit-run outputs are repetitive (share 1); other outputs under 11 words count as not repetitive; read whole up to 64 outputs, else as a sequential sample (batches of 16 in a fixed order until decided) | <= max_repetitive_share (0.25) |
+| repetitive_outputs | share of saved outputs whose repeated word 4-grams exceed max_repeated_ngram_share (0.5); whitespace-only and digit-run outputs are repetitive (share 1); other outputs under 11 words count as not repetitive; each on at most its last 65,536 characters; read whole when they total at most 32,768 characters, else as a sequential sample (batches of 16 in a fixed order until decided) | <= max_repetitive_share (0.25) |
 
 A verification step emits the target's own token plus at most k accepted
 draft tokens, so an acceptance length outside [1, 1 + k] was not measured on
@@ -38,23 +38,38 @@ MIN_NGRAMS = 8
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _WORD = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+|[^\\w\\s]")
 PLAUSIBILITY_CHECKS = ("acceptance_bound", "repetitive_outputs")
-# The repetition measure's work per point is bounded: a point of up to SAMPLE_WHOLE outputs is read whole; a larger
-# one as a sequential sample, in a fixed pseudo-random order (seeded by their count: the same order every time, and
-# no aliasing with a periodic order of requests), SAMPLE_BATCH at a time, until the 95 % (Wilson) interval of the
-# repetitive share lies wholly on one side of the limit, or every output is read. A point far from the limit is
-# judged on 16 outputs; one near it is read further, up to whole. Each output is measured on at most its last
-# SAMPLE_CHARS characters (a loop, once a model falls into it, lasts to the end of the output).
-SAMPLE_WHOLE = 64
+# The repetition measure's work per point is bounded: a point whose saved outputs total at most SAMPLE_BUDGET
+# characters is read whole; a larger one as a sequential sample, in a fixed pseudo-random order (seeded by their
+# count: the same order every time, and no aliasing with a periodic order of requests), SAMPLE_BATCH at a time, until
+# the 95 % (Wilson) interval of the repetitive share lies wholly on one side of the limit, or every output is read.
+# A point far from the limit is judged on 16 outputs; one near it is read further, up to whole. Each output is
+# measured on at most its last SAMPLE_CHARS characters (a loop, once a model falls into it, lasts to the end of the
+# output).
+SAMPLE_BUDGET = 32768
 SAMPLE_BATCH = 16
-SAMPLE_Z = 1.96
 SAMPLE_CHARS = 65536
+SAMPLE_Z = 1.96
 # 1 + accepted / steps is at least 1 by definition (rounding aside): no excess is allowed below
 ACCEPT_FLOOR = 1.0 - 1e-9
 
 
 def words(text: str) -> list[str]:
-    """The words of a text as the repetition measure counts them (no tokenizer needed)."""
-    return _WORD.findall(text)
+    """The words of a text as the repetition measure counts them (no tokenizer needed): `_WORD.findall(text)`.
+
+    Split at whitespace first (as the pattern does: no word holds any); a piece of ASCII letters and digits is one
+    word as it is, and only the others (punctuation, `_`, CJK, other scripts) go through the pattern: the same
+    words at about half the cost."""
+    pieces = text.split()
+    if text.isascii() and all(map(str.isalnum, pieces)):
+        return pieces
+    out: list[str] = []
+    add, extend, find = out.append, out.extend, _WORD.findall
+    for piece in pieces:
+        if piece.isalnum() and piece.isascii():
+            add(piece)
+        else:
+            extend(find(piece))
+    return out
 
 
 # an output of no letter with at least this many digits is a digit run (NGRAM + MIN_NGRAMS - 1: as long, in
@@ -104,11 +119,11 @@ def wilson_interval(hits: int, n: int, z: float = SAMPLE_Z) -> tuple[float, floa
 
 def sequential_shares(texts: Sequence[str], limit: float, per_output: float,
                       batch: int = SAMPLE_BATCH) -> tuple[int, list[float]]:
-    """(outputs read, the repeated shares of those long enough to judge): all of up to SAMPLE_WHOLE outputs, else
-    outputs read in sample_order, a batch at a time, until the interval of the repetitive share (shares above per_output, over the outputs read) is decided
-    against limit, or all are read."""
+    """(outputs read, the repeated shares of those long enough to judge): every output when they total at most
+    SAMPLE_BUDGET characters, else outputs read in sample_order, a batch at a time, until the interval of the
+    repetitive share (shares above per_output, over the outputs read) is decided against limit, or all are read."""
     order = sample_order(len(texts))
-    step = len(order) if len(order) <= SAMPLE_WHOLE else batch
+    step = len(order) if sum(map(len, texts)) <= SAMPLE_BUDGET else batch
     shares: list[float] = []
     read = 0
     while read < len(order):

@@ -59,7 +59,8 @@ def parse(run_dir: Path, name_format: Optional[str], slo_tier: Optional[str], sl
     rebuilt = rebuild_damaged(run_dir)  # a damaged results.json beside its raw outputs
     if rebuilt is not None:
         echo(f"warning: {rebuilt.line()}", err=True)
-    recorded = load_run(run_dir).validity_thresholds if validity and (run_dir / "results.json").is_file() else None
+    recorded = (load_run(run_dir, hand_on=True).validity_thresholds  # parse takes the run loaded here
+                if validity and (run_dir / "results.json").is_file() else None)
     outcome = parse_run_dir(run_dir, _slo(slo_tier, slo_ttft_p95_ms, slo_tpot_mean_ms), name_format=name_format,
                             validity=parse_thresholds(validity, recorded))
     for warning in outcome.warnings:

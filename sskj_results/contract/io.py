@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
-import math
 import os
 import stat
 import tempfile
+import weakref
 from pathlib import Path
 from io import FileIO
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -15,12 +16,13 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import orjson
 
 from .errors import ResultsError
+from .jsontree import _WIDE_FLOAT, INT64, MAX_DEPTH, _check_tree, check_json_tree, format_loc
 from .locking import clean_stale, locked, temp_prefix
 
 if TYPE_CHECKING:  # the models (pydantic) load on first use: file helpers and the shell's commands start fast
     from pydantic import ValidationError
 
-    from .models import Results, Scenario
+    from .models import RawRequest, Results, Scenario
 
 # ---------------------------------------------------------------- safe opening
 
@@ -177,21 +179,6 @@ def results_path(path: PathLike) -> Path:
     return p / RESULTS_NAME if p.is_dir() else p
 
 
-def format_loc(loc: tuple[Any, ...] | list[Any]) -> str:
-    """Render a pydantic/jsonschema location as a JSON path: `scenarios[0].latencies.ttft_ms.p95`."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "$"
-
-
-# A results.json is a few levels deep; anything much deeper is not one (and
-# would exhaust the recursion of the readers that walk it).
-MAX_DEPTH = 64
-INT64 = 1 << 63
 
 
 def read_json_text(path: Path) -> Any:
@@ -245,59 +232,6 @@ def read_json_text(path: Path) -> Any:
     return data
 
 
-def check_json_tree(data: Any, max_depth: int = MAX_DEPTH) -> Optional[str]:
-    """`json path: what is wrong` for the first value no reader of results.json
-    can take (nesting deeper than max_depth, an integer outside 64 bits, a
-    number that overflowed to infinity, NaN), None when there is none.
-    Iterative: any depth is walked without recursion."""
-    return _check_tree(data, max_depth, math.inf)
-
-
-_WIDE_FLOAT = "a float of magnitude 2**63 or more"  # what _check_tree says of one when asked (by identity)
-
-
-def _check_tree(data: Any, max_depth: int, float_limit: float) -> Optional[str]:
-    """check_json_tree; a finite float whose magnitude is float_limit or more is _WIDE_FLOAT."""
-    stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
-    while stack:
-        node, loc = stack.pop()
-        kind = type(node)
-        if kind is dict or kind is list:
-            if len(loc) >= max_depth:
-                return f"{format_loc(loc)}: nested deeper than {max_depth} levels; not a results.json"
-            if kind is list and len(node) > 8 and _numbers_in_range(node, float_limit):
-                continue
-            items = node.items() if kind is dict else enumerate(node)
-            for key, value in items:
-                vkind = type(value)
-                if vkind is dict or vkind is list:
-                    stack.append((value, loc + (key,)))
-                elif vkind is int:
-                    if not -INT64 <= value < INT64:
-                        return (f"{format_loc(loc + (key,))}: integer of {value.bit_length()} bits is outside "
-                                "the 64-bit range; not a measured value")
-                elif vkind is float and (value - value != 0.0 or not -float_limit < value < float_limit):
-                    if value - value == 0.0:
-                        return _WIDE_FLOAT
-                    return f"{format_loc(loc + (key,))}: number out of range ({value!r}); write null for a missing value"
-        elif kind is int and not -INT64 <= node < INT64:
-            return f"$: integer of {node.bit_length()} bits is outside the 64-bit range"
-        elif kind is float and (node - node != 0.0 or not -float_limit < node < float_limit):
-            return _WIDE_FLOAT if node - node == 0.0 else f"$: number out of range ({node!r})"
-    return None
-
-
-def _numbers_in_range(values: list[Any], float_limit: float) -> bool:
-    """True when every item is a number (no container, string or null) that the walk below would pass: finite,
-    within 64 bits and under float_limit in magnitude. Three passes in C (fsum raises on anything not a number and
-    ends NaN or infinite when an item is). False means only "walk it", never "bad"."""
-    try:
-        total = math.fsum(values)
-        low, high = min(values), max(values)
-    except (TypeError, ValueError, OverflowError):
-        return False
-    bound = min(float(INT64), float_limit)
-    return math.isfinite(total) and -bound < low and high < bound
 
 
 def _reject_constant(name: str) -> Any:
@@ -318,17 +252,47 @@ def first_model_error(path: Path, exc: ValidationError) -> str:
     return f"{path}: {format_loc(err['loc'])}: {model_message(err)}"
 
 
-def load_run(path: PathLike) -> Results:
+# A run loaded only to look at it (parse's check for a damaged results.json, before parse loads it) is handed on
+# to the next load of the same file in this process, if the file is unchanged (device, inode, size, modification
+# and status-change times, taken before it was read): read and validated once, not twice. One run at a time, taken
+# by the first load that asks (the object is never shared).
+_handed_on: dict[str, tuple[tuple[int, ...], Results]] = {}
+
+
+def _stamp(file: Path) -> Optional[tuple[int, ...]]:
+    try:
+        st = os.stat(file)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def load_run(path: PathLike, *, hand_on: bool = False) -> Results:
     """Load a run directory or a results.json into a typed Results.
 
     Raises ResultsError naming the file and the JSON path of the first problem
-    (`sskj-results validate` lists them all).
+    (`sskj-results validate` lists them all). `hand_on`: the caller only looks
+    at the run; the next load of the unchanged file takes this one.
     """
+    file = results_path(path)
+    key = os.path.abspath(file)
+    stamp = _stamp(file)
+    handed = _handed_on.pop(key, None)
+    if handed is not None and stamp is not None and handed[0] == stamp:
+        results = handed[1]
+    else:
+        results = _load_run(file)
+    if hand_on and stamp is not None:
+        _handed_on.clear()
+        _handed_on[key] = (stamp, results)
+    return results
+
+
+def _load_run(file: Path) -> Results:
     from pydantic import ValidationError
 
     from .models import Results
 
-    file = results_path(path)
     data = read_json_text(file)
     if isinstance(data, dict) and data.get("kind") == RUN_SET_KIND:
         raise ResultsError(run_set_message(file, data))
@@ -366,9 +330,10 @@ def to_json_bytes(results: Results) -> bytes:
     from .models import Results, dump_dict
 
     data = dump_dict(results)
-    _require_readable(data, "results")
+    checked = _unchanged_requests(results, data)
+    _require_readable(_without_requests(data, checked), "results")
     try:
-        Results.model_validate(data)
+        Results.model_validate(_without_requests(data, checked))
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ResultsError(f"{format_loc(err['loc'])}: {one_line(model_message(err))}; not written") from None
@@ -385,6 +350,67 @@ def _require_readable(data: Any, what: str) -> None:
         raise ResultsError(f"{what}: {problem}; not written")
 
 
+# Per-request records known to be writable (they passed RawRequest's validation and the JSON tree check), by their
+# first request object (id; a weak reference to it) and as dumped: check_writable does not check again the records
+# the import built validated, nor the write those check_writable checked. They are most of a run's bytes
+# (docs/PERFORMANCE.md). Equality of the dump decides, never the objects: a record changed since is checked again.
+_known_requests: dict[int, tuple[weakref.ref[Any], list[Any]]] = {}
+
+
+def _forget_requests(key: int) -> Any:
+    return lambda _ref: _known_requests.pop(key, None)
+
+
+def _remember_requests(requests: list[Any], dumped: list[Any]) -> None:
+    if requests:
+        key = id(requests[0])
+        _known_requests[key] = (weakref.ref(requests[0], _forget_requests(key)), dumped)
+
+
+def _known(requests: list[Any], dumped: Any) -> bool:
+    """The records dumped as `dumped` are requests known to be writable."""
+    entry = _known_requests.get(id(requests[0])) if requests else None
+    return entry is not None and entry[0]() is requests[0] and entry[1] == dumped
+
+
+@functools.lru_cache(maxsize=1)
+def _requests_adapter() -> Any:
+    from pydantic import TypeAdapter
+
+    from .models import RawRequest
+
+    return TypeAdapter(list[RawRequest])
+
+
+def validated_requests(records: list[dict[str, Any]]) -> Optional[list[RawRequest]]:
+    """RawRequests validated from their records (dicts as results.json holds them) in one call, remembered as
+    writable; None when one of them is not (the caller builds them as they are, and check_writable names it)."""
+    from pydantic import ValidationError
+
+    if check_json_tree(records, MAX_DEPTH - 4) is not None:
+        return None
+    try:
+        requests: list[RawRequest] = _requests_adapter().validate_python(records)
+    except ValidationError:
+        return None
+    _remember_requests(requests, records)
+    return requests
+
+
+def _unchanged_requests(results: Results, data: dict[str, Any]) -> set[int]:
+    """Indexes of the scenarios whose raw_requests, as dumped in data, are known to be writable."""
+    return {i for i, (scenario, dumped) in enumerate(zip(results.scenarios, data.get("scenarios", ())))
+            if _known(scenario.raw_requests, dumped.get("raw_requests"))}
+
+
+def _without_requests(data: dict[str, Any], indexes: set[int]) -> dict[str, Any]:
+    """data with the raw_requests of those scenarios empty (a shallow copy; data itself is unchanged)."""
+    if not indexes:
+        return data
+    scenarios = [{**s, "raw_requests": []} if i in indexes else s for i, s in enumerate(data["scenarios"])]
+    return {**data, "scenarios": scenarios}
+
+
 def check_writable(scenario: Scenario) -> None:
     """Raise ResultsError (`json path: why`) when the scenario could not be
     written to results.json and read back (e.g. an input_lens value beyond
@@ -394,16 +420,21 @@ def check_writable(scenario: Scenario) -> None:
     from .models import Scenario
 
     data = scenario.model_dump(mode="json")
-    problem = check_json_tree(data, MAX_DEPTH - 2)
+    requests: list[Any] = data["raw_requests"]
+    known = _known(scenario.raw_requests, requests)
+    checked = {**data, "raw_requests": []} if known else data
+    problem = check_json_tree(checked, MAX_DEPTH - 2)
     if problem is not None:
         raise ResultsError(f"cannot be recorded: {problem}")
     try:
-        Scenario.model_validate(data)
+        Scenario.model_validate(checked)
     except ValidationError as exc:
         err = exc.errors()[0]
         value = err.get("input")
         shown = f" (got {_short_value(value)})" if not isinstance(value, (dict, list)) else ""
         raise ResultsError(f"cannot be recorded: {format_loc(err['loc'])}: {one_line(model_message(err))}{shown}") from None
+    if not known:
+        _remember_requests(scenario.raw_requests, requests)
 
 
 def _short_value(value: Any) -> str:

@@ -28,7 +28,7 @@ import orjson
 
 from ..contract.io import one_line, open_checked
 from .hashing import Digest
-from .rawtext import (BOM, damaged_first_line, line_crc, line_ends_of, not_utf8_json, opens_pretty_object,
+from .rawtext import (BOM, damaged_first_line, line_ends_of, not_utf8_json, opens_pretty_object,
                       other_encoding, read_wide, undecodable_at)
 
 # Bare non-finite constants in value position (after ':', ',' or '['): made null
@@ -44,7 +44,9 @@ class Record:
     line: int
     data: dict[str, Any]
     index: Optional[int] = None
-    crc: Optional[int] = None  # CRC-32 of the line's bytes (a line of JSON Lines): a copy's bytes are the same
+    # where the line's bytes are in the file (offset, length), a line of JSON Lines: a copy's bytes are the same
+    # (compared only when two runs of a file are otherwise equal: rawtext.span_crc)
+    span: Optional[tuple[int, int]] = None
 
 
 @dataclass(frozen=True)
@@ -279,7 +281,7 @@ class FileScan:
             size += end - start
             blank = _BLANK.match(buf, start, end)  # always matches (possibly empty)
             if blank is None or blank.end() < end:
-                item = self._parse_line(buf, start, end, number)
+                item = self._parse_line(buf, start, end, number, consumed)
                 if isinstance(item, LineError) and _BARE_CR.search(buf, start, end):  # mixed line ends:
                     joined = bytes(buf[start:end]).rstrip(b"\r\n")  # runs joined by CRs, each a line of its own
                     item = [dataclasses.replace(p, line=p.line + number - 1) for p in _each_line(_BARE_CR.sub(b"\n", joined))]
@@ -295,7 +297,8 @@ class FileScan:
         self.size = size
         self.lines = number
 
-    def _parse_line(self, buf: bytearray, start: int, end: int, number: int) -> Union[Item, list[Item]]:
+    def _parse_line(self, buf: bytearray, start: int, end: int, number: int,
+                    consumed: int = 0) -> Union[Item, list[Item]]:
         digest = self._digest
         view = memoryview(buf)[start:end]
         head_end = end
@@ -325,7 +328,7 @@ class FileScan:
             return _array_records(data, number)
         if not isinstance(data, dict):
             return LineError(number, f"expected a JSON object per line, got {type(data).__name__}")
-        return Record(number, data, crc=line_crc(buf, start, end))
+        return Record(number, data, span=(consumed + start, end - start))
 
     def _wide(self, handle: Any, buf: bytearray, filled: int, name: str, codec: str) -> Iterator[Item]:
         """A file that starts as UTF-16/32: read as UTF-8 when it is that throughout (`encoding`), else as it is."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from pathlib import Path
 from typing import Any, Optional
 
 BOM = b"\xef\xbb\xbf"
@@ -90,11 +91,20 @@ def undecodable_at(blob: bytes, text: str, at: int) -> tuple[str, int]:
     return why, at - text.rfind("\n", 0, at)
 
 
-def line_crc(buf: bytearray, start: int, end: int) -> int:
-    """CRC-32 of buf[start:end] without its line end and trailing blanks (no copy of the line)."""
-    while end > start and buf[end - 1] in b" \t\r\n":
-        end -= 1
-    return zlib.crc32(memoryview(buf)[start:end])
+def span_crc(path: Path, span: tuple[int, int]) -> Optional[int]:
+    """CRC-32 of a line of a file (offset, length), without its line end and trailing blanks; None when it cannot
+    be read again (the file changed or went away). Read again only when a run's copy is suspected: no line is
+    checksummed as it is parsed."""
+    offset, length = span
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read(length)
+    except OSError:
+        return None
+    if len(data) != length:
+        return None
+    return zlib.crc32(data.rstrip(b" \t\r\n"))
 
 
 def opens_pretty_object(line: bytes) -> bool:

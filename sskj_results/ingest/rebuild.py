@@ -129,7 +129,7 @@ def rebuild_damaged(run_dir: Path) -> Optional[Rebuilt]:
     if not stat.S_ISREG(st.st_mode) or not os.access(file, os.R_OK):
         return None
     try:
-        load_run(file)
+        load_run(file, hand_on=True)  # parse, next, loads it: taken from here, not read again
         return None
     except ResultsError as exc:
         reason = str(exc)

@@ -18,7 +18,7 @@ from ..analysis.metrics import (
 from ..analysis.slo import slo_status
 from ..contract.bulk import bulk
 from ..contract.errors import ConfigError, RawFormatError, ResultsError
-from ..contract.io import describe_os_error, display_name, format_loc, model_message, one_line
+from ..contract.io import describe_os_error, display_name, format_loc, model_message, one_line, validated_requests
 from ..contract.redact import redact_text
 from ..contract.times import TimePrecision, TimeSource
 from ..contract.metrics import LATENCY_NAMES, READ_INPUTS, REQUEST_COLUMNS, SECTION_METRICS, WINDOW_METRICS
@@ -27,6 +27,7 @@ from ..contract.models import Distribution, Latencies, Percentiles, RawRequest, 
 from .filenames import NameHints, name_hints
 from .naming import scenario_name
 from .rawio import FileScan, LineError
+from .rawtext import span_crc
 from .rawkeys import RunError
 from .readers import RawRun, ReadOptions, read_run
 from .streaming import NOT_STREAMED
@@ -99,24 +100,33 @@ class _Repeats:
     means…): those are the key; a run with the key of an earlier one is a repeat when
     its per-request arrays and the client's statistics are equal too."""
 
-    def __init__(self) -> None:
-        self._seen: dict[tuple[Any, ...], list[tuple[RawRun, Optional[int]]]] = {}
+    def __init__(self, path: Optional[Path] = None) -> None:
+        self._path = path
+        self._seen: dict[tuple[Any, ...], list[tuple[RawRun, Optional[tuple[int, int]]]]] = {}
+
+    def _same_bytes(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
+        """The two lines' bytes are equal (by CRC-32); False when either cannot be read again."""
+        if self._path is None:
+            return False
+        crc = span_crc(self._path, a)
+        return crc is not None and crc == span_crc(self._path, b)
 
     def first_of(self, data: dict[str, Any], run: RawRun,
-                 crc: Optional[int] = None) -> tuple[Optional[RawRun], Optional[RawRun]]:
+                 span: Optional[tuple[int, int]] = None) -> tuple[Optional[RawRun], Optional[RawRun]]:
         """(the earlier run this one repeats, None) or (None, an earlier run of the same measurement whose other
         values differ: one of the two may be a damaged copy, and neither is dropped for the other).
-        `crc`: of the line's bytes, when the run is a line of its own: a copy's bytes are the same too (values
-        the import does not read, such as vLLM's `start_times`, count as well)."""
+        `span`: where the run's line is in the file, when the run is a line of its own: a copy's bytes are the same
+        too (values the import does not read, such as vLLM's `start_times`, count as well); the two lines are
+        checksummed only when every value read is equal."""
         key = tuple((k, v) for k, v in data.items() if v is None or isinstance(v, (str, int, float)))
         earlier = self._seen.setdefault(key, [])
         near = None
-        for other, other_crc in earlier:
+        for other, other_span in earlier:
             if _same_measurement(other, run):
-                if _same_record(other, run) and (crc is None or other_crc is None or crc == other_crc):
+                if _same_record(other, run) and (span is None or other_span is None or self._same_bytes(span, other_span)):
                     return other, None
                 near = near or other
-        earlier.append((run, crc))
+        earlier.append((run, span))
         return None, near
 
 
@@ -156,7 +166,7 @@ def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, str
     out = ReadOutcome()
     scan = FileScan(path, digest=digest)
     seen = 0
-    repeats = _Repeats()
+    repeats = _Repeats(path)
     try:
         for item in scan:
             seen += 1
@@ -166,7 +176,7 @@ def read_raw_file(path: Path, label: str, hints: Optional[NameHints] = None, str
                 try:
                     run = read_run(item.data, item.line, hints, options)
                     run.index = item.index
-                    first, near = repeats.first_of(item.data, run, item.crc)
+                    first, near = repeats.first_of(item.data, run, item.span)
                     where = _at(run).removeprefix("line ")
                     if first is not None:
                         out.warnings.append(f"{display_name(label)}:{where}: the same run as {_at(first)} (every value "
@@ -391,23 +401,25 @@ def _raw_requests(details: Any, e2e_all: np.ndarray, tpot_all: np.ndarray, cap: 
     inputs = details.input_lens[:n].tolist()
     outputs = details.output_lens[:n].tolist()
     errors = details.errors
-    make = RawRequest.model_construct
-    # the inputs read from raw lists (contract/metrics.py: READ_INPUTS), each its own field, null where unknown:
-    # given to model_construct (its defaults are slow), then the values the raw file had
+    # the inputs read from raw lists (contract/metrics.py: READ_INPUTS), each its own field, null where unknown
     blank = {r.name: None for r in READ_INPUTS}
-    requests = [
-        make(
-            request_id=str(i), input_tokens=inputs[i], output_tokens=outputs[i], e2e_ms=e2e[i],
-            ttft_ms=ttft[i], tpot_ms=tpot[i], itl_ms=itl[i], accept_length=None,
-            success=bool(ok[i]), error=None if ok[i] else redact_text(errors[i]), **blank,
-        )
+    records = [
+        {"request_id": str(i), "input_tokens": inputs[i], "output_tokens": outputs[i], "e2e_ms": e2e[i],
+         "ttft_ms": ttft[i], "tpot_ms": tpot[i], "itl_ms": itl[i], "accept_length": None,
+         "success": bool(ok[i]), "error": None if ok[i] else redact_text(errors[i]), **blank}
         for i in range(n)
     ]
     for r in READ_INPUTS:
         if r.name in details.extra:
-            for request, value in zip(requests, _floats(details.extra[r.name][:n])):
-                request.__dict__[r.name] = value
-    return requests
+            for record, value in zip(records, _floats(details.extra[r.name][:n])):
+                record[r.name] = value
+    # validated in one call (and not again by check_writable); a value results.json cannot hold leaves them as they
+    # are, for check_writable to name
+    validated = validated_requests(records)
+    if validated is not None:
+        return validated
+    make = RawRequest.model_construct
+    return [make(**record) for record in records]
 
 
 def _skip_entry(problem: Problem, hints: NameHints) -> SkippedScenario:
