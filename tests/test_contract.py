@@ -131,8 +131,13 @@ def test_requests_the_import_built_validated_are_not_validated_again(monkeypatch
     from sskj_results.contract import models
     from sskj_results.contract.io import check_writable, validated_requests
 
+    from sskj_results.contract.metrics import READ_INPUTS
+
+    # every field results.json holds for a request, the per-request inputs read from raw lists included (as the
+    # import builds them)
     record = {"request_id": "0", "input_tokens": 10, "output_tokens": 4, "e2e_ms": 50.0, "ttft_ms": 20.0,
-              "tpot_ms": 10.0, "itl_ms": 10.0, "accept_length": None, "success": True, "error": None}
+              "tpot_ms": 10.0, "itl_ms": 10.0, "accept_length": None, "success": True, "error": None,
+              **{r.name: None for r in READ_INPUTS}}
     assert validated_requests([record, {**record, "input_tokens": -1}]) is None
     assert validated_requests([{**record, "output_tokens": 1 << 64}]) is None
     requests = validated_requests([record, {**record, "request_id": "1", "success": False, "error": "timeout"}])
