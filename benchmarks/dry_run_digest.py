@@ -12,9 +12,10 @@ MULTINODE_HEAD_ADDR given), and `scripts/common/submit.sh --dry-run` runs once o
 
 Printed: one SHA-256 per file the dry run wrote (its path under RESULT_ROOT), one for its stdout, one for
 its stderr and its exit status, each after normalisation: the repository's path, the temporary
-directory's and the random names of `mktemp` are replaced by fixed words, and the only timing a dry run
+directory's and the random names of `mktemp` are replaced by fixed words, the only timing a dry run
 writes, ISO times (the log lines' stamps, results.json's metadata.timestamp) and the orchestrator log's
-name stamp (`_YYYYmmdd_HHMMSS.log`), by `<time>`. --compare FILE exits 1 and names every line that
+name stamp (`_YYYYmmdd_HHMMSS.log`), by `<time>`, and the repository's commit results.json records
+(metadata.git_commit) by `<commit>`. --compare FILE exits 1 and names every line that
 differs from a saved digest.
 """
 
@@ -39,6 +40,9 @@ MKTEMP = re.compile(rb"/tmp\.[A-Za-z0-9]{10}|/sskj-records\.[A-Za-z0-9]{6}")
 # the timing a dry run writes: the log's lines and name, results.json's metadata.timestamp
 TIME = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:?\d\d|Z)?")
 NAME_TIME = re.compile(r"_\d{8}_\d{6}(?=\.log$)")
+# the repository's commit that results.json records (metadata.git_commit): it changes with every commit
+COMMIT = re.compile(rb'"git_commit": "[0-9a-f]{40}(?:-dirty)?"')
+WORK = re.compile(re.escape(tempfile.gettempdir().encode()) + rb"/sskj-digest-[A-Za-z0-9_]{8}")
 
 
 def experiments() -> list[Path]:
@@ -60,36 +64,43 @@ def base_env(work: Path) -> dict[str, str]:
     return env
 
 
-def normalised(data: bytes, work: Path) -> bytes:
-    data = data.replace(str(work).encode(), b"<work>").replace(str(REPO).encode(), b"<repo>")
-    return TIME.sub(b"<time>", MKTEMP.sub(b"/<mktemp>", data))
+def normalised(data: bytes) -> bytes:
+    data = WORK.sub(b"<work>", data).replace(str(REPO).encode(), b"<repo>")
+    return COMMIT.sub(b'"git_commit": "<commit>"', TIME.sub(b"<time>", MKTEMP.sub(b"/<mktemp>", data)))
 
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def digest_of(name: str, proc: subprocess.CompletedProcess, work: Path, root: Path | None) -> list[str]:
-    lines = [f"{name} exit {proc.returncode}", f"{name} stdout {sha(normalised(proc.stdout, work))}",
-             f"{name} stderr {sha(normalised(proc.stderr, work))}"]
+def digest_of(name: str, proc: subprocess.CompletedProcess, root: Path | None) -> list[str]:
+    lines = [f"{name} exit {proc.returncode}", f"{name} stdout {sha(normalised(proc.stdout))}",
+             f"{name} stderr {sha(normalised(proc.stderr))}"]
+    return lines + file_lines(name, root)
+
+
+def file_lines(name: str, root: Path | None) -> list[str]:
+    """One line per file under ROOT: its path (the log name's time stamp normalised) and the SHA-256."""
+    lines = []
     if root is not None and root.is_dir():
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
             shown = NAME_TIME.sub("_<time>", str(path.relative_to(root)))
-            lines.append(f"{name} file {shown} {sha(normalised(path.read_bytes(), work))}")
+            lines.append(f"{name} file {shown} {sha(normalised(path.read_bytes()))}")
     return lines
 
 
-def run_one(name: str, argv: list[str], env: dict[str, str], work: Path, root: Path | None,
+def run_one(name: str, argv: list[str], env: dict[str, str], root: Path | None,
             keep: Path | None) -> list[str]:
     proc = subprocess.run(argv, env=env, capture_output=True, timeout=900, cwd=REPO)
     if keep is not None:
         out = keep / name.replace("/", "__")
         out.mkdir(parents=True, exist_ok=True)
-        (out / "stdout").write_bytes(normalised(proc.stdout, work))
-        (out / "stderr").write_bytes(normalised(proc.stderr, work))
+        (out / "stdout").write_bytes(normalised(proc.stdout))
+        (out / "stderr").write_bytes(normalised(proc.stderr))
+        (out / "exit").write_text(f"{proc.returncode}\n")
         if root is not None and root.is_dir():
             shutil.copytree(root, out / "files", dirs_exist_ok=True)
-    return digest_of(name, proc, work, root)
+    return digest_of(name, proc, root)
 
 
 def digest(only: str | None, keep: Path | None) -> list[str]:
@@ -107,7 +118,7 @@ def digest(only: str | None, keep: Path | None) -> list[str]:
                 root = work / "r"
                 env = dict(base_env(work), DRY_RUN="1", PLATFORM=PLATFORM_OF[exp.parent.name], RUN_ID=RUN_ID,
                            RESULT_ROOT=str(root), **extra)
-                lines += run_one(short + suffix, ["bash", str(exp / "run_bench.sh")], env, work, root, keep)
+                lines += run_one(short + suffix, ["bash", str(exp / "run_bench.sh")], env, root, keep)
             print(lines[-1].split(" ", 1)[0], file=sys.stderr)
     if not only or only in "submit":
         cluster = [e for e in experiments() if e.parent.name in ("h200", "p800")]
@@ -115,7 +126,7 @@ def digest(only: str | None, keep: Path | None) -> list[str]:
             work = Path(tmp)
             argv = ["bash", str(REPO / "scripts" / "common" / "submit.sh"), *map(str, cluster), "--dry-run",
                     "--run-id", RUN_ID]
-            lines += run_one("submit", argv, base_env(work), work, None, keep)
+            lines += run_one("submit", argv, base_env(work), None, keep)
     return lines
 
 

@@ -266,38 +266,14 @@ _bench::server_cmd() {
 }
 
 #######################################
-# The command that creates the platform's container (docker platforms):
-# what bench::ensure_container runs and a dry run prints.
-# Globals:   CONTAINER_NAME DOCKER_IMAGE DOCKER_RUN_ARGS (read);
-#            BENCH_CONTAINER_CREATE (written, array)
-# Outputs:   a warning on stderr for a dropped --shm-size
-# Returns:   0
-#######################################
-bench::container_create_cmd() {
-  local word
-  local -a given=() run_args=()
-  read -r -a given <<<"${DOCKER_RUN_ARGS:-}"
-  for word in "${given[@]}"; do
-    # --ipc=host shares the host's /dev/shm: --shm-size is then void (and Podman refuses the pair)
-    if [[ "${word}" == --shm-size=* && " ${given[*]} " == *" --ipc=host "* ]]; then
-      lib::warn "DOCKER_RUN_ARGS: ${word} dropped (--ipc=host shares the host's /dev/shm)"
-      continue
-    fi
-    run_args+=("${word}")
-  done
-  # --entrypoint: an image's own ENTRYPOINT would take `sleep infinity` as its arguments
-  BENCH_CONTAINER_CREATE=(docker run -d --name "${CONTAINER_NAME}" "${run_args[@]}" --entrypoint sleep "${DOCKER_IMAGE}" infinity)
-}
-
-#######################################
 # Make sure the platform's container runs (docker platforms): start a
-# stopped one; create a missing one only with AUTO_START_CONTAINER=1.
-# Globals:   CONTAINER_NAME DOCKER_IMAGE DOCKER_RUN_ARGS AUTO_START_CONTAINER
+# stopped one; create a missing one only with AUTO_START_CONTAINER=1, by
+# the command `sskj-results phase-begin` planned (sskj_results/run/dryplan.py).
+# Globals:   CONTAINER_NAME AUTO_START_CONTAINER BENCH_CONTAINER_CREATE (read)
 # Returns:   0 running, 1 not running
 #######################################
 bench::ensure_container() {
   local state
-  bench::container_create_cmd
   local -a create=("${BENCH_CONTAINER_CREATE[@]}")
   state="$(docker inspect -f '{{.State.Running}}' "${CONTAINER_NAME}" 2>/dev/null)" || state="missing"
   case "${state}" in
@@ -601,7 +577,8 @@ bench::run_phase() {
   ((BENCH_PHASE_COUNT == 1)) || BENCH_CONFIG_ARGS+=(--config "phase${index}_server_args=${server_line}")
   lib::is_dry_run && BENCH_CONFIG_ARGS+=(--config "dry_run=true")
   BENCH_PLAN=() BENCH_PLAN_BEFORE=()
-  local -a begin=(phase-begin "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}")
+  local -a begin=(phase-begin "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}" --phases "${BENCH_PHASE_COUNT}"
+    --shell-cmd "${SSKJ_RESULTS_CMD[0]}" --lib-dir "${_BENCH_LIB_DIR}")
   ((BENCH_DRY_EXISTING == 0)) || begin+=(--print-only)
   BENCH_PATCH_LIST="" BENCH_PATCHES_RECORDED=""
   if [[ "${RUNTIME}" == "docker" && -n "${PATCH_ROOT:-}" ]]; then
@@ -612,18 +589,12 @@ bench::run_phase() {
     return 1
   }
 
+  # a dry run: the phase's heading, directories, metadata, prompt sets and container step
   if lib::is_dry_run; then
-    printf '# phase %s: %s (engine %s) -> %s\n' "${index}" "${PHASE_NAME}" "${PHASE_ENGINE}" "${BENCH_RUN_DIR}"
-    lib::quote_words mkdir -p "${BENCH_RUN_DIR}"/{raw_outputs,logs,gpu_logs,server_metrics}
-    printf '\n'
     lib::print_plan "${BENCH_PLAN_BEFORE[@]}" || return 1
   fi
   if [[ "${RUNTIME}" == "docker" ]]; then
-    if lib::is_dry_run; then
-      bench::print_container_step
-    else
-      bench::ensure_container || return 1
-    fi
+    lib::is_dry_run || bench::ensure_container || return 1
     local -a patch_args=("${BENCH_RUN_DIR}")
     if [[ -n "${BENCH_PATCHES_RECORDED}" ]]; then
       # phase-begin listed the series (and recorded it where nothing will be applied)
@@ -633,17 +604,9 @@ bench::run_phase() {
     fi
     bash "${_BENCH_LIB_DIR}/apply_patches.sh" "${patch_args[@]}" || return 1
   fi
-  local -a end=(phase-end "${BENCH_RUN_DIR}")
-  if ((BENCH_PHASE_COUNT > 1)); then
-    end+=(--runset "${BENCH_RESULT_ROOT}" ${COMPARE_BASELINE:+--baseline "${COMPARE_BASELINE}"}
-      ${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"})
-  fi
   if lib::is_dry_run; then
-    bench::print_server_start "${server_line}"
+    # the engine's start and health wait, every scenario's commands, the engine's stop, the phase's end
     lib::print_plan "${BENCH_PLAN[@]}" || return 1
-    bench::print_server_stop
-    printf '# parse, report, validate (and the run set'"'"'s index)\n'
-    lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" "${end[@]}"
   else
     BENCH_SERVER_UP=0
     local rc=0
@@ -654,75 +617,12 @@ bench::run_phase() {
     if ((rc != 0)); then
       return 1
     fi
-    lib::results "${end[@]}" >&2 || BENCH_STATUS=1
+    lib::results "${BENCH_END_ARGS[@]}" >&2 || BENCH_STATUS=1
   fi
   bench::restore_phase_settings
   export CLIENT_BACKEND="${saved_backend}"
   [[ -n "${saved_backend}" ]] || unset CLIENT_BACKEND
   return 0
-}
-
-#######################################
-# Print (DRY_RUN) what bench::ensure_container does, as paste-ready lines.
-# Globals:   CONTAINER_NAME DOCKER_IMAGE DOCKER_RUN_ARGS AUTO_START_CONTAINER (read)
-# Outputs:   a comment and the command on stdout
-# Returns:   0
-#######################################
-bench::print_container_step() {
-  bench::container_create_cmd
-  if [[ "${AUTO_START_CONTAINER:-0}" == "1" ]]; then
-    printf '# the container %s: started when stopped, created when missing (AUTO_START_CONTAINER=1)\n' "${CONTAINER_NAME}"
-  else
-    printf '# the container %s: started when stopped; when missing the run refuses (AUTO_START_CONTAINER=1 creates it, as this line does)\n' \
-      "${CONTAINER_NAME}"
-  fi
-  printf '%s || %s\n' "$(lib::quote_words docker start "${CONTAINER_NAME}")" "$(lib::quote_cmd "${BENCH_CONTAINER_CREATE[@]}")"
-}
-
-#######################################
-# Print (DRY_RUN) how the run starts the phase's engine, as paste-ready
-# lines: in the background in its own process group, its output in a log
-# under logs/, then the health wait (as lib::start_server and
-# lib::wait_for_health do); the shell variables SERVER_LOG and SERVER_PID
-# carry over to bench::print_server_stop's line.
-# Arguments: $1 the server command, quoted (redacted) as recorded
-# Globals:   BENCH_RUN_DIR PHASE_NAME SERVER_HOST PORT HEALTH_TIMEOUT_S
-#            SSKJ_RESULTS_CMD (read)
-# Outputs:   the lines on stdout
-# Returns:   0
-#######################################
-bench::print_server_start() {
-  local line="$1"
-  printf '# the engine, in the background in its own process group (its log in logs/), then its health (at most %ss)\n' \
-    "${HEALTH_TIMEOUT_S}"
-  # shellcheck disable=SC2016  # $(date ...) is for the shell the line is pasted into
-  printf 'SERVER_LOG=%q_$(date +%%Y%%m%%d_%%H%%M%%S).log\n' "${BENCH_RUN_DIR}/logs/${PHASE_NAME}"
-  # shellcheck disable=SC2016  # $SERVER_LOG and $! are for the shell the line is pasted into
-  printf 'setsid %s >>"$SERVER_LOG" 2>&1 </dev/null & SERVER_PID=$!\n' "${line}"
-  # shellcheck disable=SC2016
-  printf '%s --pid "$SERVER_PID" --timeout %q --log "$SERVER_LOG"\n' \
-    "$(lib::quote_words "${SSKJ_RESULTS_CMD[@]}" wait-health "http://${SERVER_HOST}:${PORT}/health")" "${HEALTH_TIMEOUT_S}"
-}
-
-#######################################
-# Print (DRY_RUN) how the run stops the phase's engine (lib::stop_server:
-# TERM to its process group and, on docker, to the processes tagged with
-# the port in the container; KILL after STOP_GRACE_S), as one paste-ready
-# line that runs lib::stop_server itself.
-# Globals:   RUNTIME CONTAINER_NAME PORT STOP_GRACE_S (read)
-# Outputs:   the lines on stdout
-# Returns:   0
-#######################################
-bench::print_server_stop() {
-  local -a vars=("STOP_GRACE_S=${STOP_GRACE_S:-30}")
-  if [[ "${RUNTIME:-native}" == "docker" ]]; then
-    vars+=("LIB_SERVER_CONTAINER=${CONTAINER_NAME}" "LIB_SERVER_TAG=sskj-${PORT}")
-    multinode::enabled && vars+=("LIB_SERVER_NODES=${NNODES}")
-  fi
-  printf '# stop the engine as the run does (TERM, then KILL after %ss)\n' "${STOP_GRACE_S:-30}"
-  # shellcheck disable=SC2016  # $SERVER_PID is for the shell the line is pasted into
-  printf 'LIB_SERVER_PID="$SERVER_PID" %s bash -c '"'"'source "$1" && lib::stop_server'"'"' stop %q\n' \
-    "$(lib::quote_words "${vars[@]}")" "${_BENCH_LIB_DIR}/lib.sh"
 }
 
 #######################################

@@ -49,7 +49,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "preflight": ("preflight_cmd", "preflight", "Check interpreters, model, port, accelerators, image and disk before a run."),
     "setup-envs": ("setup_envs_cmd", "setup_envs", "Create the Python environments of a platform (cpu; used by setup_envs.sh)."),
     "check-names": ("redact_cmd", "check_names", "Check that names used as path segments are plain names."),
-    "config": ("loop_cmd", "config", "Load the platform, config.env, run-wide settings and phases in one call (the shell)."),
+    "config": ("config_cmd", "config", "Load the platform, config.env, run-wide settings and phases in one call (the shell)."),
     "phase-begin": ("loop_cmd", "phase_begin", "Start a phase: versions, metadata, and a dry run's plan (the run loop)."),
     "step": ("loop_cmd", "step", "Record the finished scenario, return the next with its commands (the run loop)."),
     "phase-end": ("loop_cmd", "phase_end", "End a phase: parse, report, validate, run-set index (the run loop)."),
