@@ -626,26 +626,6 @@ bench::run_phase() {
 }
 
 #######################################
-# Print the command that resumes this run: the settings the environment
-# gave it included (BENCH_RESUME_SETTINGS, from `sskj-results config`; the
-# run also records them in run_settings.json, which RESUME=1 takes again).
-# Globals:   RUN_ID PLATFORM BENCH_RESULT_ROOT_SET RESULT_ROOT
-#            BENCH_RESUME_SETTINGS BENCH_ENTRY_SCRIPT (read)
-# Outputs:   the command on stdout
-# Returns:   0
-#######################################
-bench::resume_command() {
-  local -a cmd=("RESUME=1" "RUN_ID=${RUN_ID}")
-  if [[ "${BENCH_RESULT_ROOT_SET:-0}" == "1" ]]; then
-    cmd+=("RESULT_ROOT=${RESULT_ROOT}")
-  fi
-  cmd+=("PLATFORM=${PLATFORM}" ${BENCH_RESUME_SETTINGS[@]+"${BENCH_RESUME_SETTINGS[@]}"})
-  local line
-  line="$(printf '%q ' "${cmd[@]}")"
-  printf '%sbash %q' "${line}" "${BENCH_ENTRY_SCRIPT}"
-}
-
-#######################################
 # Signal handler (INT/TERM): stop the client, the sampler and the server
 # tree, keep what was measured (parse), print the resume command, exit.
 # Arguments: $1 signal name; $2 exit status (130 or 143)
@@ -666,7 +646,7 @@ bench::on_signal() {
       lib::warn "sskj-results parse ${BENCH_RUN_DIR} failed"
   fi
   lib::err "interrupted; completed scenarios are kept in results.json. Resume with:"
-  printf '%s\n' "$(bench::resume_command)" >&2
+  printf '%s\n' "$(lib::quote_words "${BENCH_RESUME_CMD[@]}")" >&2
   [[ -z "${BENCH_TMP_DIR:-}" ]] || rm -rf "${BENCH_TMP_DIR}"
   [[ -z "${BENCH_DRY_REMOVE:-}" ]] || rm -rf -- "${BENCH_DRY_REMOVE}"
   trap - EXIT
@@ -716,25 +696,6 @@ bench::print_summary() {
 }
 
 #######################################
-# The run ids under an experiment's results/ (for a refused RESUME=1).
-# Arguments: $1 the experiment's results directory
-# Outputs:   the directory names, space-separated, or "none"
-# Returns:   0
-#######################################
-bench::list_runs() {
-  local -a runs=()
-  local d
-  for d in "$1"/*/; do
-    [[ -d "${d}" ]] && runs+=("$(basename "${d}")")
-  done
-  if ((${#runs[@]} == 0)); then
-    printf 'none'
-  else
-    printf '%s' "${runs[*]}"
-  fi
-}
-
-#######################################
 # Run an experiment: configuration, grid, every phase, comparison, summary.
 # Arguments: $1 experiment directory; $2.. phase specs (see file header)
 # Globals:   RUN_ID RESULT_ROOT RESUME DRY_RUN SLO_SEARCH COMPARE_BASELINE
@@ -757,58 +718,21 @@ bench::run_experiment() {
   for spec in "${specs[@]}"; do
     phase_args+=(--phase "${spec}")
   done
-  BENCH_ENTRY_SCRIPT="${0}"
   BENCH_PHASE_COUNT="${#specs[@]}"
   BENCH_STATUS=0
-  BENCH_RESULT_ROOT_SET=0
-  [[ -n "${RESULT_ROOT:-}" ]] && BENCH_RESULT_ROOT_SET=1
-
-  if [[ "${RESUME:-0}" == "1" && -z "${RUN_ID:-}" ]]; then
-    lib::err "RESUME=1 needs RUN_ID=<the run to continue>"
-    return 2
-  fi
-  # A run to resume that does not exist is refused before the configuration
-  # and its environment checks (checked again below with the loaded RESULT_ROOT).
-  if [[ "${RESUME:-0}" == "1" && ! -d "${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}}" ]]; then
-    lib::err "RESUME=1: ${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}} does not exist (no run ${RUN_ID} to resume; its runs: $(bench::list_runs "${BENCH_EXPERIMENT_DIR}/results"))"
-    return 1
-  fi
   # Configuration, RUN_ID, the phases and every name that becomes a path
-  # segment, checked before anything is written.
+  # segment, checked before anything is written; the run's start
+  # (sskj_results/run/loopstart.py): RESUME=1's checks, RESULT_ROOT,
+  # BENCH_RESULT_ROOT, a dry run's BENCH_DRY_EXISTING (a run that exists:
+  # nothing written into it) and BENCH_DRY_REMOVE (what it made, removed at
+  # its exit), the resume command BENCH_RESUME_CMD.
   local rc=0
-  bench::load_config "${BENCH_EXPERIMENT_DIR}" --names "${phase_args[@]}" || rc=$?
+  bench::load_config "${BENCH_EXPERIMENT_DIR}" --names --start "${0}" "${phase_args[@]}" || rc=$?
   ((rc == 0)) || return "${rc}"
-  export RESULT_ROOT="${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}}"
-  BENCH_RESULT_ROOT="${RESULT_ROOT}"
-  # A dry run leaves nothing in the experiment's results/: the directories it
-  # makes for its records (metadata, plan) go at its exit. RESULT_ROOT=DIR
-  # keeps them in DIR.
-  BENCH_DRY_REMOVE=""
-  # A dry run of a run that exists (RESUME=1, or its RUN_ID) writes nothing into it: its log, its engine
-  # config files and its session go to its own temporary directory, its metadata is printed only.
-  BENCH_DRY_EXISTING=0 BENCH_WRITE_ROOT="${BENCH_RESULT_ROOT}"
-  if lib::is_dry_run && [[ -d "${BENCH_RESULT_ROOT}" && -n "$(ls -A "${BENCH_RESULT_ROOT}")" ]]; then
-    BENCH_DRY_EXISTING=1
-  fi
-  if lib::is_dry_run && ((BENCH_RESULT_ROOT_SET == 0)) && [[ ! -e "${BENCH_RESULT_ROOT}" ]]; then
-    BENCH_DRY_REMOVE="${BENCH_RESULT_ROOT}"
-    while [[ ! -e "$(dirname "${BENCH_DRY_REMOVE}")" ]]; do
-      BENCH_DRY_REMOVE="$(dirname "${BENCH_DRY_REMOVE}")"
-    done
-  fi
+  BENCH_WRITE_ROOT="${BENCH_RESULT_ROOT}"
   local root
   root="$(lib::repo_root)"
   export SCRIPT_PATH="${BENCH_EXPERIMENT_DIR#"${root}"/}/run_bench.sh"
-  if [[ "${RESUME:-0}" == "1" ]]; then
-    if [[ ! -d "${BENCH_RESULT_ROOT}" ]]; then
-      lib::err "RESUME=1: ${BENCH_RESULT_ROOT} does not exist"
-      return 1
-    fi
-    lib::info "resuming run ${RUN_ID} in ${BENCH_RESULT_ROOT}"
-  elif [[ -e "${BENCH_RESULT_ROOT}/results.json" ]] && ! lib::is_dry_run; then
-    lib::err "${BENCH_RESULT_ROOT} already holds a run; use RESUME=1 RUN_ID=${RUN_ID} or a new RUN_ID"
-    return 1
-  fi
   BENCH_TMP_DIR="$(mktemp -d)" || return 1
   # shellcheck disable=SC2034  # read by lib::read_records: its records files go where the exit trap cleans
   LIB_TMP_DIR="${BENCH_TMP_DIR}"
@@ -838,7 +762,7 @@ bench::run_experiment() {
     if ! bench::run_phase "${i}" "${spec}"; then
       lib::is_dry_run || bench::print_summary "" "${run_dirs[@]}" "${BENCH_RUN_DIR:-}" || true
       lib::err "phase ${spec} failed. After fixing the cause, resume with:"
-      printf '%s\n' "$(bench::resume_command)" >&2
+      printf '%s\n' "$(lib::quote_words "${BENCH_RESUME_CMD[@]}")" >&2
       return 1
     fi
     run_dirs+=("${BENCH_RUN_DIR}")
@@ -882,7 +806,7 @@ bench::run_experiment() {
   ((BENCH_PHASE_COUNT == 1)) || comparison="${BENCH_RESULT_ROOT}/comparison.md"
   lib::is_dry_run || bench::print_summary "${comparison}" "${run_dirs[@]}" || strict_ok=0
   if ((BENCH_STATUS != 0)); then
-    lib::err "the run finished with errors (see above); resume with: $(bench::resume_command)"
+    lib::err "the run finished with errors (see above); resume with: $(lib::quote_words "${BENCH_RESUME_CMD[@]}")"
     return 1
   fi
   ((strict_ok == 1)) || return 1

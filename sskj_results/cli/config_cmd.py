@@ -11,13 +11,16 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import click
 
 from .common import ExitError, handle_errors
 from .inproc import invoke, nul_words
 from .loop_cmd import _error, _info, _ok, _write
+
+if TYPE_CHECKING:
+    from ..run.records import Records
 
 # platform keys always taken from the platform file (too often set in environments for other purposes)
 PROTECTED = ("CHIP", "ACCELERATOR", "RUNTIME", "DOCKER_IMAGE", "CONTAINER_NAME", "CONTAINER_PYTHON")
@@ -36,11 +39,16 @@ ACCEL_SAMPLER_OF_CHIP = (("nvidia_", "nvidia-smi"), ("kunlun_", "xpu-smi"))
               "the run's recorded settings.")
 @click.option("--usage", "usage_of", default=None, metavar="SCRIPT",
               help="Print SCRIPT's usage and the settings it reads (run_bench.sh --help); load nothing.")
+@click.option("--start", "entry_script", default=None, metavar="SCRIPT",
+              help="With --names and --experiment: the run's start by SCRIPT (its run_bench.sh): RESUME=1's checks, "
+                   "the run directory (RESULT_ROOT exported), what a dry run leaves, the command that resumes the run.")
 @handle_errors
 def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Path], specs: tuple[str, ...],
-           names: bool, usage_of: Optional[str]) -> None:
+           names: bool, usage_of: Optional[str], entry_script: Optional[str]) -> None:
     """Load a run's configuration in one call (used by platform.sh and the run loop): the platform file
-    (detected when PLATFORM is not given), the experiment's config.env, the run-wide settings, the phases.
+    (detected when PLATFORM is not given), the experiment's config.env, the run-wide settings, the phases;
+    with --start the run's start (run/loopstart.py: BENCH_RESULT_ROOT, BENCH_DRY_EXISTING, BENCH_DRY_REMOVE,
+    the array BENCH_RESUME_CMD).
 
     Precedence: environment > config.env > platforms/<chip>.env ($SSKJ_ENV_PRESET names what the caller's
     environment set). Prints records to export; errors name the file and line (exit 1; 2 for a malformed
@@ -54,7 +62,17 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
     if usage_of is not None:
         click.echo(usage(usage_of), nl=False)
         return
+    start = entry_script is not None and names and experiment_dir is not None
+    root_given = bool(os.environ.get("RESULT_ROOT"))  # the caller's environment's, before any file is read
+    if start:
+        from ..run.loopstart import resume_refusal
+
+        refused = resume_refusal(os.environ, str(experiment_dir))
+        if refused is not None:  # before the configuration and its checks
+            _error(refused.message)
+            _ok(refused.status)
     rec = Records()
+    resume_settings: list[str] = []  # the recorded settings the environment set (the resume command repeats them)
     loaded: set[str] = set()  # the keys of the platform file and config.env: settings too
     if "SSKJ_ENV_PRESET" not in os.environ:
         os.environ["SSKJ_ENV_PRESET"] = "\n".join(os.environ)
@@ -138,7 +156,8 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
 
         values = recorded_values(os.environ)  # written by the first real phase-begin (run_settings.json)
         export("SSKJ_RUN_SETTINGS", json.dumps(values, sort_keys=True))
-        rec.array("BENCH_RESUME_SETTINGS", overrides(values, preset_names(os.environ)))
+        resume_settings = overrides(values, preset_names(os.environ))
+        rec.array("BENCH_RESUME_SETTINGS", resume_settings)
     if specs:
         rec.array("BENCH_PHASE_NAMES", [p[0] for p in parsed])
         rec.array("BENCH_PHASE_ENGINES", [p[1] for p in parsed])
@@ -154,7 +173,29 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
         if experiment_dir is not None:
             _export_run_prompts(export, [(p[0], p[1], engine(p[1]).client_backends["sglang"], sets)
                                          for p, sets in zip(parsed, phase_sets)])
+    if start:
+        _start(rec, export, str(experiment_dir), root_given, str(entry_script), resume_settings)
     _write(rec)
+
+
+def _start(rec: Records, export: Callable[[str, str], None], experiment_dir: str, root_given: bool,
+           entry_script: str, resume_settings: list[str]) -> None:
+    """config --start: the run's start (run.loopstart.run_start) as records; exit 1 when it is refused."""
+    from ..run.loopstart import Refusal, run_start
+
+    began = run_start(os.environ, experiment_dir, root_given, entry_script, resume_settings)
+    if isinstance(began, Refusal):
+        _error(began.message)
+        _write(rec)
+        _ok(began.status)
+        return
+    export("RESULT_ROOT", began.result_root)
+    rec.var("BENCH_RESULT_ROOT", began.result_root, export=False)
+    rec.var("BENCH_DRY_EXISTING", "1" if began.dry_existing else "0", export=False)
+    rec.var("BENCH_DRY_REMOVE", began.dry_remove, export=False)
+    rec.array("BENCH_RESUME_CMD", began.resume_cmd)
+    if began.note:
+        _info(began.note)
 
 
 def _check_settings(experiment_dir: Path, platform_name: str, detected: str, loaded: set[str],

@@ -1,0 +1,77 @@
+"""A run's start (sskj_results/run/loopstart.py, `config --start`): RESUME=1's refusals, the run directory,
+what a dry run leaves behind and the resume command, as the shell decided them before (bench::run_experiment,
+bench::list_runs, bench::resume_command)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sskj_results.run.loopstart import Refusal, RunStart, _dirname, resume_refusal, run_ids, run_start
+
+
+def test_resume_needs_a_run_id_and_a_run_that_exists(tmp_path: Path) -> None:
+    exp = tmp_path / "exp"
+    assert resume_refusal({}, str(exp)) is None
+    assert resume_refusal({"RESUME": "1"}, str(exp)) == Refusal("RESUME=1 needs RUN_ID=<the run to continue>", 2)
+    (exp / "results" / "20260101-000000").mkdir(parents=True)
+    (exp / "results" / "b-run").mkdir()
+    (exp / "results" / ".hidden").mkdir()
+    (exp / "results" / "a-file").write_text("")
+    refused = resume_refusal({"RESUME": "1", "RUN_ID": "x"}, str(exp))
+    assert refused == Refusal(f"RESUME=1: {exp}/results/x does not exist (no run x to resume; its runs: "
+                              "20260101-000000 b-run)")
+    assert resume_refusal({"RESUME": "1", "RUN_ID": "20260101-000000"}, str(exp)) is None
+    given = resume_refusal({"RESUME": "1", "RUN_ID": "20260101-000000", "RESULT_ROOT": str(tmp_path / "no")}, str(exp))
+    assert given is not None and given.message.startswith(f"RESUME=1: {tmp_path}/no does not exist")
+    assert run_ids(str(tmp_path / "nothing")) == "none"
+
+
+def test_a_real_run_never_writes_over_a_run(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "results.json").write_text("{}")
+    env = {"RUN_ID": "7", "PLATFORM": "cpu", "RESULT_ROOT": str(root)}
+    refused = run_start(env, str(tmp_path), True, "run_bench.sh", [])
+    assert refused == Refusal(f"{root} already holds a run; use RESUME=1 RUN_ID=7 or a new RUN_ID")
+    began = run_start(dict(env, RESUME="1"), str(tmp_path), True, "run_bench.sh", [])
+    assert isinstance(began, RunStart) and began.note == f"resuming run 7 in {root}"
+    dry = run_start(dict(env, DRY_RUN="1"), str(tmp_path), True, "run_bench.sh", [])
+    assert isinstance(dry, RunStart) and dry.dry_existing and dry.dry_remove == ""
+    gone = run_start(dict(env, RESUME="1", RESULT_ROOT=str(tmp_path / "gone")), str(tmp_path), True, "x", [])
+    assert gone == Refusal(f"RESUME=1: {tmp_path}/gone does not exist")
+
+
+def test_a_dry_run_removes_from_the_highest_directory_it_made(tmp_path: Path) -> None:
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    env = {"RUN_ID": "1", "PLATFORM": "cpu", "DRY_RUN": "1"}
+    began = run_start(env, str(exp), False, "run_bench.sh", [])
+    assert isinstance(began, RunStart)
+    assert (began.result_root, began.dry_remove, began.dry_existing) == (f"{exp}/results/1", f"{exp}/results", False)
+    (exp / "results").mkdir()
+    began = run_start(env, str(exp), False, "run_bench.sh", [])
+    assert isinstance(began, RunStart) and began.dry_remove == f"{exp}/results/1"
+    kept = run_start(dict(env, RESULT_ROOT=str(tmp_path / "a" / "b")), str(exp), True, "run_bench.sh", [])
+    assert isinstance(kept, RunStart) and kept.dry_remove == "", "RESULT_ROOT=DIR keeps what a dry run writes"
+    real = run_start(dict(env, DRY_RUN="0"), str(exp), False, "run_bench.sh", [])
+    assert isinstance(real, RunStart) and real.dry_remove == ""
+
+
+def test_the_resume_command_repeats_what_the_environment_gave(tmp_path: Path) -> None:
+    env = {"RUN_ID": "9", "PLATFORM": "nvidia_h200", "RESULT_ROOT": str(tmp_path / "r r")}
+    began = run_start(env, str(tmp_path), True, "experiments/x/run_bench.sh", ["SHAPES=1x2 3x4"])
+    assert isinstance(began, RunStart)
+    assert began.resume_cmd == ["RESUME=1", "RUN_ID=9", f"RESULT_ROOT={tmp_path}/r r", "PLATFORM=nvidia_h200",
+                                "SHAPES=1x2 3x4", "bash", "experiments/x/run_bench.sh"]
+    began = run_start(dict(env, RESULT_ROOT=""), str(tmp_path), False, "run_bench.sh", [])
+    assert isinstance(began, RunStart) and began.resume_cmd == ["RESUME=1", "RUN_ID=9", "PLATFORM=nvidia_h200",
+                                                                 "bash", "run_bench.sh"]
+
+
+@pytest.mark.parametrize("path", ["/a/b", "/a/b/", "a", "a/b", "/a", "/", "a//b//", "//x"])
+def test_the_parent_directory_is_the_shells_dirname(path: str) -> None:
+    shell = subprocess.run(["dirname", path], capture_output=True, text=True, check=True).stdout.rstrip("\n")
+    assert _dirname(path) == shell
