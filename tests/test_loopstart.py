@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sskj_results.run.loopstart import Refusal, RunStart, _dirname, resume_refusal, run_ids, run_start
+from sskj_results.run.loopstart import Refusal, RunStart, _dirname, preflight_args, resume_refusal, run_ids, run_start
 
 
 def test_resume_needs_a_run_id_and_a_run_that_exists(tmp_path: Path) -> None:
@@ -75,3 +75,41 @@ def test_the_resume_command_repeats_what_the_environment_gave(tmp_path: Path) ->
 def test_the_parent_directory_is_the_shells_dirname(path: str) -> None:
     shell = subprocess.run(["dirname", path], capture_output=True, text=True, check=True).stdout.rstrip("\n")
     assert _dirname(path) == shell
+
+
+BASE = {"SERVER_HOST": "127.0.0.1", "PORT": "30000", "RESULT_ROOT": "/r", "PROMPTS_PER_CONCURRENCY": "8",
+        "MIN_PROMPTS": "16", "PLATFORM": "nvidia_h200"}
+
+
+def test_the_preflight_of_a_real_run_checks_every_phase_and_the_grid() -> None:
+    env = dict(BASE, ACCEL_SAMPLER="nvidia-smi", HARDWARE="8x NVIDIA H200 141GB", RUNTIME="native", CLIENT="vllm",
+               NUM_PROMPTS="50")
+    assert preflight_args(env, "/e", 42, ["/t/p1", "/t/p2"], detected=False) == [
+        "preflight", "--host", "127.0.0.1", "--port", "30000", "--orchestrator", "42", "--experiment-dir", "/e",
+        "--grace", "30", "--disk", "/r:1", "--accelerators", "nvidia:8", "--client", "vllm",
+        "--scenarios", "/e/scenarios.tsv", "--concurrencies", "", "--shapes", "", "--prompts-per-concurrency", "8",
+        "--min-prompts", "16", "--num-prompts", "50", "--phase-file", "/t/p1", "--phase-file", "/t/p2"]
+
+
+def test_the_preflight_of_a_dry_run_on_docker_only_warns() -> None:
+    env = dict(BASE, DRY_RUN="1", STOP_STALE_ENGINE="0", ACCEL_SAMPLER="xpu-smi", HARDWARE="auto", ACCEL_COUNT="",
+               TP="4", RUNTIME="docker", DOCKER_IMAGE="img:1", SCENARIOS_FILE="/s.tsv", CONCURRENCIES="1 2",
+               SHAPES="1x2", SLO_SEARCH="1", STOP_GRACE_S="5", SSKJ_MIN_FREE_GB="20")
+    args = preflight_args(env, "/e", 1, [], detected=True)
+    assert args[:12] == ["preflight", "--host", "127.0.0.1", "--port", "30000", "--orchestrator", "1",
+                         "--experiment-dir", "/e", "--grace", "5", "--disk"]
+    assert args[12:21] == ["/r:20", "--warn-only", "--no-stop-stale", "--accelerators", "xpu:4", "--hardware-auto",
+                           "--detected-platform", "nvidia_h200", "--docker-image"]
+    assert args[21:] == ["img:1", "--client", "sglang", "--scenarios", "/s.tsv", "--concurrencies", "1 2", "--shapes",
+                         "1x2", "--prompts-per-concurrency", "8", "--min-prompts", "16", "--slo-search"]
+    # the accelerator count: ACCEL_COUNT, else HARDWARE's leading count, else TP, else 1; none without a sampler
+    assert "cpu:" not in " ".join(preflight_args({}, "/e", 1, [], False))
+    assert preflight_args({"ACCEL_COUNT": "2", "HARDWARE": "8x H"}, "/e", 1, [], False)[14] == "none:2"
+    assert preflight_args({}, "/e", 1, [], False)[14] == "none:1"
+
+
+def test_a_detected_platform_is_checked_alone_first() -> None:
+    env = dict(BASE, ACCEL_SAMPLER="nvidia-smi", HARDWARE="auto")
+    assert preflight_args(env, "/e", 1, ["/t/p1"], detected=True, platform_only=True) == [
+        "preflight", "--detected-platform", "nvidia_h200", "--experiment-dir", "/e", "--accelerators", "nvidia:0",
+        "--hardware-auto"]

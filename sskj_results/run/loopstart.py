@@ -11,6 +11,7 @@ highest directory that did not exist (BENCH_DRY_REMOVE); RESULT_ROOT=DIR keeps i
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
@@ -101,3 +102,51 @@ def run_start(env: Mapping[str, str], experiment_dir: str, root_given: bool, ent
     resume = ["RESUME=1", f"RUN_ID={env.get('RUN_ID', '')}", *([f"RESULT_ROOT={root}"] if root_given else []),
               f"PLATFORM={env.get('PLATFORM', '')}", *resume_settings, "bash", entry_script]
     return RunStart(root, existing, remove, resume, note)
+
+
+ACCEL_KINDS = {"nvidia-smi": "nvidia", "xpu-smi": "xpu"}  # ACCEL_SAMPLER -> the accelerators preflight counts
+
+
+def preflight_args(env: Mapping[str, str], experiment_dir: str, orchestrator: int, phase_files: Sequence[str],
+                   detected: bool, platform_only: bool = False) -> list[str]:
+    """The `preflight` call of a run's start, from the run's settings: PLATFORM_ONLY, the platform choice alone
+    (a detected platform, checked before any server command is built: a wrong one would build every command
+    wrongly); else every phase (PHASE_FILES: ENGINE MODEL CLIENT_PYTHON SERVER_WORD..., NUL-terminated), the
+    client, model, port, accelerators, Docker image, disk and the planned grid. A dry run only warns; with
+    STOP_STALE_ENGINE=0 a stale engine is refused instead of stopped."""
+    kind = ACCEL_KINDS.get(env.get("ACCEL_SAMPLER") or "none", "none")
+    auto = ["--hardware-auto"] if env.get("HARDWARE") == "auto" else []
+    if platform_only:
+        return ["preflight", "--detected-platform", env.get("PLATFORM", ""), "--experiment-dir", experiment_dir,
+                "--accelerators", f"{kind}:0", *auto]
+    args = ["preflight", "--host", env.get("SERVER_HOST", ""), "--port", env.get("PORT", ""),
+            "--orchestrator", str(orchestrator), "--experiment-dir", experiment_dir,
+            "--grace", env.get("STOP_GRACE_S") or "30",
+            "--disk", f"{env.get('RESULT_ROOT', '')}:{env.get('SSKJ_MIN_FREE_GB') or '1'}"]
+    if env.get("DRY_RUN", "0") == "1":
+        args.append("--warn-only")
+    if (env.get("STOP_STALE_ENGINE") or "1") == "0":
+        args.append("--no-stop-stale")
+    count = env.get("ACCEL_COUNT") or ""
+    counted = re.match(r"([0-9]+)x", env.get("HARDWARE") or "")
+    if not count and counted:
+        count = counted.group(1)
+    args += ["--accelerators", f"{kind}:{count or env.get('TP') or '1'}", *auto]
+    if detected:
+        args += ["--detected-platform", env.get("PLATFORM", "")]
+    if (env.get("RUNTIME") or "native") == "docker":
+        args += ["--docker-image", env.get("DOCKER_IMAGE", "")]
+    args += ["--client", env.get("CLIENT") or "sglang"]  # its module: from the client catalog
+    # the planned grid: every phase's context must cover its shapes; without SLO search also the validity rules
+    # known before the run (said once, not per phase)
+    args += ["--scenarios", env.get("SCENARIOS_FILE") or f"{experiment_dir}/scenarios.tsv",
+             "--concurrencies", env.get("CONCURRENCIES", ""), "--shapes", env.get("SHAPES", ""),
+             "--prompts-per-concurrency", env.get("PROMPTS_PER_CONCURRENCY", ""),
+             "--min-prompts", env.get("MIN_PROMPTS", "")]
+    if env.get("NUM_PROMPTS"):
+        args += ["--num-prompts", env["NUM_PROMPTS"]]
+    if env.get("SLO_SEARCH", "0") == "1":
+        args.append("--slo-search")
+    for file in phase_files:
+        args += ["--phase-file", file]
+    return args
