@@ -108,3 +108,15 @@ def test_the_heading_names_the_phase_and_its_directories() -> None:
         ("$", ["mkdir", "-p", "/r/p/raw_outputs", "/r/p/logs", "/r/p/gpu_logs", "/r/p/server_metrics"])]
     assert dryplan.multinode({"NNODES": "2"}) and not dryplan.multinode({"NNODES": "1"})
     assert not dryplan.multinode({}) and not dryplan.multinode({"NNODES": "x"})
+
+
+def test_the_phase_config_records_the_server_command_and_the_run_settings() -> None:
+    env = {"PORT": "30000", "WARMUP_REQUESTS": "2", "RECORD_CONFIG": "A B", "PHASE_INDEX": "2"}
+    assert dryplan.config_args(env, "python -m x", 1, []) == [
+        "--config", "port=30000", "--config", "warmup_requests=2", "--record-env", "A B",
+        "--config", "server_args=python -m x"]
+    ranks = ["--config", "rank0_server_args=r0", "--meta", "nodes=2"]
+    full = dryplan.config_args(dict(env, SSKJ_STARTUP_VARS="X=1", DRY_RUN="1"), "srun x", 3, ranks)
+    assert full == ["--config", "port=30000", "--config", "warmup_requests=2", "--record-env", "A B",
+                    "--config", "startup_vars=X=1", "--config", "server_args=srun x", *ranks,
+                    "--config", "phase2_server_args=srun x", "--config", "dry_run=true"]

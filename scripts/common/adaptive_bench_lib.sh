@@ -511,25 +511,6 @@ bench::run_grid() {
 }
 
 #######################################
-# The config keys recorded in results.json config: port, client settings
-# (client_backend, dataset_name as the client spells them and prompt_method: phase-begin),
-# the startup variables a platform allow-list let through (startup_vars),
-# and the variables named in RECORD_CONFIG (read from the environment by
-# `sskj-results metadata --record-env`; lower-cased keys; secret names are
-# recorded as <redacted> by sskj-results).
-# Globals:   BENCH_CONFIG_ARGS (written, array of sskj-results options)
-# Returns:   0
-#######################################
-bench::collect_config_args() {
-  BENCH_CONFIG_ARGS=(
-    --config "port=${PORT}" --config "warmup_requests=${WARMUP_REQUESTS}" --record-env "${RECORD_CONFIG:-}"
-  )
-  if [[ -n "${SSKJ_STARTUP_VARS:-}" ]]; then
-    BENCH_CONFIG_ARGS+=(--config "startup_vars=${SSKJ_STARTUP_VARS}")
-  fi
-}
-
-#######################################
 # Run one phase in its run directory: server command, metadata (and a dry
 # run's plan) by `sskj-results phase-begin`, patches, server, the steps of
 # the grid (or SLO search), then `sskj-results phase-end` (parse, report,
@@ -569,22 +550,18 @@ bench::run_phase() {
     mapfile -d '' -t BENCH_SERVER_CMD <"${BENCH_TMP_DIR}/phase${index}.cmd" || return 1
   fi
 
-  bench::collect_config_args
-  local server_line
-  server_line="$(lib::quote_cmd "${BENCH_SERVER_CMD[@]}")"
-  BENCH_CONFIG_ARGS+=(--config "server_args=${server_line}")
-  BENCH_CONFIG_ARGS+=("${MULTINODE_RECORD_ARGS[@]}")
-  ((BENCH_PHASE_COUNT == 1)) || BENCH_CONFIG_ARGS+=(--config "phase${index}_server_args=${server_line}")
-  lib::is_dry_run && BENCH_CONFIG_ARGS+=(--config "dry_run=true")
+  # the phase's config (port, settings, the server command as quoted here, a multi-node engine's ranks and
+  # nodes) and metadata: recorded by phase-begin (sskj_results/run/dryplan.py: config_args)
   BENCH_PLAN=() BENCH_PLAN_BEFORE=()
   local -a begin=(phase-begin "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}" --phases "${BENCH_PHASE_COUNT}"
-    --shell-cmd "${SSKJ_RESULTS_CMD[0]}" --lib-dir "${_BENCH_LIB_DIR}")
+    --shell-cmd "${SSKJ_RESULTS_CMD[0]}" --lib-dir "${_BENCH_LIB_DIR}"
+    --server-line "$(lib::quote_cmd "${BENCH_SERVER_CMD[@]}")")
   ((BENCH_DRY_EXISTING == 0)) || begin+=(--print-only)
   BENCH_PATCH_LIST="" BENCH_PATCHES_RECORDED=""
   if [[ "${RUNTIME}" == "docker" && -n "${PATCH_ROOT:-}" ]]; then
     begin+=(--patches "${PATCH_ROOT}")
   fi
-  lib::read_records "${SSKJ_RESULTS_CMD[@]}" "${begin[@]}" -- "${BENCH_CONFIG_ARGS[@]}" || {
+  lib::read_records "${SSKJ_RESULTS_CMD[@]}" "${begin[@]}" -- "${MULTINODE_RECORD_ARGS[@]}" || {
     lib::err "sskj-results metadata ${BENCH_RUN_DIR} failed"
     return 1
   }

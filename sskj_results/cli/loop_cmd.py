@@ -211,13 +211,14 @@ def _scenario(run_dir: Path, session: Path, prepare: bool = False) -> Optional[t
               help="The sskj-results command as the shell calls it (a dry run's plan prints it).")
 @click.option("--lib-dir", default="scripts/common", show_default=True,
               help="The shell library's directory (a dry run's line that stops the engine sources its lib.sh).")
+@click.option("--server-line", default="", help="The phase's server command as the shell quoted it (redacted).")
 @click.argument("metadata_args", nargs=-1, type=click.UNPROCESSED)
 @handle_errors
 def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], print_only: bool, phases: int,
-                shell_cmd: str, lib_dir: str, metadata_args: tuple[str, ...]) -> None:
+                shell_cmd: str, lib_dir: str, server_line: str, metadata_args: tuple[str, ...]) -> None:
     """Start a phase (used by the run loop): the engine's and client's versions, the run's metadata and
-    config (METADATA_ARGS after --: more `sskj-results metadata` options; its `server_args` the server
-    command as the shell quoted it), the phase's end (array BENCH_END_ARGS), a Docker platform's container
+    config (run/dryplan.config_args; METADATA_ARGS after --: more `sskj-results metadata` options, a
+    multi-node engine's), the phase's end (array BENCH_END_ARGS), a Docker platform's container
     command (BENCH_CONTAINER_CREATE), and with DRY_RUN=1 the whole plan of the phase (run/dryplan.py;
     arrays BENCH_PLAN_BEFORE: the heading, metadata, prompt sets and container, before the patches;
     BENCH_PLAN: the engine's start, every scenario's commands, the engine's stop and the phase's end).
@@ -246,9 +247,8 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], print_
         "CLIENT_VERSION": env["BENCH_CLIENT_VERSION"],
         "CLIENT_LABEL": client_label(env, module),
     }
-    args = list(metadata_args)
-    if args[:1] == ["--"]:
-        args = args[1:]
+    more = list(metadata_args)
+    args = dryplan.config_args(env, server_line, phases, more[1:] if more[:1] == ["--"] else more)
     series = None
     record_patches = False  # recorded here where nothing will be applied; else apply_patches.sh records them
     if patch_root is not None:
@@ -326,7 +326,6 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], print_
     rec.array("BENCH_CONTAINER_CREATE", create)
     rec.array("BENCH_END_ARGS", end)
     if dry:
-        server_line = next((a.partition("=")[2] for a in args if a.startswith("server_args=")), "")
         before = dryplan.heading(env, str(run_dir)) + before + (dryplan.container_step(env, create) if docker else [])
         items = (dryplan.server_start(env, str(run_dir), server_line, shell_cmd) + items
                  + dryplan.server_stop(env, lib_dir) + dryplan.phase_end(end, shell_cmd))

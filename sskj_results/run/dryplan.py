@@ -7,8 +7,9 @@ health wait, every scenario's commands, the engine's stop, the phase's end). Lin
 with words are `%` items: literal text and words to quote in turn, quoted by the shell's own printf %q
 (scripts/common/lib.sh: lib::print_plan), so a pasted line reads exactly as bash would have written it.
 
-It also plans, for a real run as for a dry one, the command that creates the platform's container
-(BENCH_CONTAINER_CREATE) and the phase's end (BENCH_END_ARGS). Pure: no I/O.
+It also plans, for a real run as for a dry one, the phase's config as its metadata records it, the command
+that creates the platform's container (BENCH_CONTAINER_CREATE) and the phase's end (BENCH_END_ARGS).
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -70,6 +71,24 @@ def end_args(env: Mapping[str, str], run_dir: str, phases: int) -> list[str]:
                             ("--matrix", "COMPARE_MATRIX")):
             if env.get(key):
                 args += [option, env[key]]
+    return args
+
+
+def config_args(env: Mapping[str, str], server_line: str, phases: int, more: Sequence[str]) -> list[str]:
+    """The `metadata` options of a phase's config besides the client's: port, warmup requests, the variables
+    RECORD_CONFIG names (read from the environment by `metadata --record-env`: lower-cased keys, a secret's
+    value recorded as <redacted>), the startup variables a platform's allow-list let through (SSKJ_STARTUP_VARS), the
+    server command as the shell quoted it (SERVER_LINE; with several phases also as phase<N>_server_args),
+    MORE (a multi-node engine's: every rank's command, the nodes), and dry_run=true for a dry run."""
+    args = ["--config", f"port={env.get('PORT', '')}", "--config", f"warmup_requests={env.get('WARMUP_REQUESTS', '')}",
+            "--record-env", env.get("RECORD_CONFIG", "")]
+    if env.get("SSKJ_STARTUP_VARS"):
+        args += ["--config", f"startup_vars={env['SSKJ_STARTUP_VARS']}"]
+    args += ["--config", f"server_args={server_line}", *more]
+    if phases > 1:
+        args += ["--config", f"phase{env.get('PHASE_INDEX', '')}_server_args={server_line}"]
+    if env.get("DRY_RUN", "0") == "1":
+        args += ["--config", "dry_run=true"]
     return args
 
 
