@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sskj_results.run.loopstart import Refusal, RunStart, _dirname, preflight_args, resume_refusal, run_ids, run_start
+from sskj_results.run.loopstart import (Refusal, RunStart, _dirname, comparison, preflight_args, resume_refusal, run_ids,
+                                        run_start)
 
 
 def test_resume_needs_a_run_id_and_a_run_that_exists(tmp_path: Path) -> None:
@@ -113,3 +114,18 @@ def test_a_detected_platform_is_checked_alone_first() -> None:
     assert preflight_args(env, "/e", 1, ["/t/p1"], detected=True, platform_only=True) == [
         "preflight", "--detected-platform", "nvidia_h200", "--experiment-dir", "/e", "--accelerators", "nvidia:0",
         "--hardware-auto"]
+
+
+def test_each_phase_has_its_run_directory_and_several_one_comparison(tmp_path: Path) -> None:
+    env = {"RUN_ID": "1", "PLATFORM": "cpu", "RESULT_ROOT": "/r", "COMPARE_BASELINE": "vllm", "COMPARE_MATRIX": "m"}
+    one = run_start(env, str(tmp_path), True, "run_bench.sh", [], ["sglang"])
+    assert isinstance(one, RunStart) and (one.run_dirs, one.compare_args, one.compare_warning) == (["/r"], [], "")
+    two = run_start(env, str(tmp_path), True, "run_bench.sh", [], ["sglang", "vllm"])
+    assert isinstance(two, RunStart) and two.run_dirs == ["/r/phase1_sglang", "/r/phase2_vllm"]
+    assert two.compare_args == ["compare", "/r/phase1_sglang", "/r/phase2_vllm", "--baseline", "/r/phase2_vllm",
+                                "--matrix", "m", "--out", "/r", "--html"]
+    assert two.compare_warning == ""
+    args, warning = comparison(dict(env, COMPARE_BASELINE="sgl", COMPARE_TITLE="T"), "/r", ["a", "b"], ["/r/1", "/r/2"])
+    assert args == ["compare", "/r/1", "/r/2", "--title", "T", "--matrix", "m", "--out", "/r", "--html"]
+    assert warning == "COMPARE_BASELINE=sgl names no phase; comparing without a baseline"
+    assert comparison({}, "/r", ["a", "b"], ["/r/1", "/r/2"]) == (["compare", "/r/1", "/r/2", "--out", "/r", "--html"], "")

@@ -529,11 +529,7 @@ bench::run_phase() {
   if [[ -z "${CLIENT_BACKEND:-}" ]]; then
     export CLIENT_BACKEND="${BENCH_PHASE_BACKENDS[index - 1]}"
   fi
-  if ((BENCH_PHASE_COUNT > 1)); then
-    BENCH_RUN_DIR="${BENCH_RESULT_ROOT}/phase${index}_${PHASE_NAME}"
-  else
-    BENCH_RUN_DIR="${BENCH_RESULT_ROOT}"
-  fi
+  BENCH_RUN_DIR="${BENCH_PHASE_RUN_DIRS[index - 1]}"
   if lib::is_dry_run; then
     # a dry run's session (the scenarios it listed) is its own, never in a run's logs/
     BENCH_SESSION_FILE="${BENCH_TMP_DIR}/plan_${index}.txt"
@@ -732,32 +728,24 @@ bench::run_experiment() {
   if lib::is_dry_run; then
     printf '# DRY_RUN: experiment %s, platform %s, run %s\n' "${EXPERIMENT}" "${PLATFORM}" "${RUN_ID}"
   fi
-  local i=0 baseline=""
-  local -a run_dirs=()
+  local i=0
+  local -a run_dirs=("${BENCH_PHASE_RUN_DIRS[@]}")
   for spec in "${specs[@]}"; do
     i=$((i + 1))
     if ! bench::run_phase "${i}" "${spec}"; then
-      lib::is_dry_run || bench::print_summary "" "${run_dirs[@]}" "${BENCH_RUN_DIR:-}" || true
+      lib::is_dry_run || bench::print_summary "" "${run_dirs[@]:0:i-1}" "${BENCH_RUN_DIR:-}" || true
       lib::err "phase ${spec} failed. After fixing the cause, resume with:"
       printf '%s\n' "$(lib::quote_words "${BENCH_RESUME_CMD[@]}")" >&2
       return 1
     fi
-    run_dirs+=("${BENCH_RUN_DIR}")
-    [[ "${PHASE_NAME}" != "${COMPARE_BASELINE:-}" ]] || baseline="${BENCH_RUN_DIR}"
   done
 
+  # several phases: one comparison (config --start planned it, its baseline the phase COMPARE_BASELINE names)
   if ((BENCH_PHASE_COUNT > 1)); then
-    local -a cmp=(compare "${run_dirs[@]}")
-    if [[ -n "${baseline}" ]]; then
-      cmp+=(--baseline "${baseline}")
-    elif [[ -n "${COMPARE_BASELINE:-}" ]]; then
-      lib::warn "COMPARE_BASELINE=${COMPARE_BASELINE} names no phase; comparing without a baseline"
-    fi
-    cmp+=(${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"})
-    cmp+=(--out "${BENCH_RESULT_ROOT}" --html)
+    [[ -z "${BENCH_COMPARE_WARNING}" ]] || lib::warn "${BENCH_COMPARE_WARNING}"
     if lib::is_dry_run; then
-      lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" "${cmp[@]}"
-    elif ! lib::results "${cmp[@]}" >&2; then
+      lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" "${BENCH_COMPARE_ARGS[@]}"
+    elif ! lib::results "${BENCH_COMPARE_ARGS[@]}" >&2; then
       lib::err "sskj-results compare failed"
       BENCH_STATUS=1
     fi

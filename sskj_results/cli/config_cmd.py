@@ -48,7 +48,7 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
     """Load a run's configuration in one call (used by platform.sh and the run loop): the platform file
     (detected when PLATFORM is not given), the experiment's config.env, the run-wide settings, the phases;
     with --start the run's start (run/loopstart.py: BENCH_RESULT_ROOT, BENCH_DRY_EXISTING, BENCH_DRY_REMOVE,
-    the array BENCH_RESUME_CMD).
+    BENCH_COMPARE_WARNING, the arrays BENCH_RESUME_CMD, BENCH_PHASE_RUN_DIRS and BENCH_COMPARE_ARGS).
 
     Precedence: environment > config.env > platforms/<chip>.env ($SSKJ_ENV_PRESET names what the caller's
     environment set). Prints records to export; errors name the file and line (exit 1; 2 for a malformed
@@ -174,16 +174,16 @@ def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Pa
             _export_run_prompts(export, [(p[0], p[1], engine(p[1]).client_backends["sglang"], sets)
                                          for p, sets in zip(parsed, phase_sets)])
     if start:
-        _start(rec, export, str(experiment_dir), root_given, str(entry_script), resume_settings)
+        _start(rec, export, str(experiment_dir), root_given, str(entry_script), resume_settings, [p[0] for p in parsed])
     _write(rec)
 
 
 def _start(rec: Records, export: Callable[[str, str], None], experiment_dir: str, root_given: bool,
-           entry_script: str, resume_settings: list[str]) -> None:
+           entry_script: str, resume_settings: list[str], names: list[str]) -> None:
     """config --start: the run's start (run.loopstart.run_start) as records; exit 1 when it is refused."""
     from ..run.loopstart import Refusal, run_start
 
-    began = run_start(os.environ, experiment_dir, root_given, entry_script, resume_settings)
+    began = run_start(os.environ, experiment_dir, root_given, entry_script, resume_settings, names)
     if isinstance(began, Refusal):
         _error(began.message)
         _write(rec)
@@ -194,6 +194,9 @@ def _start(rec: Records, export: Callable[[str, str], None], experiment_dir: str
     rec.var("BENCH_DRY_EXISTING", "1" if began.dry_existing else "0", export=False)
     rec.var("BENCH_DRY_REMOVE", began.dry_remove, export=False)
     rec.array("BENCH_RESUME_CMD", began.resume_cmd)
+    rec.array("BENCH_PHASE_RUN_DIRS", began.run_dirs)
+    rec.array("BENCH_COMPARE_ARGS", began.compare_args)
+    rec.var("BENCH_COMPARE_WARNING", began.compare_warning, export=False)
     if began.note:
         _info(began.note)
 

@@ -33,6 +33,9 @@ class RunStart:
     dry_remove: str = ""
     resume_cmd: list[str] = field(default_factory=list)
     note: str = ""
+    run_dirs: list[str] = field(default_factory=list)
+    compare_args: list[str] = field(default_factory=list)
+    compare_warning: str = ""
 
 
 def _dirname(path: str) -> str:
@@ -78,12 +81,31 @@ def _non_empty_dir(path: str) -> bool:
         return False
 
 
+def comparison(env: Mapping[str, str], root: str, names: Sequence[str], run_dirs: Sequence[str]) -> tuple[list[str], str]:
+    """The `compare` of a run of several phases (written to the run directory, with its HTML) and a warning
+    when COMPARE_BASELINE names no phase (compared without a baseline); nothing for one phase."""
+    if len(names) < 2:
+        return [], ""
+    args, warning = ["compare", *run_dirs], ""
+    wanted = env.get("COMPARE_BASELINE") or ""
+    baseline = [d for name, d in zip(names, run_dirs) if name == wanted]
+    if baseline:
+        args += ["--baseline", baseline[-1]]
+    elif wanted:
+        warning = f"COMPARE_BASELINE={wanted} names no phase; comparing without a baseline"
+    for option, key in (("--title", "COMPARE_TITLE"), ("--matrix", "COMPARE_MATRIX")):
+        if env.get(key):
+            args += [option, env[key]]
+    return args + ["--out", root, "--html"], warning
+
+
 def run_start(env: Mapping[str, str], experiment_dir: str, root_given: bool, entry_script: str,
-              resume_settings: Sequence[str]) -> RunStart | Refusal:
+              resume_settings: Sequence[str], names: Sequence[str] = ()) -> RunStart | Refusal:
     """The run's start with the configuration loaded (ENV: RUN_ID, PLATFORM, RESULT_ROOT when a file set it).
     ROOT_GIVEN: the caller's environment set RESULT_ROOT (the resume command repeats it, a dry run keeps what
-    it writes there). Refused: RESUME=1 of a run directory that does not exist, a run directory that already
-    holds a run (a real run without RESUME=1)."""
+    it writes there). NAMES: the phases' names; each phase's run directory is phase<N>_<NAME>/ of the run
+    directory when there are several, else the run directory itself. Refused: RESUME=1 of a run directory
+    that does not exist, a run directory that already holds a run (a real run without RESUME=1)."""
     root = default_root(env, experiment_dir)
     dry = env.get("DRY_RUN", "0") == "1"
     existing = dry and _non_empty_dir(root)
@@ -101,7 +123,9 @@ def run_start(env: Mapping[str, str], experiment_dir: str, root_given: bool, ent
         return Refusal(f"{root} already holds a run; use RESUME=1 RUN_ID={env.get('RUN_ID', '')} or a new RUN_ID")
     resume = ["RESUME=1", f"RUN_ID={env.get('RUN_ID', '')}", *([f"RESULT_ROOT={root}"] if root_given else []),
               f"PLATFORM={env.get('PLATFORM', '')}", *resume_settings, "bash", entry_script]
-    return RunStart(root, existing, remove, resume, note)
+    run_dirs = [f"{root}/phase{i}_{name}" for i, name in enumerate(names, start=1)] if len(names) > 1 else [root]
+    compare_args, warning = comparison(env, root, names, run_dirs)
+    return RunStart(root, existing, remove, resume, note, run_dirs, compare_args, warning)
 
 
 ACCEL_KINDS = {"nvidia-smi": "nvidia", "xpu-smi": "xpu"}  # ACCEL_SAMPLER -> the accelerators preflight counts
