@@ -645,27 +645,18 @@ bench::on_exit() {
 }
 
 #######################################
-# Print the end-of-run summary (`sskj-results run-summary`): points measured
-# per phase, those qualified or disqualified with their checks, what to look
-# at. With STRICT=1 a disqualified point fails it.
+# Print the end-of-run summary (`sskj-results run-summary --loop`): points
+# measured per phase (the run directories that hold results.json, each
+# once; nothing without one), those qualified or disqualified with their
+# checks, what to look at. With STRICT=1 a disqualified point fails it.
 # Arguments: $1 the comparison.md or ""; $2.. the phases' run directories
-#            (those without results.json, empty or repeated ones skipped)
-# Globals:   STRICT (read)
 # Outputs:   the summary on stderr
 # Returns:   0, 1 when STRICT=1 and a point is disqualified (or no summary)
 #######################################
 bench::print_summary() {
-  local comparison="$1" d
+  local comparison="$1"
   shift
-  local -a args=(run-summary) dirs=()
-  for d in "$@"; do
-    [[ -n "${d}" && -f "${d}/results.json" && " ${dirs[*]} " != *" ${d} "* ]] || continue
-    dirs+=("${d}")
-  done
-  ((${#dirs[@]} > 0)) || return 0
-  [[ -z "${comparison}" ]] || args+=(--comparison "${comparison}")
-  [[ "${STRICT:-0}" != "1" ]] || args+=(--strict)
-  lib::results "${args[@]}" "${dirs[@]}"
+  lib::results run-summary --loop ${comparison:+--comparison "${comparison}"} -- "$@"
 }
 
 #######################################
