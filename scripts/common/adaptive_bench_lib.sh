@@ -302,6 +302,7 @@ bench::ensure_container() {
 # Returns:   0 healthy, 1 failure (server stopped again)
 #######################################
 bench::start_phase_server() {
+  # shellcheck disable=SC2153  # PORT is a run-wide setting (sskj-results config), not a misspelled local
   if ! lib::wait_port_free "${PORT}" "${PORT_FREE_TIMEOUT_S:-30}"; then
     local holder
     holder="$(lib::results engine-owner --port "${PORT}" 2>&1)" || true
