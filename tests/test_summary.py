@@ -43,3 +43,23 @@ def test_strict_fails_on_a_partly_unreliable_point_not_on_a_qualified_one(tmp_pa
     assert result.exit_code == 1 and result.output.endswith("error: STRICT=1: 1 disqualified or partly unreliable point(s)\n")
     assert CliRunner().invoke(main, ["run-summary", str(bursty), str(spec)]).exit_code == 0
     assert CliRunner().invoke(main, ["run-summary", str(spec), "--strict"]).exit_code == 0  # qualified: kept
+
+
+def test_the_loops_summary_covers_each_phase_with_results_once_and_reads_strict(tmp_path: Path, monkeypatch) -> None:
+    """run-summary --loop (bench::print_summary): a phase without results.json, an empty word and a repeat are left
+    out; nothing is said without a run; STRICT=1 is --strict."""
+    from sskj_results.run.summary import loop_dirs
+
+    bursty, spec = two_phases(tmp_path)
+    (tmp_path / "phase3_never").mkdir()
+    given = [str(bursty), "", str(tmp_path / "phase3_never"), str(spec), str(bursty), str(tmp_path / "gone")]
+    assert loop_dirs(given) == [bursty, spec]
+    monkeypatch.setenv("STRICT", "1")
+    result = CliRunner().invoke(main, ["run-summary", "--loop", "--", *given])
+    assert result.exit_code == 1 and "summary: 2 point(s) measured (phase1_bursty 1, phase2_ngram 1)" in result.output
+    monkeypatch.setenv("STRICT", "0")
+    assert CliRunner().invoke(main, ["run-summary", "--loop", "--", *given]).exit_code == 0
+    quiet = CliRunner().invoke(main, ["run-summary", "--loop", "--", "", str(tmp_path / "phase3_never")])
+    assert (quiet.exit_code, quiet.output) == (0, "")
+    missing = CliRunner().invoke(main, ["run-summary", str(tmp_path / "gone")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output

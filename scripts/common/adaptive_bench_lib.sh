@@ -266,38 +266,14 @@ _bench::server_cmd() {
 }
 
 #######################################
-# The command that creates the platform's container (docker platforms):
-# what bench::ensure_container runs and a dry run prints.
-# Globals:   CONTAINER_NAME DOCKER_IMAGE DOCKER_RUN_ARGS (read);
-#            BENCH_CONTAINER_CREATE (written, array)
-# Outputs:   a warning on stderr for a dropped --shm-size
-# Returns:   0
-#######################################
-bench::container_create_cmd() {
-  local word
-  local -a given=() run_args=()
-  read -r -a given <<<"${DOCKER_RUN_ARGS:-}"
-  for word in "${given[@]}"; do
-    # --ipc=host shares the host's /dev/shm: --shm-size is then void (and Podman refuses the pair)
-    if [[ "${word}" == --shm-size=* && " ${given[*]} " == *" --ipc=host "* ]]; then
-      lib::warn "DOCKER_RUN_ARGS: ${word} dropped (--ipc=host shares the host's /dev/shm)"
-      continue
-    fi
-    run_args+=("${word}")
-  done
-  # --entrypoint: an image's own ENTRYPOINT would take `sleep infinity` as its arguments
-  BENCH_CONTAINER_CREATE=(docker run -d --name "${CONTAINER_NAME}" "${run_args[@]}" --entrypoint sleep "${DOCKER_IMAGE}" infinity)
-}
-
-#######################################
 # Make sure the platform's container runs (docker platforms): start a
-# stopped one; create a missing one only with AUTO_START_CONTAINER=1.
-# Globals:   CONTAINER_NAME DOCKER_IMAGE DOCKER_RUN_ARGS AUTO_START_CONTAINER
+# stopped one; create a missing one only with AUTO_START_CONTAINER=1, by
+# the command `sskj-results phase-begin` planned (sskj_results/run/dryplan.py).
+# Globals:   CONTAINER_NAME AUTO_START_CONTAINER BENCH_CONTAINER_CREATE (read)
 # Returns:   0 running, 1 not running
 #######################################
 bench::ensure_container() {
   local state
-  bench::container_create_cmd
   local -a create=("${BENCH_CONTAINER_CREATE[@]}")
   state="$(docker inspect -f '{{.State.Running}}' "${CONTAINER_NAME}" 2>/dev/null)" || state="missing"
   case "${state}" in
@@ -326,6 +302,7 @@ bench::ensure_container() {
 # Returns:   0 healthy, 1 failure (server stopped again)
 #######################################
 bench::start_phase_server() {
+  # shellcheck disable=SC2153  # PORT is a run-wide setting (sskj-results config), not a misspelled local
   if ! lib::wait_port_free "${PORT}" "${PORT_FREE_TIMEOUT_S:-30}"; then
     local holder
     holder="$(lib::results engine-owner --port "${PORT}" 2>&1)" || true
@@ -535,25 +512,6 @@ bench::run_grid() {
 }
 
 #######################################
-# The config keys recorded in results.json config: port, client settings
-# (client_backend, dataset_name as the client spells them and prompt_method: phase-begin),
-# the startup variables a platform allow-list let through (startup_vars),
-# and the variables named in RECORD_CONFIG (read from the environment by
-# `sskj-results metadata --record-env`; lower-cased keys; secret names are
-# recorded as <redacted> by sskj-results).
-# Globals:   BENCH_CONFIG_ARGS (written, array of sskj-results options)
-# Returns:   0
-#######################################
-bench::collect_config_args() {
-  BENCH_CONFIG_ARGS=(
-    --config "port=${PORT}" --config "warmup_requests=${WARMUP_REQUESTS}" --record-env "${RECORD_CONFIG:-}"
-  )
-  if [[ -n "${SSKJ_STARTUP_VARS:-}" ]]; then
-    BENCH_CONFIG_ARGS+=(--config "startup_vars=${SSKJ_STARTUP_VARS}")
-  fi
-}
-
-#######################################
 # Run one phase in its run directory: server command, metadata (and a dry
 # run's plan) by `sskj-results phase-begin`, patches, server, the steps of
 # the grid (or SLO search), then `sskj-results phase-end` (parse, report,
@@ -572,11 +530,7 @@ bench::run_phase() {
   if [[ -z "${CLIENT_BACKEND:-}" ]]; then
     export CLIENT_BACKEND="${BENCH_PHASE_BACKENDS[index - 1]}"
   fi
-  if ((BENCH_PHASE_COUNT > 1)); then
-    BENCH_RUN_DIR="${BENCH_RESULT_ROOT}/phase${index}_${PHASE_NAME}"
-  else
-    BENCH_RUN_DIR="${BENCH_RESULT_ROOT}"
-  fi
+  BENCH_RUN_DIR="${BENCH_PHASE_RUN_DIRS[index - 1]}"
   if lib::is_dry_run; then
     # a dry run's session (the scenarios it listed) is its own, never in a run's logs/
     BENCH_SESSION_FILE="${BENCH_TMP_DIR}/plan_${index}.txt"
@@ -593,37 +547,28 @@ bench::run_phase() {
     mapfile -d '' -t BENCH_SERVER_CMD <"${BENCH_TMP_DIR}/phase${index}.cmd" || return 1
   fi
 
-  bench::collect_config_args
-  local server_line
-  server_line="$(lib::quote_cmd "${BENCH_SERVER_CMD[@]}")"
-  BENCH_CONFIG_ARGS+=(--config "server_args=${server_line}")
-  BENCH_CONFIG_ARGS+=("${MULTINODE_RECORD_ARGS[@]}")
-  ((BENCH_PHASE_COUNT == 1)) || BENCH_CONFIG_ARGS+=(--config "phase${index}_server_args=${server_line}")
-  lib::is_dry_run && BENCH_CONFIG_ARGS+=(--config "dry_run=true")
+  # the phase's config (port, settings, the server command as quoted here, a multi-node engine's ranks and
+  # nodes) and metadata: recorded by phase-begin (sskj_results/run/dryplan.py: config_args)
   BENCH_PLAN=() BENCH_PLAN_BEFORE=()
-  local -a begin=(phase-begin "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}")
+  local -a begin=(phase-begin "${BENCH_RUN_DIR}" --session "${BENCH_SESSION_FILE}" --phases "${BENCH_PHASE_COUNT}"
+    --shell-cmd "${SSKJ_RESULTS_CMD[0]}" --lib-dir "${_BENCH_LIB_DIR}"
+    --server-line "$(lib::quote_cmd "${BENCH_SERVER_CMD[@]}")")
   ((BENCH_DRY_EXISTING == 0)) || begin+=(--print-only)
   BENCH_PATCH_LIST="" BENCH_PATCHES_RECORDED=""
   if [[ "${RUNTIME}" == "docker" && -n "${PATCH_ROOT:-}" ]]; then
     begin+=(--patches "${PATCH_ROOT}")
   fi
-  lib::read_records "${SSKJ_RESULTS_CMD[@]}" "${begin[@]}" -- "${BENCH_CONFIG_ARGS[@]}" || {
+  lib::read_records "${SSKJ_RESULTS_CMD[@]}" "${begin[@]}" -- "${MULTINODE_RECORD_ARGS[@]}" || {
     lib::err "sskj-results metadata ${BENCH_RUN_DIR} failed"
     return 1
   }
 
+  # a dry run: the phase's heading, directories, metadata, prompt sets and container step
   if lib::is_dry_run; then
-    printf '# phase %s: %s (engine %s) -> %s\n' "${index}" "${PHASE_NAME}" "${PHASE_ENGINE}" "${BENCH_RUN_DIR}"
-    lib::quote_words mkdir -p "${BENCH_RUN_DIR}"/{raw_outputs,logs,gpu_logs,server_metrics}
-    printf '\n'
     lib::print_plan "${BENCH_PLAN_BEFORE[@]}" || return 1
   fi
   if [[ "${RUNTIME}" == "docker" ]]; then
-    if lib::is_dry_run; then
-      bench::print_container_step
-    else
-      bench::ensure_container || return 1
-    fi
+    lib::is_dry_run || bench::ensure_container || return 1
     local -a patch_args=("${BENCH_RUN_DIR}")
     if [[ -n "${BENCH_PATCHES_RECORDED}" ]]; then
       # phase-begin listed the series (and recorded it where nothing will be applied)
@@ -633,17 +578,9 @@ bench::run_phase() {
     fi
     bash "${_BENCH_LIB_DIR}/apply_patches.sh" "${patch_args[@]}" || return 1
   fi
-  local -a end=(phase-end "${BENCH_RUN_DIR}")
-  if ((BENCH_PHASE_COUNT > 1)); then
-    end+=(--runset "${BENCH_RESULT_ROOT}" ${COMPARE_BASELINE:+--baseline "${COMPARE_BASELINE}"}
-      ${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"})
-  fi
   if lib::is_dry_run; then
-    bench::print_server_start "${server_line}"
+    # the engine's start and health wait, every scenario's commands, the engine's stop, the phase's end
     lib::print_plan "${BENCH_PLAN[@]}" || return 1
-    bench::print_server_stop
-    printf '# parse, report, validate (and the run set'"'"'s index)\n'
-    lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" "${end[@]}"
   else
     BENCH_SERVER_UP=0
     local rc=0
@@ -654,95 +591,12 @@ bench::run_phase() {
     if ((rc != 0)); then
       return 1
     fi
-    lib::results "${end[@]}" >&2 || BENCH_STATUS=1
+    lib::results "${BENCH_END_ARGS[@]}" >&2 || BENCH_STATUS=1
   fi
   bench::restore_phase_settings
   export CLIENT_BACKEND="${saved_backend}"
   [[ -n "${saved_backend}" ]] || unset CLIENT_BACKEND
   return 0
-}
-
-#######################################
-# Print (DRY_RUN) what bench::ensure_container does, as paste-ready lines.
-# Globals:   CONTAINER_NAME DOCKER_IMAGE DOCKER_RUN_ARGS AUTO_START_CONTAINER (read)
-# Outputs:   a comment and the command on stdout
-# Returns:   0
-#######################################
-bench::print_container_step() {
-  bench::container_create_cmd
-  if [[ "${AUTO_START_CONTAINER:-0}" == "1" ]]; then
-    printf '# the container %s: started when stopped, created when missing (AUTO_START_CONTAINER=1)\n' "${CONTAINER_NAME}"
-  else
-    printf '# the container %s: started when stopped; when missing the run refuses (AUTO_START_CONTAINER=1 creates it, as this line does)\n' \
-      "${CONTAINER_NAME}"
-  fi
-  printf '%s || %s\n' "$(lib::quote_words docker start "${CONTAINER_NAME}")" "$(lib::quote_cmd "${BENCH_CONTAINER_CREATE[@]}")"
-}
-
-#######################################
-# Print (DRY_RUN) how the run starts the phase's engine, as paste-ready
-# lines: in the background in its own process group, its output in a log
-# under logs/, then the health wait (as lib::start_server and
-# lib::wait_for_health do); the shell variables SERVER_LOG and SERVER_PID
-# carry over to bench::print_server_stop's line.
-# Arguments: $1 the server command, quoted (redacted) as recorded
-# Globals:   BENCH_RUN_DIR PHASE_NAME SERVER_HOST PORT HEALTH_TIMEOUT_S
-#            SSKJ_RESULTS_CMD (read)
-# Outputs:   the lines on stdout
-# Returns:   0
-#######################################
-bench::print_server_start() {
-  local line="$1"
-  printf '# the engine, in the background in its own process group (its log in logs/), then its health (at most %ss)\n' \
-    "${HEALTH_TIMEOUT_S}"
-  # shellcheck disable=SC2016  # $(date ...) is for the shell the line is pasted into
-  printf 'SERVER_LOG=%q_$(date +%%Y%%m%%d_%%H%%M%%S).log\n' "${BENCH_RUN_DIR}/logs/${PHASE_NAME}"
-  # shellcheck disable=SC2016  # $SERVER_LOG and $! are for the shell the line is pasted into
-  printf 'setsid %s >>"$SERVER_LOG" 2>&1 </dev/null & SERVER_PID=$!\n' "${line}"
-  # shellcheck disable=SC2016
-  printf '%s --pid "$SERVER_PID" --timeout %q --log "$SERVER_LOG"\n' \
-    "$(lib::quote_words "${SSKJ_RESULTS_CMD[@]}" wait-health "http://${SERVER_HOST}:${PORT}/health")" "${HEALTH_TIMEOUT_S}"
-}
-
-#######################################
-# Print (DRY_RUN) how the run stops the phase's engine (lib::stop_server:
-# TERM to its process group and, on docker, to the processes tagged with
-# the port in the container; KILL after STOP_GRACE_S), as one paste-ready
-# line that runs lib::stop_server itself.
-# Globals:   RUNTIME CONTAINER_NAME PORT STOP_GRACE_S (read)
-# Outputs:   the lines on stdout
-# Returns:   0
-#######################################
-bench::print_server_stop() {
-  local -a vars=("STOP_GRACE_S=${STOP_GRACE_S:-30}")
-  if [[ "${RUNTIME:-native}" == "docker" ]]; then
-    vars+=("LIB_SERVER_CONTAINER=${CONTAINER_NAME}" "LIB_SERVER_TAG=sskj-${PORT}")
-    multinode::enabled && vars+=("LIB_SERVER_NODES=${NNODES}")
-  fi
-  printf '# stop the engine as the run does (TERM, then KILL after %ss)\n' "${STOP_GRACE_S:-30}"
-  # shellcheck disable=SC2016  # $SERVER_PID is for the shell the line is pasted into
-  printf 'LIB_SERVER_PID="$SERVER_PID" %s bash -c '"'"'source "$1" && lib::stop_server'"'"' stop %q\n' \
-    "$(lib::quote_words "${vars[@]}")" "${_BENCH_LIB_DIR}/lib.sh"
-}
-
-#######################################
-# Print the command that resumes this run: the settings the environment
-# gave it included (BENCH_RESUME_SETTINGS, from `sskj-results config`; the
-# run also records them in run_settings.json, which RESUME=1 takes again).
-# Globals:   RUN_ID PLATFORM BENCH_RESULT_ROOT_SET RESULT_ROOT
-#            BENCH_RESUME_SETTINGS BENCH_ENTRY_SCRIPT (read)
-# Outputs:   the command on stdout
-# Returns:   0
-#######################################
-bench::resume_command() {
-  local -a cmd=("RESUME=1" "RUN_ID=${RUN_ID}")
-  if [[ "${BENCH_RESULT_ROOT_SET:-0}" == "1" ]]; then
-    cmd+=("RESULT_ROOT=${RESULT_ROOT}")
-  fi
-  cmd+=("PLATFORM=${PLATFORM}" ${BENCH_RESUME_SETTINGS[@]+"${BENCH_RESUME_SETTINGS[@]}"})
-  local line
-  line="$(printf '%q ' "${cmd[@]}")"
-  printf '%sbash %q' "${line}" "${BENCH_ENTRY_SCRIPT}"
 }
 
 #######################################
@@ -766,7 +620,7 @@ bench::on_signal() {
       lib::warn "sskj-results parse ${BENCH_RUN_DIR} failed"
   fi
   lib::err "interrupted; completed scenarios are kept in results.json. Resume with:"
-  printf '%s\n' "$(bench::resume_command)" >&2
+  printf '%s\n' "$(lib::quote_words "${BENCH_RESUME_CMD[@]}")" >&2
   [[ -z "${BENCH_TMP_DIR:-}" ]] || rm -rf "${BENCH_TMP_DIR}"
   [[ -z "${BENCH_DRY_REMOVE:-}" ]] || rm -rf -- "${BENCH_DRY_REMOVE}"
   trap - EXIT
@@ -792,46 +646,18 @@ bench::on_exit() {
 }
 
 #######################################
-# Print the end-of-run summary (`sskj-results run-summary`): points measured
-# per phase, those qualified or disqualified with their checks, what to look
-# at. With STRICT=1 a disqualified point fails it.
+# Print the end-of-run summary (`sskj-results run-summary --loop`): points
+# measured per phase (the run directories that hold results.json, each
+# once; nothing without one), those qualified or disqualified with their
+# checks, what to look at. With STRICT=1 a disqualified point fails it.
 # Arguments: $1 the comparison.md or ""; $2.. the phases' run directories
-#            (those without results.json, empty or repeated ones skipped)
-# Globals:   STRICT (read)
 # Outputs:   the summary on stderr
 # Returns:   0, 1 when STRICT=1 and a point is disqualified (or no summary)
 #######################################
 bench::print_summary() {
-  local comparison="$1" d
+  local comparison="$1"
   shift
-  local -a args=(run-summary) dirs=()
-  for d in "$@"; do
-    [[ -n "${d}" && -f "${d}/results.json" && " ${dirs[*]} " != *" ${d} "* ]] || continue
-    dirs+=("${d}")
-  done
-  ((${#dirs[@]} > 0)) || return 0
-  [[ -z "${comparison}" ]] || args+=(--comparison "${comparison}")
-  [[ "${STRICT:-0}" != "1" ]] || args+=(--strict)
-  lib::results "${args[@]}" "${dirs[@]}"
-}
-
-#######################################
-# The run ids under an experiment's results/ (for a refused RESUME=1).
-# Arguments: $1 the experiment's results directory
-# Outputs:   the directory names, space-separated, or "none"
-# Returns:   0
-#######################################
-bench::list_runs() {
-  local -a runs=()
-  local d
-  for d in "$1"/*/; do
-    [[ -d "${d}" ]] && runs+=("$(basename "${d}")")
-  done
-  if ((${#runs[@]} == 0)); then
-    printf 'none'
-  else
-    printf '%s' "${runs[*]}"
-  fi
+  lib::results run-summary --loop ${comparison:+--comparison "${comparison}"} -- "$@"
 }
 
 #######################################
@@ -857,58 +683,21 @@ bench::run_experiment() {
   for spec in "${specs[@]}"; do
     phase_args+=(--phase "${spec}")
   done
-  BENCH_ENTRY_SCRIPT="${0}"
   BENCH_PHASE_COUNT="${#specs[@]}"
   BENCH_STATUS=0
-  BENCH_RESULT_ROOT_SET=0
-  [[ -n "${RESULT_ROOT:-}" ]] && BENCH_RESULT_ROOT_SET=1
-
-  if [[ "${RESUME:-0}" == "1" && -z "${RUN_ID:-}" ]]; then
-    lib::err "RESUME=1 needs RUN_ID=<the run to continue>"
-    return 2
-  fi
-  # A run to resume that does not exist is refused before the configuration
-  # and its environment checks (checked again below with the loaded RESULT_ROOT).
-  if [[ "${RESUME:-0}" == "1" && ! -d "${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}}" ]]; then
-    lib::err "RESUME=1: ${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}} does not exist (no run ${RUN_ID} to resume; its runs: $(bench::list_runs "${BENCH_EXPERIMENT_DIR}/results"))"
-    return 1
-  fi
   # Configuration, RUN_ID, the phases and every name that becomes a path
-  # segment, checked before anything is written.
+  # segment, checked before anything is written; the run's start
+  # (sskj_results/run/loopstart.py): RESUME=1's checks, RESULT_ROOT,
+  # BENCH_RESULT_ROOT, a dry run's BENCH_DRY_EXISTING (a run that exists:
+  # nothing written into it) and BENCH_DRY_REMOVE (what it made, removed at
+  # its exit), the resume command BENCH_RESUME_CMD.
   local rc=0
-  bench::load_config "${BENCH_EXPERIMENT_DIR}" --names "${phase_args[@]}" || rc=$?
+  bench::load_config "${BENCH_EXPERIMENT_DIR}" --names --start "${0}" "${phase_args[@]}" || rc=$?
   ((rc == 0)) || return "${rc}"
-  export RESULT_ROOT="${RESULT_ROOT:-${BENCH_EXPERIMENT_DIR}/results/${RUN_ID}}"
-  BENCH_RESULT_ROOT="${RESULT_ROOT}"
-  # A dry run leaves nothing in the experiment's results/: the directories it
-  # makes for its records (metadata, plan) go at its exit. RESULT_ROOT=DIR
-  # keeps them in DIR.
-  BENCH_DRY_REMOVE=""
-  # A dry run of a run that exists (RESUME=1, or its RUN_ID) writes nothing into it: its log, its engine
-  # config files and its session go to its own temporary directory, its metadata is printed only.
-  BENCH_DRY_EXISTING=0 BENCH_WRITE_ROOT="${BENCH_RESULT_ROOT}"
-  if lib::is_dry_run && [[ -d "${BENCH_RESULT_ROOT}" && -n "$(ls -A "${BENCH_RESULT_ROOT}")" ]]; then
-    BENCH_DRY_EXISTING=1
-  fi
-  if lib::is_dry_run && ((BENCH_RESULT_ROOT_SET == 0)) && [[ ! -e "${BENCH_RESULT_ROOT}" ]]; then
-    BENCH_DRY_REMOVE="${BENCH_RESULT_ROOT}"
-    while [[ ! -e "$(dirname "${BENCH_DRY_REMOVE}")" ]]; do
-      BENCH_DRY_REMOVE="$(dirname "${BENCH_DRY_REMOVE}")"
-    done
-  fi
+  BENCH_WRITE_ROOT="${BENCH_RESULT_ROOT}"
   local root
   root="$(lib::repo_root)"
   export SCRIPT_PATH="${BENCH_EXPERIMENT_DIR#"${root}"/}/run_bench.sh"
-  if [[ "${RESUME:-0}" == "1" ]]; then
-    if [[ ! -d "${BENCH_RESULT_ROOT}" ]]; then
-      lib::err "RESUME=1: ${BENCH_RESULT_ROOT} does not exist"
-      return 1
-    fi
-    lib::info "resuming run ${RUN_ID} in ${BENCH_RESULT_ROOT}"
-  elif [[ -e "${BENCH_RESULT_ROOT}/results.json" ]] && ! lib::is_dry_run; then
-    lib::err "${BENCH_RESULT_ROOT} already holds a run; use RESUME=1 RUN_ID=${RUN_ID} or a new RUN_ID"
-    return 1
-  fi
   BENCH_TMP_DIR="$(mktemp -d)" || return 1
   # shellcheck disable=SC2034  # read by lib::read_records: its records files go where the exit trap cleans
   LIB_TMP_DIR="${BENCH_TMP_DIR}"
@@ -931,32 +720,24 @@ bench::run_experiment() {
   if lib::is_dry_run; then
     printf '# DRY_RUN: experiment %s, platform %s, run %s\n' "${EXPERIMENT}" "${PLATFORM}" "${RUN_ID}"
   fi
-  local i=0 baseline=""
-  local -a run_dirs=()
+  local i=0
+  local -a run_dirs=("${BENCH_PHASE_RUN_DIRS[@]}")
   for spec in "${specs[@]}"; do
     i=$((i + 1))
     if ! bench::run_phase "${i}" "${spec}"; then
-      lib::is_dry_run || bench::print_summary "" "${run_dirs[@]}" "${BENCH_RUN_DIR:-}" || true
+      lib::is_dry_run || bench::print_summary "" "${run_dirs[@]:0:i-1}" "${BENCH_RUN_DIR:-}" || true
       lib::err "phase ${spec} failed. After fixing the cause, resume with:"
-      printf '%s\n' "$(bench::resume_command)" >&2
+      printf '%s\n' "$(lib::quote_words "${BENCH_RESUME_CMD[@]}")" >&2
       return 1
     fi
-    run_dirs+=("${BENCH_RUN_DIR}")
-    [[ "${PHASE_NAME}" != "${COMPARE_BASELINE:-}" ]] || baseline="${BENCH_RUN_DIR}"
   done
 
+  # several phases: one comparison (config --start planned it, its baseline the phase COMPARE_BASELINE names)
   if ((BENCH_PHASE_COUNT > 1)); then
-    local -a cmp=(compare "${run_dirs[@]}")
-    if [[ -n "${baseline}" ]]; then
-      cmp+=(--baseline "${baseline}")
-    elif [[ -n "${COMPARE_BASELINE:-}" ]]; then
-      lib::warn "COMPARE_BASELINE=${COMPARE_BASELINE} names no phase; comparing without a baseline"
-    fi
-    cmp+=(${COMPARE_TITLE:+--title "${COMPARE_TITLE}"} ${COMPARE_MATRIX:+--matrix "${COMPARE_MATRIX}"})
-    cmp+=(--out "${BENCH_RESULT_ROOT}" --html)
+    [[ -z "${BENCH_COMPARE_WARNING}" ]] || lib::warn "${BENCH_COMPARE_WARNING}"
     if lib::is_dry_run; then
-      lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" "${cmp[@]}"
-    elif ! lib::results "${cmp[@]}" >&2; then
+      lib::print_cmd "${SSKJ_RESULTS_CMD[@]}" "${BENCH_COMPARE_ARGS[@]}"
+    elif ! lib::results "${BENCH_COMPARE_ARGS[@]}" >&2; then
       lib::err "sskj-results compare failed"
       BENCH_STATUS=1
     fi
@@ -982,7 +763,7 @@ bench::run_experiment() {
   ((BENCH_PHASE_COUNT == 1)) || comparison="${BENCH_RESULT_ROOT}/comparison.md"
   lib::is_dry_run || bench::print_summary "${comparison}" "${run_dirs[@]}" || strict_ok=0
   if ((BENCH_STATUS != 0)); then
-    lib::err "the run finished with errors (see above); resume with: $(bench::resume_command)"
+    lib::err "the run finished with errors (see above); resume with: $(lib::quote_words "${BENCH_RESUME_CMD[@]}")"
     return 1
   fi
   ((strict_ok == 1)) || return 1

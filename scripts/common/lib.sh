@@ -296,14 +296,16 @@ _lib::set_array() {
 
 #######################################
 # Print the words of a dry run's plan (BENCH_PLAN of `sskj-results
-# phase-begin`): `#` TEXT as a line, `$` COUNT WORD... as a quoted command.
+# phase-begin`): `#` TEXT as a line, `$` COUNT WORD... as a quoted command,
+# `%` COUNT PART... as one line of literal text and words quoted (printf %q)
+# in turn (sskj_results/run/dryplan.py).
 # Arguments: the plan's words
 # Outputs:   the lines on stdout
 # Returns:   0 ok, 1 malformed plan
 #######################################
 lib::print_plan() {
   local -a plan=("$@")
-  local i=0 n
+  local i=0 n j
   while ((i < ${#plan[@]})); do
     case "${plan[i]}" in
       "#")
@@ -313,6 +315,18 @@ lib::print_plan() {
       "$")
         n="${plan[i + 1]}"
         lib::quote_words "${plan[@]:i+2:n}"
+        printf '\n'
+        i=$((i + 2 + n))
+        ;;
+      "%")
+        n="${plan[i + 1]}"
+        for ((j = 0; j < n; j++)); do
+          if ((j % 2 == 0)); then
+            printf '%s' "${plan[i + 2 + j]}"
+          else
+            printf '%q' "${plan[i + 2 + j]}"
+          fi
+        done
         printf '\n'
         i=$((i + 2 + n))
         ;;

@@ -31,8 +31,10 @@ multinode::enabled() {
 # launch of every rank, and MULTINODE_RECORD_ARGS with what to record: the
 # command of every rank (config rank<i>_server_args), the dist-init address
 # and the nodes (metadata nodes, gpus_per_node, node_names, node_hostnames;
-# hardware then reads "<N> nodes x <per-node hardware>"). Outside an
-# allocation only a dry run proceeds (head address HEAD_NODE_ADDR).
+# hardware then reads "<N> nodes x <per-node hardware>"). The nodes, the
+# address and the srun command are planned by `sskj-results slurm-nodes
+# --launch` (sskj_results/run/allocation.py); outside an allocation only a
+# dry run proceeds (head address HEAD_NODE_ADDR).
 # Arguments: $1 experiment dir; $2 phase spec
 # Globals:   NNODES PORT DIST_INIT_PORT MULTINODE_HEAD_ADDR GPUS_PER_NODE (read);
 #            BENCH_SERVER_CMD MULTINODE_RECORD_ARGS (written)
@@ -40,52 +42,24 @@ multinode::enabled() {
 # Returns:   0 ok, 1 failure
 #######################################
 multinode::server_cmd() {
-  local exp_dir="$1" spec="$2"
+  local exp_dir="$1" spec="$2" i line
   MULTINODE_RECORD_ARGS=()
   if ! multinode::enabled; then
     bench::get_server_cmd "${exp_dir}" "${spec}"
     return
   fi
-  local head addr port="${DIST_INIT_PORT:-29500}" i line
-  local -a found=() nodes=() hostnames=()
-  # head address, then name and host name of each node (sskj_results/run/allocation.py)
-  mapfile -d '' -t found < <(lib::results slurm-nodes "${NNODES}")
-  wait "$!" || return 1
-  if ((${#found[@]} > 0)); then
-    head="${found[0]}"
-    for ((i = 0; i < NNODES; i++)); do
-      nodes+=("${found[2 * i + 1]}")
-      hostnames+=("${found[2 * i + 2]}")
-    done
-  elif lib::is_dry_run; then
-    head="HEAD_NODE_ADDR"
-    for ((i = 0; i < NNODES; i++)); do
-      nodes+=("node${i}")
-      hostnames+=("node${i}")
-    done
-  else
-    lib::err "NNODES=${NNODES} needs a Slurm allocation of ${NNODES} nodes: bash scripts/common/submit.sh --nodes ${NNODES} ${exp_dir}"
-    return 1
-  fi
-  addr="${MULTINODE_HEAD_ADDR:-${head}}:${port}"
+  lib::read_records "${SSKJ_RESULTS_CMD[@]}" slurm-nodes "${NNODES}" \
+    --launch "${exp_dir}" "${spec}" "${_BENCH_LIB_DIR}/multinode_rank.sh" || return 1
   for ((i = 0; i < NNODES; i++)); do
-    NODE_RANK="${i}" DIST_INIT_ADDR="${addr}" bench::get_server_cmd "${exp_dir}" "${spec}" || return 1
+    NODE_RANK="${i}" DIST_INIT_ADDR="${MULTINODE_ADDR}" bench::get_server_cmd "${exp_dir}" "${spec}" || return 1
     line="$(lib::quote_cmd "${BENCH_SERVER_CMD[@]}")"
     MULTINODE_RECORD_ARGS+=(--config "rank${i}_server_args=${line}")
     if lib::is_dry_run; then
-      printf '# rank %s on %s (%s), dist-init %s:\n%s\n' "${i}" "${nodes[i]}" "${hostnames[i]}" "${addr}" "${line}"
+      printf '# rank %s on %s (%s), dist-init %s:\n%s\n' "${i}" "${MULTINODE_NODES[i]}" "${MULTINODE_HOSTS[i]}" \
+        "${MULTINODE_ADDR}" "${line}"
     fi
   done
-  local names_csv hosts_csv
-  names_csv="$(IFS=,; printf '%s' "${nodes[*]}")"
-  hosts_csv="$(IFS=,; printf '%s' "${hostnames[*]}")"
-  MULTINODE_RECORD_ARGS+=(--config "dist_init_addr=${addr}" --meta "nodes=${NNODES}"
-    --meta "gpus_per_node=${GPUS_PER_NODE:-}"
-    --meta "node_names=${names_csv}" --meta "node_hostnames=${hosts_csv}")
-  # Platform keys named SLURM_* would be read by srun as its own options.
-  BENCH_SERVER_CMD=(env -u SLURM_GRES -u SLURM_MEM -u SLURM_TIME -u SLURM_PARTITION
-    srun --overlap --nodes="${NNODES}" --ntasks="${NNODES}" --ntasks-per-node=1
-    --kill-on-bad-exit=1 --job-name="sskj-engine-${PHASE_NAME:-engine}"
-    bash "${_BENCH_LIB_DIR}/multinode_rank.sh" "${exp_dir}" "${spec}" "${addr}")
+  MULTINODE_RECORD_ARGS+=("${MULTINODE_RECORDS[@]}")
+  BENCH_SERVER_CMD=("${MULTINODE_SRUN[@]}")
   return 0
 }

@@ -69,53 +69,28 @@ platform::load() {
 #######################################
 # Preflight of every phase before anything is started or written: each
 # phase's server command (start_server.sh --print-cmd, kept for the run in
-# BENCH_TMP_DIR/phase<N>.cmd), then one `sskj-results preflight` call for
-# all phases with the engine commands, client, model, port, accelerators,
-# Docker image, disk and each phase's context against the grid's shapes
-# (each problem said once); it also finds (and stops)
-# a stale engine left by a dead orchestrator on this port or of this
-# experiment. With DRY_RUN=1 problems are warnings and nothing is stopped.
+# BENCH_TMP_DIR/phase<N>.cmd), then one `sskj-results loop-preflight` call
+# for all phases, its `preflight` options from the run's settings
+# (sskj_results/run/loopstart.py): the engine commands, client, model, port,
+# accelerators, Docker image, disk and each phase's context against the
+# grid's shapes (each problem said once); it also finds (and stops) a stale
+# engine left by a dead orchestrator on this port or of this experiment.
+# With DRY_RUN=1 problems are warnings and nothing is stopped.
 # Arguments: $1 experiment directory; $2.. phase specs
-# Globals:   PLATFORM_DETECTED PORT SERVER_HOST MODEL_PATH CLIENT CLIENT_PYTHON
-#            ACCEL_SAMPLER HARDWARE ACCEL_COUNT TP RUNTIME DOCKER_IMAGE
-#            RESULT_ROOT STOP_GRACE_S SSKJ_MIN_FREE_GB BENCH_TMP_DIR
-#            STOP_STALE_ENGINE (0: refuse, with the command that stops it) (read)
+# Globals:   PLATFORM_DETECTED MODEL_PATH CLIENT_PYTHON BENCH_TMP_DIR and
+#            the run's settings (read)
 # Outputs:   one line per problem on stderr
 # Returns:   0 ready (or DRY_RUN), 1 a problem
 #######################################
 platform::preflight() {
-  local exp_dir="$1" spec kind=none count i=0
+  local exp_dir="$1" spec i=0
   shift
-  local -a common=(preflight --host "${SERVER_HOST}" --port "${PORT}" --orchestrator "$$"
-    --experiment-dir "${exp_dir}" --grace "${STOP_GRACE_S:-30}"
-    --disk "${RESULT_ROOT}:${SSKJ_MIN_FREE_GB:-1}")
-  lib::is_dry_run && common+=(--warn-only)
-  [[ "${STOP_STALE_ENGINE:-1}" == "0" ]] && common+=(--no-stop-stale)
-  case "${ACCEL_SAMPLER:-none}" in
-    nvidia-smi) kind=nvidia ;;
-    xpu-smi) kind=xpu ;;
-  esac
-  count="${ACCEL_COUNT:-}"
-  if [[ -z "${count}" && "${HARDWARE:-}" =~ ^([0-9]+)x ]]; then
-    count="${BASH_REMATCH[1]}"
-  fi
-  common+=(--accelerators "${kind}:${count:-${TP:-1}}")
-  [[ "${HARDWARE:-}" == "auto" ]] && common+=(--hardware-auto)
+  local -a common=("${exp_dir}" --orchestrator "$$")
   if [[ "${PLATFORM_DETECTED:-0}" == "1" ]]; then
     # The platform choice first: a wrong one would build every command wrongly.
-    local -a choice=(preflight --detected-platform "${PLATFORM}" --experiment-dir "${exp_dir}" --accelerators "${kind}:0")
-    [[ "${HARDWARE:-}" == "auto" ]] && choice+=(--hardware-auto)
-    lib::results "${choice[@]}" || return 1
-    common+=(--detected-platform "${PLATFORM}")
+    common+=(--detected)
+    lib::results loop-preflight "${common[@]}" --platform-only || return 1
   fi
-  [[ "${RUNTIME:-native}" == "docker" ]] && common+=(--docker-image "${DOCKER_IMAGE}")
-  common+=(--client "${CLIENT:-sglang}")  # its module: from the client catalog
-  # The planned grid: every phase's context must cover its shapes; without SLO search also the
-  # validity rules known before the run (said once, not per phase).
-  common+=(--scenarios "${SCENARIOS_FILE:-${exp_dir}/scenarios.tsv}" --concurrencies "${CONCURRENCIES:-}"
-    --shapes "${SHAPES:-}" --prompts-per-concurrency "${PROMPTS_PER_CONCURRENCY}" --min-prompts "${MIN_PROMPTS}")
-  [[ -z "${NUM_PROMPTS:-}" ]] || common+=(--num-prompts "${NUM_PROMPTS}")
-  [[ "${SLO_SEARCH:-0}" != "1" ]] || common+=(--slo-search)
   for spec in "$@"; do
     i=$((i + 1))
     bench::parse_phase_spec "${i}" || return 1
@@ -134,7 +109,7 @@ platform::preflight() {
     common+=(--phase-file "${BENCH_TMP_DIR}/phase${i}.preflight")
     bench::restore_phase_settings
   done
-  if ! lib::results "${common[@]}"; then
+  if ! lib::results loop-preflight "${common[@]}"; then
     lib::err "preflight failed: nothing was started"
     return 1
   fi

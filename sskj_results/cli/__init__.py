@@ -47,9 +47,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "new-experiment": ("new_experiment_cmd", "new_experiment", "Create experiments/<platform>/<name>/ from TEMPLATE or another experiment."),
     "redact": ("redact_cmd", "redact", "Redact secrets from words or lines (the one redaction; used by the shell)."),
     "preflight": ("preflight_cmd", "preflight", "Check interpreters, model, port, accelerators, image and disk before a run."),
+    "loop-preflight": ("preflight_cmd", "loop_preflight", "The run loop's preflight, its options from the run's settings (used by platform.sh)."),
     "setup-envs": ("setup_envs_cmd", "setup_envs", "Create the Python environments of a platform (cpu; used by setup_envs.sh)."),
     "check-names": ("redact_cmd", "check_names", "Check that names used as path segments are plain names."),
-    "config": ("loop_cmd", "config", "Load the platform, config.env, run-wide settings and phases in one call (the shell)."),
+    "config": ("config_cmd", "config", "Load the platform, config.env, run-wide settings and phases in one call (the shell)."),
     "phase-begin": ("loop_cmd", "phase_begin", "Start a phase: versions, metadata, and a dry run's plan (the run loop)."),
     "step": ("loop_cmd", "step", "Record the finished scenario, return the next with its commands (the run loop)."),
     "phase-end": ("loop_cmd", "phase_end", "End a phase: parse, report, validate, run-set index (the run loop)."),
@@ -61,6 +62,7 @@ PLUMBING = frozenset({
     "slo-next", "slurm-plan", "slurm-compare", "slurm-nodes", "next", "run-client", "engine", "package-version",
     "phase", "patches", "wait-health", "server-cmd", "platform", "run-settings", "client-cmd", "env", "redact",
     "setup-envs", "check-names", "runset", "config", "phase-begin", "step", "phase-end", "run-summary", "engine-owner",
+    "loop-preflight",
 })
 
 

@@ -1,4 +1,5 @@
-"""The run loop's calls: the configuration in one, a phase's start in one, one step per scenario, the phase's end in one.
+"""The run loop's calls: a phase's start in one, one step per scenario, the phase's end in one (the configuration
+in one: cli/config_cmd.py).
 
 Each answers with records (sskj_results/run/records.py) that the shell reads
 with `lib::read_records`. Each part runs the command it replaces in this
@@ -14,7 +15,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
 
@@ -25,10 +26,6 @@ if TYPE_CHECKING:
     from ..run.prompts import PromptSet, PromptText
     from ..run.records import Records
     from ..run.scenario_cmds import ScenarioCommands
-
-# platform keys always taken from the platform file (too often set in environments for other purposes)
-PROTECTED = ("CHIP", "ACCELERATOR", "RUNTIME", "DOCKER_IMAGE", "CONTAINER_NAME", "CONTAINER_PYTHON")
-ACCEL_SAMPLER_OF_CHIP = (("nvidia_", "nvidia-smi"), ("kunlun_", "xpu-smi"))
 
 
 def _info(message: str) -> None:
@@ -45,178 +42,6 @@ def _ok(status: int) -> None:
 def _write(records: "Records") -> None:
     sys.stdout.buffer.write(bytes(records))
     sys.stdout.buffer.flush()
-
-
-@click.command("config")
-@click.option("--repo", required=True, type=click.Path(file_okay=False, path_type=Path), help="The repository root.")
-@click.option("--platform", "platform_name", default=None, help="Platform name (default: PLATFORM, else detected).")
-@click.option("--experiment", "experiment_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
-              help="Experiment directory: also its config.env and the run-wide settings (without it: the platform only).")
-@click.option("--phase", "specs", multiple=True, metavar="SPEC",
-              help="A phase spec NAME[:ENGINE][:KEY=VALUE]...: checked and returned as arrays. Repeatable.")
-@click.option("--names", is_flag=True, help="Default RUN_ID (the time now) and check every name that becomes a path "
-              "segment, the environment's settings and the platform against the experiment's folder; with RESUME=1 "
-              "the run's recorded settings.")
-@click.option("--usage", "usage_of", default=None, metavar="SCRIPT",
-              help="Print SCRIPT's usage and the settings it reads (run_bench.sh --help); load nothing.")
-@handle_errors
-def config(repo: Path, platform_name: Optional[str], experiment_dir: Optional[Path], specs: tuple[str, ...],
-           names: bool, usage_of: Optional[str]) -> None:
-    """Load a run's configuration in one call (used by platform.sh and the run loop): the platform file
-    (detected when PLATFORM is not given), the experiment's config.env, the run-wide settings, the phases.
-
-    Precedence: environment > config.env > platforms/<chip>.env ($SSKJ_ENV_PRESET names what the caller's
-    environment set). Prints records to export; errors name the file and line (exit 1; 2 for a malformed
-    phase spec or name).
-    """
-    from ..catalog.engines import engine
-    from ..catalog.settings import usage
-    from ..contract.envfile import expand_references
-    from ..run.records import Records
-
-    if usage_of is not None:
-        click.echo(usage(usage_of), nl=False)
-        return
-    rec = Records()
-    loaded: set[str] = set()  # the keys of the platform file and config.env: settings too
-    if "SSKJ_ENV_PRESET" not in os.environ:
-        os.environ["SSKJ_ENV_PRESET"] = "\n".join(os.environ)
-
-    def export(key: str, value: str) -> None:
-        os.environ[key] = value
-        rec.var(key, value)
-
-    def load_env(file: str, protect: tuple[str, ...] = ()) -> None:
-        args = ["env"] + [word for key in protect for word in ("--protect", key)] + ["--", file]
-        status, out = invoke(args, capture=True)
-        _ok_with(status)
-        for record in nul_words(out):
-            key, _, value = record.partition("=")
-            export(key, value)
-            loaded.add(key)
-
-    def _ok_with(status: int) -> None:
-        if status != 0:
-            _write(rec)
-            _ok(status)
-
-    parsed = []
-    for spec in specs:
-        status, out = invoke(["phase", spec], capture=True)
-        _ok_with(2 if status else 0)
-        words = nul_words(out)
-        parsed.append((words[0], words[1], words[2:]))
-
-    root = os.environ.get("REPO_ROOT") or str(repo)
-    export("REPO_ROOT", root)
-    if experiment_dir is not None:
-        export("EXPERIMENT_DIR", str(experiment_dir))
-    name = platform_name or os.environ.get("PLATFORM", "")
-    detected = "0"
-    if not name:
-        status, out = invoke(["platform", "detect", "--repo", root], capture=True)
-        _ok_with(status)
-        name, detected = out.decode("utf-8", "surrogateescape"), "1"
-        _info(f"detected platform {name} (set PLATFORM to override)")
-    from ..run.platforms import resolve_name
-
-    name = resolve_name(Path(root), name)  # PLATFORM=H200 as --chip H200
-    status, out = invoke(["platform", "file", name, "--repo", root], capture=True)
-    _ok_with(status)
-    file = out.decode("utf-8", "surrogateescape")
-    export("PLATFORM", name)
-    export("SSKJ_ENVS_DIR", os.environ.get("SSKJ_ENVS_DIR") or f"{root}/envs")
-    export("SSKJ_MODELS_DIR", os.environ.get("SSKJ_MODELS_DIR") or f"{root}/models")
-    load_env(file, PROTECTED)
-    export("RUNTIME", os.environ.get("RUNTIME") or "native")
-    if not os.environ.get("ACCEL_SAMPLER"):
-        chip = os.environ.get("CHIP", "")
-        export("ACCEL_SAMPLER", next((s for prefix, s in ACCEL_SAMPLER_OF_CHIP if chip.startswith(prefix)), "none"))
-    rec.var("PLATFORM_DETECTED", detected, export=False)
-    _ok_with(invoke(["platform", "check", file])[0])
-
-    if experiment_dir is not None:
-        config_env = experiment_dir / "config.env"
-        if config_env.is_file() or config_env.exists():
-            load_env(str(config_env))
-        export("EXPERIMENT", os.environ.get("EXPERIMENT") or experiment_dir.name)
-        if names:
-            _ok_with(_check_settings(experiment_dir, name, detected, loaded, export))
-        status, out = invoke(["run-settings"], capture=True)
-        _ok_with(status)
-        for record in nul_words(out):
-            key, _, value = record.partition("=")
-            export(key, value)
-
-    if names:
-        export("RUN_ID", os.environ.get("RUN_ID") or time.strftime("%Y%m%d-%H%M%S"))
-        pairs = [f"RUN_ID={os.environ['RUN_ID']}", f"EXPERIMENT={os.environ.get('EXPERIMENT', '')}",
-                 f"PLATFORM={os.environ['PLATFORM']}", f"CHIP={os.environ.get('CHIP', '')}"]
-        for phase_name, phase_engine, _ in parsed:
-            pairs += [f"phase={phase_name}", f"engine={phase_engine}"]
-        _ok_with(2 if invoke(["check-names", *pairs])[0] else 0)
-    if names and experiment_dir is not None:
-        from ..catalog.settings import recorded_values
-        from ..run.runrecord import overrides, preset_names
-
-        values = recorded_values(os.environ)  # written by the first real phase-begin (run_settings.json)
-        export("SSKJ_RUN_SETTINGS", json.dumps(values, sort_keys=True))
-        rec.array("BENCH_RESUME_SETTINGS", overrides(values, preset_names(os.environ)))
-    if specs:
-        rec.array("BENCH_PHASE_NAMES", [p[0] for p in parsed])
-        rec.array("BENCH_PHASE_ENGINES", [p[1] for p in parsed])
-        rec.array("BENCH_PHASE_BACKENDS", [engine(p[1]).client_backends["sglang"] for p in parsed])
-        rec.array("BENCH_PHASE_HEALTH_PATHS", [engine(p[1]).health_path for p in parsed])
-        phase_sets = []
-        for index, (_, _, settings) in enumerate(parsed, start=1):
-            # a value may name the configuration: dspark:vllm-dspark:MODEL_PATH=${DSPARK_MODEL_PATH}
-            expanded = [f"{key}={expand_references(value, os.environ, f'phase spec {specs[index - 1]!r}')}"
-                        for key, _, value in (kv.partition("=") for kv in settings)]
-            rec.array(f"BENCH_PHASE_SETS_{index}", expanded)
-            phase_sets.append(dict(kv.partition("=")[::2] for kv in expanded))
-        if experiment_dir is not None:
-            _export_run_prompts(export, [(p[0], p[1], engine(p[1]).client_backends["sglang"], sets)
-                                         for p, sets in zip(parsed, phase_sets)])
-    _write(rec)
-
-
-def _check_settings(experiment_dir: Path, platform_name: str, detected: str, loaded: set[str],
-                    export: "Callable[[str, str], None]") -> int:
-    """config --names: run.runrecord.check_settings, and with RESUME=1 the run's recorded settings, exported."""
-    from ..contract.errors import ConfigError
-    from ..run.runrecord import check_settings, preset_names, resumed
-
-    try:
-        check_settings(experiment_dir, platform_name, detected == "1", loaded, preset_names(os.environ), os.environ)
-        values, note = resumed(experiment_dir, os.environ, preset_names(os.environ))
-    except ConfigError as exc:
-        _error(str(exc))
-        return 2
-    for key, value in values.items():
-        export(key, value)
-    if note:
-        _info(note)
-    return 0
-
-
-def _export_run_prompts(export: "Callable[[str, str], None]",
-                        phases: "list[tuple[str, str, str, dict[str, str]]]") -> None:
-    """RUN_PROMPT_METHOD, RUN_PROMPT_TEXT, RUN_PROMPT_TEXT_SHA256 and RUN_PROMPT_TOKENIZER: the prompts of every
-    phase of the run (run.prompts.run_prompts), decided once before any phase's own settings apply."""
-    from ..contract.errors import ConfigError
-    from ..run.prompts import phase_prompts, run_prompts
-
-    env = os.environ
-    try:
-        chosen = run_prompts(env, [phase_prompts(n, e, f, sets, env) for n, e, f, sets in phases],
-                             Path(env.get("REPO_ROOT") or "."))
-    except ConfigError as exc:
-        raise ExitError(str(exc)) from None
-    export("RUN_PROMPT_METHOD", chosen.method)
-    export("RUN_PROMPT_TEXT", str(chosen.text.path) if chosen.text else "")
-    export("RUN_PROMPT_TEXT_SHA256", chosen.text.sha256 if chosen.text else "")
-    export("RUN_PROMPT_TOKENIZER", chosen.tokenizer)
-    export("RUN_PROMPT_WHY", chosen.why)
 
 
 def _next_args(run_dir: Path, session: Path) -> list[str]:
@@ -380,14 +205,23 @@ def _scenario(run_dir: Path, session: Path, prepare: bool = False) -> Optional[t
               help="The platform's runtime patches (PATCH_ROOT, Docker runtime): listed for apply_patches.sh.")
 @click.option("--print-only", is_flag=True,
               help="A dry run of an existing run: print the metadata command, write nothing into the run.")
+@click.option("--phases", type=click.IntRange(min=1), default=1, show_default=True,
+              help="How many phases the run has (more than one: the phase's end also writes the run set's index).")
+@click.option("--shell-cmd", "shell_cmd", default="sskj-results", show_default=True,
+              help="The sskj-results command as the shell calls it (a dry run's plan prints it).")
+@click.option("--lib-dir", default="scripts/common", show_default=True,
+              help="The shell library's directory (a dry run's line that stops the engine sources its lib.sh).")
+@click.option("--server-line", default="", help="The phase's server command as the shell quoted it (redacted).")
 @click.argument("metadata_args", nargs=-1, type=click.UNPROCESSED)
 @handle_errors
-def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], print_only: bool,
-                metadata_args: tuple[str, ...]) -> None:
+def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], print_only: bool, phases: int,
+                shell_cmd: str, lib_dir: str, server_line: str, metadata_args: tuple[str, ...]) -> None:
     """Start a phase (used by the run loop): the engine's and client's versions, the run's metadata and
-    config (METADATA_ARGS after --: more `sskj-results metadata` options), and with DRY_RUN=1 the whole
-    plan of the phase (arrays BENCH_PLAN_BEFORE: the metadata and prompt sets, before the engine starts;
-    BENCH_PLAN: every scenario's commands; printed by the shell around the engine's start and stop).
+    config (run/dryplan.config_args; METADATA_ARGS after --: more `sskj-results metadata` options, a
+    multi-node engine's), the phase's end (array BENCH_END_ARGS), a Docker platform's container
+    command (BENCH_CONTAINER_CREATE), and with DRY_RUN=1 the whole plan of the phase (run/dryplan.py;
+    arrays BENCH_PLAN_BEFORE: the heading, metadata, prompt sets and container, before the patches;
+    BENCH_PLAN: the engine's start, every scenario's commands, the engine's stop and the phase's end).
 
     With --patches: PATCH_ROOT/series listed in BENCH_PATCH_LIST (apply_patches.sh's input). Where nothing
     will be applied (a dry run, or an empty series) config.patches is recorded here with the metadata and
@@ -397,6 +231,7 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], print_
     from ..contract.redact import redact_argv
     from ..run.phase import (client_label, client_module, client_probe, engine_environment, engine_version,
                              metadata_meta, probe_record)
+    from ..run import dryplan
     from ..run.records import Records, measured_args, plan_words
 
     env = os.environ
@@ -412,9 +247,8 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], print_
         "CLIENT_VERSION": env["BENCH_CLIENT_VERSION"],
         "CLIENT_LABEL": client_label(env, module),
     }
-    args = list(metadata_args)
-    if args[:1] == ["--"]:
-        args = args[1:]
+    more = list(metadata_args)
+    args = dryplan.config_args(env, server_line, phases, more[1:] if more[:1] == ["--"] else more)
     series = None
     record_patches = False  # recorded here where nothing will be applied; else apply_patches.sh records them
     if patch_root is not None:
@@ -456,6 +290,7 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], print_
         if record_patches:
             _info(f"{run_dir / 'results.json'}: {len(series)} patch(es) recorded")
     items: list[tuple[str, list[str]]] = []
+    before: list[tuple[str, list[str]]] = []
     if env.get("RUN_PROMPT_WHY") and not dry:
         _info(f"prompts of the run: {env['RUN_PROMPT_WHY']}; tokenizer {_tokenizer()}")
     if method == "round-trip-set" and not dry:
@@ -485,8 +320,19 @@ def phase_begin(run_dir: Path, session: Path, patch_root: Optional[Path], print_
             for argv in (cmds.warmup, cmds.reset, cmds.metrics_before, cmds.client, cmds.metrics_after):
                 if argv:
                     items.append(("$", redact_argv(argv)))
+    docker = (env.get("RUNTIME") or "native") == "docker"
+    create, warnings = dryplan.container_create(env) if docker else ([], [])
+    end = dryplan.end_args(env, str(run_dir), phases)
+    rec.array("BENCH_CONTAINER_CREATE", create)
+    rec.array("BENCH_END_ARGS", end)
+    if dry:
+        before = dryplan.heading(env, str(run_dir)) + before + (dryplan.container_step(env, create) if docker else [])
+        items = (dryplan.server_start(env, str(run_dir), server_line, shell_cmd) + items
+                 + dryplan.server_stop(env, lib_dir) + dryplan.phase_end(end, shell_cmd))
         rec.array("BENCH_PLAN_BEFORE", plan_words(before))
     rec.array("BENCH_PLAN", plan_words(items))
+    for line in warnings:
+        warn(line)
     _write(rec)
 
 

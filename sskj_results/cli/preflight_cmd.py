@@ -216,3 +216,21 @@ def grid_warnings(scenarios_file: Optional[Path], concurrencies: Optional[str], 
     planned = [PlannedScenario(row.name, row.concurrency, rule.prompts(row))
                for row in load_grid(scenarios_file, concurrencies, shapes)]
     return planned_problems(planned, thresholds)
+
+
+@click.command("loop-preflight")
+@click.argument("experiment_dir")
+@click.option("--orchestrator", type=int, required=True, help="Pid of the calling orchestrator (its own engines are not stale).")
+@click.option("--detected", is_flag=True, help="The platform was auto-detected (PLATFORM not given).")
+@click.option("--platform-only", is_flag=True, help="Check the detected platform's choice alone (before any command is built).")
+@click.option("--phase-file", "phase_files", multiple=True, help="A phase to check, as `preflight --phase-file` takes it.")
+@handle_errors
+def loop_preflight(experiment_dir: str, orchestrator: int, detected: bool, platform_only: bool,
+                   phase_files: tuple[str, ...]) -> None:
+    """The run loop's preflight (used by platform.sh): `preflight` with the options the run's settings give
+    (run/loopstart.py: preflight_args), read from the environment the shell exported; its messages and exit status."""
+    from ..run.loopstart import preflight_args
+    from .inproc import invoke
+
+    status, _ = invoke(preflight_args(os.environ, experiment_dir, orchestrator, phase_files, detected, platform_only))
+    sys.exit(status)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -193,17 +194,29 @@ def engine_owner(port: int, pid: Optional[int], tag: Optional[str]) -> None:
 
 
 @click.command("run-summary")
-@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("run_dirs", nargs=-1, required=True)
 @click.option("--comparison", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="The run's comparison.md (named first among the files to look at).")
 @click.option("--strict", is_flag=True, help="Exit 1 when a point is disqualified (✖; STRICT=1 of the run loop).")
+@click.option("--loop", is_flag=True, help="The run loop's call: run directories without results.json (a phase that "
+              "did not start, an empty word) and repeats are left out, nothing is said without one; STRICT=1 is --strict.")
 @handle_errors
-def run_summary(run_dirs: tuple[Path, ...], comparison: Optional[Path], strict: bool) -> None:
+def run_summary(run_dirs: tuple[str, ...], comparison: Optional[Path], strict: bool, loop: bool) -> None:
     """The end of a run: points measured per phase, points qualified or disqualified with their checks, what to
     look at (stderr). Exit 1 with --strict when a point is disqualified."""
-    from ..run.summary import summarize
+    from ..run.summary import loop_dirs, summarize
 
-    found = summarize(list(run_dirs), comparison)
+    if loop:
+        dirs = loop_dirs(run_dirs)
+        strict = strict or os.environ.get("STRICT", "0") == "1"
+        if not dirs:
+            return
+    else:
+        for given in run_dirs:
+            if not Path(given).is_dir():
+                raise click.BadParameter(f"Directory {given!r} does not exist.", param_hint="'RUN_DIRS...'")
+        dirs = [Path(d) for d in run_dirs]
+    found = summarize(dirs, comparison)
     for line in found.lines:
         click.echo(line, err=True)
     if strict and found.disqualified:

@@ -72,13 +72,17 @@ class Records:
 
 
 def plan_words(items: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
-    """A dry run's plan as the words of one array: `#` TEXT for a comment line, `$` COUNT WORD... for a command."""
+    """A dry run's plan as the words of one array: `#` TEXT for a line as it is, `$` COUNT WORD... for a
+    command (its words quoted), `%` COUNT PART... for a line of literal text and words to quote in turn
+    (run/dryplan.py: parts_line)."""
     words: list[str] = []
     for kind, value in items:
         if kind == "#":
             words += ["#", value[0]]
+        elif kind in ("$", "%"):
+            words += [kind, str(len(value)), *value]
         else:
-            words += ["$", str(len(value)), *value]
+            raise ValueError(f"not a plan item: {kind!r}")
     return words
 
 

@@ -9,6 +9,7 @@ makes the run fail.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,3 +82,13 @@ def summarize(run_dirs: Sequence[Path], comparison: Path | None = None) -> Summa
         out.lines.append(f"  {counts['unknown']} point(s) of unknown validity: a check's input was not recorded "
                          "(report.md, Validity)")
     return out
+
+
+def loop_dirs(given: Sequence[str]) -> list[Path]:
+    """The run directories the run loop's summary covers: those holding results.json, each once, in order (a
+    phase that failed before it wrote one, or an empty word, is left out)."""
+    kept: list[str] = []
+    for name in given:
+        if name and os.path.isfile(os.path.join(name, "results.json")) and name not in kept:
+            kept.append(name)
+    return [Path(name) for name in kept]

@@ -129,7 +129,7 @@ HEALTH_TIMEOUT_S="30"
 """
 
 
-# How a dry run's plan starts a phase's engine (adaptive_bench_lib.sh, bench::print_server_start):
+# How a dry run's plan starts a phase's engine (sskj_results/run/dryplan.py, server_start):
 # `setsid <server command> >>"$SERVER_LOG" 2>&1 </dev/null & SERVER_PID=$!`
 SERVER_START = ("setsid ", ' >>"$SERVER_LOG" 2>&1 </dev/null & SERVER_PID=$!')
 

@@ -70,6 +70,18 @@ def test_a_plan_prints_its_lines_in_order(tmp_path: Path) -> None:
     assert proc.stdout == "# phase plan\ncurl -X POST http://h:1/x\\ y\n# end\n"
 
 
+def test_a_plan_line_of_parts_quotes_every_other_part_as_printf_q(tmp_path: Path) -> None:
+    """`%` COUNT PART...: literal text and words in turn (run/dryplan.py), each word as printf %q quotes it."""
+    parts = ['A="$X" ', *[w for word in TRICKY for w in (word, " | ")]]
+    rec = Records()
+    rec.array("PLAN", plan_words([("%", parts), ("#", ["# end"])]))
+    proc = bash_lib(f'lib::read_records {emit(rec, tmp_path)}\nlib::print_plan "${{PLAN[@]}}"')
+    assert proc.returncode == 0, proc.stderr
+    fmt = 'A="$X" ' + "%q | " * len(TRICKY) + "\\n# end\\n"
+    expected = subprocess.run(["bash", "-c", 'printf "$@"', "x", fmt, *TRICKY], capture_output=True, text=True).stdout
+    assert proc.stdout == expected
+
+
 @pytest.mark.parametrize("blob, message", [
     (b"v\0BAD-NAME\0x\0", "unexpected record name 'BAD-NAME'"),
     (b"z\0X\0", "unexpected record 'z'"),

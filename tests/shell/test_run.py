@@ -309,7 +309,8 @@ def test_resume_without_run_id_is_misuse(tmp_path, base_env, make_experiment, ta
 
 def test_resume_of_an_unknown_run_id_is_refused_before_any_setup(tmp_path, base_env, make_experiment, tag):
     """RESUME=1 with a RUN_ID that names no run: refused at once, naming the runs there are, before the
-    configuration, preflight and environment checks (no sskj-results call at all)."""
+    configuration, preflight and environment checks (one sskj-results call, the run's start, which refuses
+    before it loads anything: its one line is all the run says)."""
     from shellkit import recorded_calls
 
     exp = make_experiment()
@@ -318,10 +319,12 @@ def test_resume_of_an_unknown_run_id_is_refused_before_any_setup(tmp_path, base_
     env.pop("RESULT_ROOT")
     proc = run_script(exp / "run_bench.sh", env)
     assert proc.returncode == 1
-    assert proc.stderr.splitlines()[-1].endswith(
+    (line,) = proc.stderr.splitlines()
+    assert line.endswith(
         f"[ERROR] RESUME=1: {exp}/results/20250102-999999 does not exist (no run 20250102-999999 to resume; its "
         "runs: 20250101-000000)")
-    assert recorded_calls(tmp_path.parent / f"{tmp_path.name}.sskj_results_calls.bin") == []
+    (call,) = recorded_calls(tmp_path.parent / f"{tmp_path.name}.sskj_results_calls.bin")
+    assert call[0] == "config" and "--start" in call
     assert not (exp / "results" / "20250102-999999").exists()
 
 
