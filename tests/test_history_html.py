@@ -91,3 +91,41 @@ def test_history_page_draws_offline_filters_and_fits(browser: Any, page: Path) -
     assert browser.save_screenshot(str(SHOTS / "history_900.png"))
     text = browser.find_element("id", "section-changes").text
     assert "regression" in text and "engine version 0.5.0 → 0.5.1" in text
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_lines_values_read_back_in_the_browser_are_the_4_digit_values(browser: Any, tmp_path: Path) -> None:  # noqa: F811
+    """The y values travel as integers less a prediction, in 7-bit groups (render/history.py values_packed): what
+    plotly draws and shows on hover is each point's value at 4 significant digits, as the page carried before
+    (plain integers times 10**e), for binned lines, small and large magnitudes, zeros and integers of over 32 bits."""
+    import numpy as np
+
+    from sskj_results.render.history import figure_data
+
+    rng = np.random.default_rng(46)
+    rows = []
+    for i in range(400):
+        rows += run_rows(i, "a" if i < 200 else "b", {
+            (1, "ttft_ms_p95"): 0.0123 * rng.uniform(0.9, 1.1),
+            (64, "ttft_ms_p95"): float(rng.choice([0.0, 3.7e7])) * rng.uniform(0.5, 1.5) + 1e-3,  # 1e-3 .. 5.6e7
+            (8, "output_token_throughput"): 2500.0 * rng.uniform(0.97, 1.03) * (1.3 if i >= 200 else 1.0)})
+    hist = history(frame(rows))
+    data = figure_data(hist)
+    big = max(abs(v) for f in data["figures"] for line in f["lines"] for v in line["y"])
+    assert big > 2 ** 40  # a line's integers need more than 32 bits
+    write_history(hist, tmp_path, True, "values")
+    browser.set_window_size(1400, 1800)
+    open_page(browser, tmp_path / "history.html")
+    wait_ready(browser)
+    drawn = browser.execute_script("""return Array.from(document.querySelectorAll('#history-figures div.plot'))
+        .map(div => [div.id, div.data.filter(t => t.hovertemplate.startsWith('%{y}')).map(t => [t.x, t.y])]);""")
+    assert len(drawn) == len(data["figures"]) >= 2
+    by_id = {f["id"]: f for f in data["figures"]}
+    for fid, traces in drawn:
+        lines = by_id[fid]["lines"]
+        assert len(traces) == len(lines)
+        for (x, y), line in zip(traces, lines):
+            e = line["e"]
+            before = [v / 10.0 ** -e if e < 0 else v * 10.0 ** e for v in line["y"]]  # the earlier page's reading
+            assert x == line["x"] and y == before and y == [float(f"{v:.4g}") for v in y]

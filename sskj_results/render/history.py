@@ -5,8 +5,8 @@ history.html: one self-contained page (plotly.js inlined as in render/html.py): 
 one trend figure per setup and metric (a line per shape, changes marked), filterable by chip, engine, shape and
 metric; figures are drawn a page at a time and a series of more than MAX_DRAWN runs is drawn as the medians of
 MAX_DRAWN consecutive groups of runs (changes still at their own run). The figures' data are compact (figure_data:
-drawn points only, strings once, hover text of drawn runs only), packed (render/packing.py), built into plotly figures by
-assets/history.js when shown. docs/HISTORY.md.
+drawn points only, strings once, hover text of drawn runs only), packed (render/packing.py), the lines' y values
+apart as small integers (values_packed), built into plotly figures by assets/history.js when shown. docs/HISTORY.md.
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ from .figures import log_ticks
 from .html import document
 from .markdown_html import markdown_blocks
 from .mdtable import github_table
+from .packing import pack_smallest, varints
 
 DOUBTFUL_KIND = "not to be believed"  # a figure mark's kind (assets/history.js: MARKS)
+Y_ID = "sskj-history-y"  # the element of the lines' y values (values_packed)
 MAX_DRAWN = 120  # points of one line of a figure; beyond, medians of consecutive groups of runs
 FIGURES_PER_PAGE = 8
 LOG_SPAN = 20  # a figure whose values span more than this factor has a log y axis
@@ -193,13 +195,37 @@ def _sig(values: np.ndarray) -> list[float]:
     return [float(f"{v:.4g}") for v in values.tolist()]
 
 
-def _deltas(values: list[float]) -> tuple[int, list[int]]:
-    """(e, d): values (4 significant digits) as integers times 10**e, the first whole, then each as its difference
-    from the one before (assets/history.js adds them up); exact, and a third of the packed size of the numbers."""
+PREDICT = 4  # a line's y integer is written as its difference from the rounded mean of the PREDICT before it
+
+
+def _scaled(values: list[float]) -> tuple[int, list[int]]:
+    """(e, ints): values (4 significant digits) as integers times 10**e, exact (assets/history.js divides back)."""
     nonzero = [abs(v) for v in values if v]
     e = min(math.floor(math.log10(v)) for v in nonzero) - 3 if nonzero else 0
-    ints = [round(v * 10 ** -e) if e < 0 else round(v / 10 ** e) for v in values]
-    return e, ints[:1] + [b - a for a, b in zip(ints, ints[1:])]
+    return e, [round(v * 10 ** -e) if e < 0 else round(v / 10 ** e) for v in values]
+
+
+def residuals(ints: list[int]) -> list[int]:
+    """Each integer less the rounded mean of the PREDICT before it (the first whole): small numbers around 0 for a
+    noisy flat line, which compress better than the values or their differences (assets/history.js adds back)."""
+    out = []
+    for i, value in enumerate(ints):
+        before = ints[max(0, i - PREDICT):i]
+        out.append(value - (sum(before) + len(before) // 2) // len(before) if before else value)
+    return out
+
+
+def values_packed(data: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """(the figure data without the lines' y, the y integers of every line (figures, then lines, in order) as
+    residuals() in varints(), packed): #sskj-history-y, read back by assets/history.js."""
+    figures, ints = [], []
+    for f in data["figures"]:
+        lines = []
+        for line in f["lines"]:
+            ints.extend(residuals(line["y"]))
+            lines.append({k: v for k, v in line.items() if k != "y"})
+        figures.append({**f, "lines": lines})
+    return {**data, "figures": figures}, pack_smallest(varints(ints))[0]
 
 
 def _binned(xs: np.ndarray, ys: np.ndarray) -> tuple[list[int], list[float]]:
@@ -245,7 +271,7 @@ def _ticks(versions: Sequence[Optional[str]]) -> list[list[Any]]:
 def figure_data(hist: History) -> dict[str, Any]:
     """The trend figures' data, compact (docs/HISTORY.md, The page): one figure per setup and metric, a line per
     shape (its drawn points only: x the place of a run among the setup's runs, y at 4 significant digits as
-    _deltas), the
+    _scaled's integers and exponent e), the
     changes and doubtful runs as marks; the hover text of a drawn run once for the page (`runs`, columns of
     indices into `text`, each string once), the engine version ticks computed here."""
     groups: dict[tuple[Any, str], list[Series]] = {}
@@ -266,8 +292,8 @@ def figure_data(hist: History) -> dict[str, Any]:
             bx, by = _binned(xs, s.values)
             shape = texts(shape_label(s.shape))
             drawn.update(bx)
-            e, dy = _deltas(by)
-            lines.append({"shape": shape, "x": bx, "e": e, "y": dy, "n": len(s)})
+            e, ints = _scaled(by)
+            lines.append({"shape": shape, "x": bx, "e": e, "y": ints, "n": len(s)})
             for i in np.flatnonzero(s.doubtful).tolist() if s.doubtful is not None else []:
                 marks.append([shape, int(xs[i]), float(f"{s.values[i]:.4g}"), texts(DOUBTFUL_KIND),
                               texts("not to be believed: a failed validity check (disqualified, or this metric "
@@ -317,7 +343,7 @@ def history_html(hist: History, markdown: str, title: str = "History") -> str:
     """The page: the Markdown's sections as HTML, the trend figures before the Series table."""
     from .markdown_html import split_sections
 
-    data = figure_data(hist)
+    data, packed_y = values_packed(figure_data(hist))
     _, sections = split_sections(markdown)
     body, nav_items = [], []
     for name, lines in sections:
@@ -330,6 +356,7 @@ def history_html(hist: History, markdown: str, title: str = "History") -> str:
                         "is the setup's runs in order, labelled with the engine version where it changes. "
                         f"A line of more than {MAX_DRAWN} runs is drawn as the medians of consecutive groups of runs."
                         f"</p>{_filters(data, hist)}<div id=\"history-figures\"></div>"
+                        f'<script type="application/octet-stream" id="{Y_ID}">{packed_y}</script>'
                         '<p><button type="button" id="history-more">more figures</button></p></section>')
         sid = "section-" + "".join(ch if ch.isalnum() else "-" for ch in name.lower())
         nav_items.append((name, sid))

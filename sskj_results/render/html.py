@@ -12,8 +12,8 @@ The page has the sections of the Markdown (report.md / comparison.md, which
 * every table can be sorted by a click on its header.
 
 Everything is inlined: the page's own script and style, the data (JSON),
-and plotly.min.js from the `plotly` Python package, gzip-compressed and
-written in base 91 (render/packing.py: about 1.81 MB instead of 4.8 MB), decompressed by the
+and plotly.min.js from the `plotly` Python package, gzip-compressed (zopfli, cached: render/plotly_js.py) and
+written in base 91 (render/packing.py: about 1.75 MB instead of 4.8 MB), decompressed by the
 browser's own DecompressionStream. A Content-Security-Policy forbids every
 request, so nothing can leave the page. docs/HTML_REPORTS.md says why plotly.
 """
@@ -46,7 +46,8 @@ from .figures import (
 from .longtables import ROWS_ID, fold_long_tables, rows_script
 from .markdown_html import inline, markdown_blocks, split_sections
 from . import spec_md
-from .packing import pack
+from .packing import pack_smallest
+from .plotly_js import plotly_js_packed
 from .mdparts import ACCEPT_HEADER, BOUND_HEADER, UNRELIABLE_MARK, accept_cell, shows_acceptance, slo_cell
 from .report import report_rows
 
@@ -75,17 +76,6 @@ def _asset(name: str) -> str:
     from importlib import resources
 
     return (resources.files(__package__) / "assets" / name).read_text(encoding="utf-8")
-
-
-@functools.lru_cache(maxsize=1)
-def plotly_js_packed() -> tuple[str, str]:
-    """(version, plotly.min.js of the installed plotly package, packed (pack()))."""
-    from importlib import resources
-
-    data = (resources.files("plotly") / "package_data" / "plotly.min.js").read_bytes()
-    match = re.search(rb"plotly\.js v([0-9][0-9A-Za-z.\-]*)", data[:400])
-    version = match.group(1).decode("ascii") if match else "unknown"
-    return version, pack(data)
 
 
 # --------------------------------------------------------------------------- the interactive table
@@ -169,8 +159,10 @@ def results_table_html(rows: Sequence[Row], valid: bool = True,
 
 def _json_script(element_id: str, data: Any, packed: bool = False) -> str:
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    if packed:  # compact data of a large page (history.html): gzip + base 91 (render/packing.py), unpacked by sskjUnpack
-        return f'<script type="application/octet-stream" id="{element_id}">{pack(text.encode("utf-8"))}</script>'
+    if packed:  # compact data of a large page (history.html): gzip (zopfli where installed) + base 91
+        # (render/packing.py pack_smallest), unpacked by sskjUnpack
+        packed_text = pack_smallest(text.encode("utf-8"))[0]
+        return f'<script type="application/octet-stream" id="{element_id}">{packed_text}</script>'
     text = text.replace("</", "<\\/").replace("<!--", "<\\!--")
     return f'<script type="application/json" id="{element_id}">{text}</script>'
 

@@ -50,8 +50,17 @@ function sskjDecode(text) {
 }
 function sskjUnpack(text) {
   "use strict";
+  return sskjUnpackResponse(text).text();
+}
+// The bytes of packed text: a promise of a Uint8Array.
+function sskjUnpackBytes(text) {
+  "use strict";
+  return sskjUnpackResponse(text).arrayBuffer().then(function (buffer) { return new Uint8Array(buffer); });
+}
+function sskjUnpackResponse(text) {
+  "use strict";
   var bytes = sskjDecode(text.trim());
-  return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text();
+  return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip")));
 }
 
 // The pages' plotly.js is inlined packed (#plotly-gz, sskjUnpack): unpacked and run; then ready(), or

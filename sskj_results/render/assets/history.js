@@ -16,6 +16,7 @@
   var MARKS = {regression: ["triangle-up", "#b3261e"], improvement: ["triangle-down", "#1e7b34"],
                "not confirmed": ["circle-open", "#5f6b76"], outlier: ["diamond-open", "#8a5a00"],
                "not to be believed": ["x-thin-open", "#b3261e"]};
+  var PREDICT = 4;  // render/history.py PREDICT
   var matching = [], drawn = 0;
 
   function filters() {
@@ -35,9 +36,52 @@
     return out;
   }
   function values(line) {
-    // y: integers times 10^e, each after the first a difference from the one before (render/history.py _deltas)
-    var acc = 0, scale = Math.pow(10, Math.abs(line.e));
-    return line.y.map(function (d) { acc += d; return line.e < 0 ? acc / scale : acc * scale; });
+    // y: integers times 10^e (render/history.py _scaled)
+    var scale = Math.pow(10, Math.abs(line.e));
+    return line.y.map(function (v) { return line.e < 0 ? v / scale : v * scale; });
+  }
+  function varints(bytes, count) {
+    // render/packing.py varints: zigzag integers in 7-bit groups, the first group of every value, then the second
+    // group of those that have one, ...; exact up to 2^53
+    var planes = [], start = 0, size = count;
+    while (size) {
+      if (start + size > bytes.length) { throw new Error("the y values are cut short"); }
+      var plane = bytes.subarray(start, start + size), next = 0;
+      for (var i = 0; i < size; i++) { next += plane[i] >> 7; }
+      planes.push(plane);
+      start += size;
+      size = next;
+    }
+    var at = planes.map(function () { return 0; }), out = new Array(count);
+    for (var v = 0; v < count; v++) {
+      var z = 0, k = 0, scale = 1, b;
+      do {
+        b = planes[k][at[k]++];
+        z += (b & 127) * scale;
+        scale *= 128;
+        k += 1;
+      } while (b & 128);
+      out[v] = z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+    }
+    return out;
+  }
+  function withValues(bytes) {
+    // each line's y integers (render/history.py values_packed): its residuals, figures then lines in order, each
+    // added to the rounded mean of the PREDICT integers before it
+    var count = 0;
+    data.figures.forEach(function (f) { f.lines.forEach(function (line) { count += line.x.length; }); });
+    var all = varints(bytes, count), at = 0;
+    data.figures.forEach(function (f) {
+      f.lines.forEach(function (line) {
+        var y = new Array(line.x.length);
+        for (var i = 0; i < y.length; i++) {
+          var n = Math.min(i, PREDICT), sum = 0;
+          for (var j = i - n; j < i; j++) { sum += y[j]; }
+          y[i] = all[at++] + (n ? Math.floor((sum + Math.floor(n / 2)) / n) : 0);
+        }
+        line.y = y;
+      });
+    });
   }
   function traces(f, shape) {
     var out = [], runs = hover(f);
@@ -123,10 +167,12 @@
   }
   // the data are unpacked while plotly.js is
   var unpacked = typeof DecompressionStream === "undefined" ? null
-    : sskjUnpack(document.getElementById("sskj-history").textContent);
+    : Promise.all([sskjUnpack(document.getElementById("sskj-history").textContent),
+                   sskjUnpackBytes(document.getElementById("sskj-history-y").textContent)]);
   sskjLoadPlotly(function () {
-    unpacked.then(function (json) {
-      data = JSON.parse(json);
+    unpacked.then(function (both) {
+      data = JSON.parse(both[0]);
+      withValues(both[1]);
       selects.forEach(function (s) { s.addEventListener("change", refresh); });
       more.addEventListener("click", page);
       refresh();
