@@ -11,6 +11,7 @@ from ..contract.comparison_models import ComparisonDoc, StatTest
 from ..contract.metrics import METRICS, PER_REQUEST_COMPARED, and_words, metric
 from .mdparts import METRIC_LABELS, acceptance_notes, METRIC_SHORT, SLO_NOTES, code, has_missing, mdt, num, slo_reference, unmeasured_note, unreliable_note
 from . import spec_md
+from ..analysis.pooled import MODERATED_MEANS
 from .mdtable import github_table
 
 
@@ -24,6 +25,16 @@ def _ci(test: StatTest) -> str:
     if test.ci_low is None or test.ci_high is None:
         return "-"
     return f"[{test.ci_low:.3f}, {test.ci_high:.3f}]"
+
+
+def _metric_label(t: StatTest) -> str:
+    """The Metric column: the row's label, whose `median` is the statistic of a test within one run; a test across
+    repeats of a per-request metric compares each repeat's trimmed geometric mean (docs/COMPARE.md), and says so."""
+    label = METRIC_LABELS[t.metric]
+    if t.test == MODERATED_MEANS:
+        row = metric(t.metric)
+        return f"{row.short} trimmed geo. mean ({row.unit})"
+    return label
 
 
 def _n(test: StatTest) -> str:
@@ -195,7 +206,7 @@ def verdicts(doc: ComparisonDoc) -> list[str]:
     shown = [(sc, t) for sc, t in tests if not t.verdict.startswith("not comparable")]
     if shown:
         rows = [
-            [sc.name, t.run, METRIC_LABELS[t.metric], _n(t), num(t.baseline_value),
+            [sc.name, t.run, _metric_label(t), _n(t), num(t.baseline_value),
              num(t.candidate_value), num(t.ratio, 3), _ci(t), _p(t.p_value), _verdict(t)]
             + ([("⚠ " + ", ".join(t.qualified)) if t.qualified else ""] if qualified else [])
             for sc, t in shown
