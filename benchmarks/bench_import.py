@@ -288,8 +288,9 @@ def run_benchmark(raw: Optional[Path], work: Path, scale: float, rounds: int, pl
     cpu = {p: _median([s["cpu_s"] for s in samples[p]]) for p in samples if samples[p]}
     ratios = {
         "import_over_floor": med["import"] / med["floor"],
-        "compare_over_import": med["compare"] / med["import"],
-        "reparse_over_import": med["reparse"] / med["import"],
+        # compare and re-parse over the floor, not over the import: a faster import must not read as a slower compare
+        "compare_over_floor": med["compare"] / med["floor"],
+        "reparse_over_floor": med["reparse"] / med["floor"],
         "import_rss_over_floor_rss": rss["import"] / rss["floor"],
     }
     figures: dict[str, Any] = {
@@ -325,8 +326,8 @@ def _report(fig: dict[str, Any]) -> str:
                          f"(CPU {fig['median_cpu_s'][phase]:.3f} s; module imports {fig['module_imports_s'][phase]:.3f} s)")
     lines += [
         f"  import / floor          {ratios['import_over_floor']:.2f}",
-        f"  compare / import        {ratios['compare_over_import']:.2f}",
-        f"  re-parse / import       {ratios['reparse_over_import']:.3f}",
+        f"  compare / floor         {ratios['compare_over_floor']:.2f}",
+        f"  re-parse / floor        {ratios['reparse_over_floor']:.3f}",
         f"  import RSS / floor RSS  {ratios['import_rss_over_floor_rss']:.2f}",
         f"  sskj-results --help     {fig['help_s']:.3f} s",
     ]

@@ -42,8 +42,10 @@ BUDGETS: dict[str, float] = {
     "import_over_floor_cpu": 1.5,
     "import_over_floor": 1.5,
     "import_rss_over_floor_rss": 1.5,
-    "compare_over_import": 1.0,
-    "reparse_over_import": 0.1,
+    # compare <= the import's own budget, re-parse <= a tenth of it (compare <= 1 x import and re-parse <= 0.1 x import
+    # when the import is at its budget of 1.5 x the floor)
+    "compare_over_floor": 1.5,
+    "reparse_over_floor": 0.15,
     "collect_over_floor": 2.0,
     "recollect_over_collect": 0.5,
     "energy_over_read_cpu": 1.5,

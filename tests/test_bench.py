@@ -56,7 +56,7 @@ def test_benchmark_runs_and_writes_its_figures(tmp_path: Path) -> None:
         assert _positive(figures["median_s"][phase]), phase
         assert _positive(figures["peak_rss_mb"][phase]), phase
         assert len(figures["samples"][phase]) == 1
-    for ratio in ("import_over_floor", "compare_over_import", "reparse_over_import", "import_rss_over_floor_rss"):
+    for ratio in ("import_over_floor", "compare_over_floor", "reparse_over_floor", "import_rss_over_floor_rss"):
         assert _positive(figures["ratios"][ratio]), ratio
     assert _positive(figures["help_s"])
     machine = figures["machine"]
@@ -98,13 +98,13 @@ def test_the_speed_record_names_a_ratio_over_budget_or_clearly_worse_than_before
     """`make bench` (benchmarks/record.py): a 30 % slower import than the recent median is named, as is a ratio
     over its budget; the ordinary spread of a shared machine is not. Judged on ratios, never on seconds."""
     record = _record_module()
-    previous = [{"ratios": {"import_over_floor_cpu": v, "compare_over_import": 0.5}} for v in (1.10, 1.2, 1.05, 1.15)]
-    assert record.judge({"import_over_floor_cpu": 1.2, "compare_over_import": 0.55}, previous) == []
-    slower = record.judge({"import_over_floor_cpu": 1.125 * 1.3, "compare_over_import": 0.5}, previous)
+    previous = [{"ratios": {"import_over_floor_cpu": v, "compare_over_floor": 0.5}} for v in (1.10, 1.2, 1.05, 1.15)]
+    assert record.judge({"import_over_floor_cpu": 1.2, "compare_over_floor": 0.55}, previous) == []
+    slower = record.judge({"import_over_floor_cpu": 1.125 * 1.3, "compare_over_floor": 0.5}, previous)
     assert slower == ["import_over_floor_cpu 1.463 is 1.30x the median of its last 4 recorded values (1.125): "
                       "clearly worse"]
-    over = record.judge({"compare_over_import": 1.2}, previous)
-    assert over[0] == "compare_over_import 1.200 is over its budget of 1.0" and "clearly worse" in over[1]
+    over = record.judge({"compare_over_floor": 1.6}, previous)
+    assert over[0] == "compare_over_floor 1.600 is over its budget of 1.5" and "clearly worse" in over[1]
     assert record.judge({"new_ratio": 9.0}, previous) == []  # no budget, no history: nothing to judge against
     # the window: only the last 5 entries count
     old_fast = [{"ratios": {"import_over_floor_cpu": 0.5}}] * 10 + [{"ratios": {"import_over_floor_cpu": 1.2}}] * 5
