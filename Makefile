@@ -13,12 +13,13 @@ STAMP  := $(VENV)/.installed
 .PHONY: test test-fast venv bytecode shellcheck browser slurm schema clean-venv bench
 
 # The real-engine and Slurm tests (one local cluster, the engine's envs/
-# installed once) run in one process beside the rest of the suite, which runs
-# on two workers (pytest-xdist); each part prints its 15 slowest tests.
+# installed once) and the fresh-venv install test run in one process beside
+# the rest of the suite, which runs on two workers (pytest-xdist); each part
+# prints its 15 slowest tests.
 test: venv shellcheck browser slurm bytecode
 	@status=0; log="$$(mktemp)"; \
-	$(PY) -m pytest -m "cluster or e2e" --durations=15 tests >"$$log" 2>&1 & engine=$$!; \
-	$(PY) -m pytest -n 2 -m "not cluster and not e2e" --durations=15 tests || status=1; \
+	$(PY) -m pytest -m "cluster or e2e or install" --durations=15 tests >"$$log" 2>&1 & engine=$$!; \
+	$(PY) -m pytest -n 2 -m "not cluster and not e2e and not install" --durations=15 tests || status=1; \
 	wait "$$engine" || status=1; \
 	echo "=== the real-engine and Slurm tests ==="; cat "$$log"; rm -f "$$log"; exit "$$status"
 
